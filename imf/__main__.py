@@ -1,0 +1,3 @@
+from imf.cli import main
+
+main()

@@ -1,0 +1,419 @@
+"""Typed configuration: dataclasses, YAML presets with ``base:`` inheritance, overrides.
+
+A config is built in three layers: a preset (a name in ``imf/configs`` or a YAML
+path, whose ``base:`` key names the preset it extends), a JSON deep-merge
+(``--overrides``), then dotted ``key.path=value`` overrides. Every layer is
+checked against the dataclasses below, so an unknown key or a value of the
+wrong type is a ``ConfigError`` that names the key, the value and the fix.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from imf.errors import ConfigError
+
+PRESET_DIR = Path(__file__).parent / "configs"
+
+
+@dataclass
+class PolicyConfig:
+    mask: str = "causal"  # an imf.masks plugin; `causal_attn` is an alias
+    n_emb: int = 256
+    n_layer: int = 8
+    n_head: int = 4
+    p_drop_emb: float = 0.0
+    p_drop_attn: float = 0.3
+    n_cond_layers: int = 0  # 0: token-wise MLP over condition tokens
+    horizon: int = 10
+    n_obs_steps: int = 2
+    n_action_steps: int = 8
+    action_dim: int = 2
+    encoder: str = "resnet18"  # or "small" for CPU smoke runs
+    image_feature_dim: int = 64
+    num_keypoints: int = 32
+    crop_shape: int = 84
+    image_size: int = 96
+
+
+@dataclass
+class ObjectiveConfig:
+    name: str = "imf"  # an imf.objectives plugin
+    sample_steps: int = 1  # steps at inference; ddpm uses ddpm_steps
+    time_mu: float = -0.4
+    time_sigma: float = 1.0
+    equal_time_ratio: float = 0.5  # fraction of the batch with r = t
+    adaptive_p: float = 1.0
+    adaptive_c: float = 0.01
+    tangent: str = "boundary"  # "boundary": u(z,t,t); "v_head": auxiliary head
+    ddpm_steps: int = 100
+    ddpm_beta_schedule: str = "squaredcos_cap_v2"
+    ddpm_clip_sample: bool = True
+
+
+@dataclass
+class DataConfig:
+    path: str | None = None  # a replay-buffer zarr; None: scripted demos, cached
+    demo_episodes: int = 100
+    demo_seed: int = 0
+    cache_dir: str | None = None  # None: ~/.cache/imf (or $IMF_CACHE)
+    val_ratio: float = 0.02
+    split_seed: int = 42
+    max_train_episodes: int | None = 90
+
+
+@dataclass
+class TrainingConfig:
+    seed: int = 42
+    device: str = "auto"  # auto, cpu, cuda, cuda:N
+    num_epochs: int = 350
+    batch_size: int = 64
+    lr: float = 1.0e-4
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.95])
+    weight_decay: float = 1.0e-3
+    encoder_weight_decay: float = 1.0e-6
+    lr_warmup_steps: int = 1000
+    grad_clip: float = 1.0
+    use_ema: bool = True
+    ema_power: float = 0.75
+    ema_max: float = 0.9999
+    rollout_every: int = 50
+    checkpoint_topk: int = 5
+    patience: int | None = None  # rollouts without a new best before stopping
+    divergence_factor: float = 20.0  # loss above factor x running median -> diverged
+    divergence_warmup_steps: int = 200
+    max_train_steps: int | None = None  # per epoch; None: the whole data set
+    num_workers: int = 0
+    bf16: bool = True  # autocast on CUDA only
+    resume: bool = False
+
+
+@dataclass
+class EvalConfig:
+    n_test: int = 50
+    test_start_seed: int = 100000
+    n_train: int = 6
+    train_start_seed: int = 0
+    max_steps: int = 300
+    legacy: bool = True
+    n_workers: int = 0  # 0: one per core, at most 8
+
+
+@dataclass
+class LoggingConfig:
+    swanlab: bool = True
+    swanlab_mode: str = "offline"  # offline, local, cloud, disabled; SWANLAB_MODE wins
+    project: str = "imf"
+    group: str | None = None
+    stores: list[str] = field(default_factory=lambda: ["scoreboard", "iteration-log"])
+    metric: str = "test_mean_score"
+
+
+@dataclass
+class SweepConfig:
+    name: str = "sweep"
+    grid: list[str] = field(default_factory=list)
+    queues: list[str] = field(default_factory=list)
+    retries: int = 1
+    stall_timeout: float = 1800.0
+    poll_interval: float = 5.0
+
+
+@dataclass
+class Config:
+    name: str = "custom"
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_yaml())
+
+
+# Familiar spellings from Diffusion Policy that map onto one of our keys.
+ALIASES = {"policy.causal_attn": "policy.mask"}
+
+
+def _alias_value(alias: str, value: Any) -> Any:
+    if alias == "policy.causal_attn":
+        return "causal" if _coerce(value, bool, alias) else "full"
+    return value
+
+
+# ---------------------------------------------------------------- type checking
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def _coerce(value: Any, tp: Any, key: str) -> Any:
+    """Return ``value`` as type ``tp`` or raise a ConfigError naming ``key``."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        if value is None and type(None) in args:
+            return None
+        if isinstance(value, str) and value.lower() in ("null", "none") and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(value, inner[0], key)
+    if origin is list:
+        if isinstance(value, str):
+            value = _parse_scalar(value)
+            if isinstance(value, str):
+                value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"config key '{key}': expected a list, got {value!r}")
+        return [_coerce(v, args[0], f"{key}[{i}]") for i, v in enumerate(value)]
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "yes", "1", "on"):
+            return True
+        if isinstance(value, str) and value.lower() in ("false", "no", "0", "off"):
+            return False
+        raise ConfigError(f"config key '{key}': expected true or false, got {value!r}")
+    if tp is int:
+        if isinstance(value, bool):
+            raise ConfigError(f"config key '{key}': expected an integer, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"config key '{key}': expected an integer, got {value!r}")
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"config key '{key}': expected a number, got {value!r}")
+    if tp is str:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise ConfigError(f"config key '{key}': expected a string, got {value!r}")
+    raise ConfigError(f"config key '{key}': unsupported type {_type_name(tp)}")
+
+
+def _parse_scalar(text: str) -> Any:
+    """Parse the right-hand side of ``key=value`` the way YAML would (safely)."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def _suggest(key: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(key, choices, n=1, cutoff=0.5)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def all_keys(cls: type = Config, prefix: str = "") -> list[str]:
+    """Every dotted leaf key of the config tree, e.g. ``policy.n_emb``."""
+    keys: list[str] = []
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp):
+            keys += all_keys(tp, f"{prefix}{f.name}.")
+        else:
+            keys.append(f"{prefix}{f.name}")
+    return keys
+
+
+def _build(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
+    """Instantiate dataclass ``cls`` from a nested dict, checking every key and type."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"config key '{prefix.rstrip('.') or '<root>'}': expected a mapping, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if key not in names:
+            choices = [k for k in all_keys() if k.startswith(prefix)] if prefix else list(names)
+            raise ConfigError(f"unknown config key '{dotted}'{_suggest(dotted, choices or list(names))}")
+        tp = hints[key]
+        if dataclasses.is_dataclass(tp):
+            kwargs[key] = _build(tp, value or {}, f"{dotted}.")
+        else:
+            kwargs[key] = _coerce(value, tp, dotted)
+    return cls(**kwargs)
+
+
+def _validate(cfg: Config) -> None:
+    p = cfg.policy
+    positive = {
+        "policy.n_emb": p.n_emb, "policy.n_layer": p.n_layer, "policy.n_head": p.n_head,
+        "policy.horizon": p.horizon, "policy.n_obs_steps": p.n_obs_steps,
+        "policy.n_action_steps": p.n_action_steps, "training.num_epochs": cfg.training.num_epochs,
+        "training.batch_size": cfg.training.batch_size, "objective.sample_steps": cfg.objective.sample_steps,
+        "training.rollout_every": cfg.training.rollout_every,
+    }
+    for key, value in positive.items():
+        if value < 1:
+            raise ConfigError(f"config key '{key}': must be >= 1, got {value}")
+    if p.n_emb % p.n_head:
+        raise ConfigError(f"config key 'policy.n_head': {p.n_head} must divide policy.n_emb={p.n_emb}")
+    if p.n_obs_steps - 1 + p.n_action_steps > p.horizon:
+        raise ConfigError(
+            f"config key 'policy.horizon': {p.horizon} is shorter than n_obs_steps - 1 + "
+            f"n_action_steps = {p.n_obs_steps - 1 + p.n_action_steps}")
+    if p.encoder not in ("resnet18", "small"):
+        raise ConfigError(f"config key 'policy.encoder': got {p.encoder!r}, allowed: resnet18, small")
+    if cfg.objective.tangent not in ("boundary", "v_head"):
+        raise ConfigError(
+            f"config key 'objective.tangent': got {cfg.objective.tangent!r}, allowed: boundary, v_head")
+    if not 0.0 <= cfg.objective.equal_time_ratio <= 1.0:
+        raise ConfigError(
+            f"config key 'objective.equal_time_ratio': must be in [0, 1], got {cfg.objective.equal_time_ratio}")
+    if not 0.0 <= cfg.data.val_ratio < 1.0:
+        raise ConfigError(f"config key 'data.val_ratio': must be in [0, 1), got {cfg.data.val_ratio}")
+
+
+# ---------------------------------------------------------------- presets and merging
+
+def list_presets() -> list[str]:
+    return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path}: top level must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def _resolve_preset_path(name_or_path: str, relative_to: Path | None = None) -> Path:
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml"):
+        if relative_to is not None and not candidate.is_absolute():
+            local = relative_to / candidate
+            if local.exists():
+                return local
+        if candidate.exists():
+            return candidate
+        shipped = PRESET_DIR / candidate.name
+        if shipped.exists():
+            return shipped
+        raise ConfigError(f"config file '{name_or_path}' does not exist")
+    shipped = PRESET_DIR / f"{name_or_path}.yaml"
+    if shipped.exists():
+        return shipped
+    presets = list_presets()
+    raise ConfigError(
+        f"unknown preset '{name_or_path}'{_suggest(name_or_path, presets)}; "
+        f"presets: {', '.join(presets)}; or give a path to a .yaml file")
+
+
+def load_preset_dict(name_or_path: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A preset as a nested dict with its ``base:`` chain merged in (child wins)."""
+    path = _resolve_preset_path(name_or_path, Path(_seen[-1]).parent if _seen else None)
+    if str(path.resolve()) in _seen:
+        raise ConfigError(f"config file {path}: 'base:' chain loops back to itself")
+    data = _read_yaml(path)
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    parent = load_preset_dict(str(base), _seen + (str(path.resolve()),))
+    return deep_merge(parent, data)
+
+
+def deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _apply_aliases(data: dict[str, Any]) -> dict[str, Any]:
+    for alias, target in ALIASES.items():
+        section, key = alias.split(".")
+        sub = data.get(section)
+        if isinstance(sub, dict) and key in sub:
+            sub = dict(sub)
+            sub[target.split(".")[1]] = _alias_value(alias, sub.pop(key))
+            data = {**data, section: sub}
+    return data
+
+
+def parse_json_overrides(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--overrides is not valid JSON: {exc.msg} at column {exc.colno}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"--overrides must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def dotted_to_nested(overrides: list[str]) -> dict[str, Any]:
+    """``["policy.n_emb=256"]`` -> ``{"policy": {"n_emb": 256}}`` (values still raw)."""
+    nested: dict[str, Any] = {}
+    known = set(all_keys()) | set(ALIASES)
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"override '{item}': expected key.path=value")
+        key, raw = item.split("=", 1)
+        key = key.strip()
+        if key not in known:
+            raise ConfigError(f"unknown config key '{key}'{_suggest(key, sorted(known))}")
+        node = nested
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = _parse_scalar(raw) if raw.strip() else ""
+    return nested
+
+
+def from_dict(data: dict[str, Any]) -> Config:
+    cfg = _build(Config, _apply_aliases(data))
+    _validate(cfg)
+    return cfg
+
+
+def load_config(preset: str | None = "smoke", overrides: list[str] | None = None,
+                json_overrides: str | dict[str, Any] | None = None) -> Config:
+    """Preset (name or YAML path) + JSON deep-merge + dotted overrides -> checked Config."""
+    data = load_preset_dict(preset) if preset else {}
+    if json_overrides:
+        extra = parse_json_overrides(json_overrides) if isinstance(json_overrides, str) else json_overrides
+        data = deep_merge(_apply_aliases(data), _apply_aliases(extra))
+    if overrides:
+        data = deep_merge(_apply_aliases(data), _apply_aliases(dotted_to_nested(overrides)))
+    return from_dict(data)
+
+
+def load_resolved(path: str | Path) -> Config:
+    """Read back a config written by ``Config.save`` (no ``base:`` chain)."""
+    return from_dict(_read_yaml(Path(path)))
