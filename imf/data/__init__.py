@@ -1,0 +1,1 @@
+"""Replay-buffer data: zarr reader/writer, window sampler, normaliser."""

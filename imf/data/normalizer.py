@@ -1,0 +1,73 @@
+"""Min-max normaliser that travels inside a policy checkpoint.
+
+Each key maps its per-dimension [min, max] onto [-1, 1] (the reference's
+"limits" mode). A dimension whose range is below 1e-4 is treated as having
+range 2 around its mid-point, so constants stay finite. The image key maps
+[0, 1] onto [-1, 1] without fitting.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from imf.errors import DataError
+
+RANGE_EPS = 1e-4
+
+
+class MinMaxNormalizer:
+    def __init__(self) -> None:
+        self.scale: dict[str, np.ndarray] = {}
+        self.offset: dict[str, np.ndarray] = {}
+
+    def fit(self, key: str, data: np.ndarray) -> None:
+        flat = np.asarray(data, dtype=np.float64).reshape(-1, data.shape[-1])  # (N, D)
+        lo, hi = flat.min(axis=0), flat.max(axis=0)
+        span = hi - lo
+        degenerate = span < RANGE_EPS
+        span = np.where(degenerate, 2.0, span)
+        lo = np.where(degenerate, (hi + lo) / 2 - 1.0, lo)
+        self.scale[key] = (2.0 / span).astype(np.float32)
+        self.offset[key] = (-1.0 - lo * 2.0 / span).astype(np.float32)
+
+    def set_identity_range(self, key: str, lo: float, hi: float, dim: int = 1) -> None:
+        """Map the fixed range [lo, hi] of every dimension onto [-1, 1] (used for images)."""
+        self.scale[key] = np.full(dim, 2.0 / (hi - lo), dtype=np.float32)
+        self.offset[key] = np.full(dim, -1.0 - lo * 2.0 / (hi - lo), dtype=np.float32)
+
+    def _params(self, key: str, x: Any) -> tuple[Any, Any]:
+        if key not in self.scale:
+            raise DataError(f"normaliser has no key '{key}'; keys: {', '.join(sorted(self.scale))}")
+        scale, offset = self.scale[key], self.offset[key]
+        if hasattr(x, "device"):  # a torch tensor: move the parameters next to it
+            import torch
+            scale = torch.as_tensor(scale, device=x.device, dtype=x.dtype)
+            offset = torch.as_tensor(offset, device=x.device, dtype=x.dtype)
+        return scale, offset
+
+    def normalize(self, key: str, x: Any) -> Any:
+        scale, offset = self._params(key, x)
+        return x * scale + offset
+
+    def unnormalize(self, key: str, x: Any) -> Any:
+        scale, offset = self._params(key, x)
+        return (x - offset) / scale
+
+    def keys(self) -> list[str]:
+        return sorted(self.scale)
+
+    def state_dict(self) -> dict[str, dict[str, list[float]]]:
+        return {k: {"scale": self.scale[k].tolist(), "offset": self.offset[k].tolist()}
+                for k in self.keys()}
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, dict[str, list[float]]]) -> "MinMaxNormalizer":
+        norm = cls()
+        try:
+            for key, params in state.items():
+                norm.scale[key] = np.asarray(params["scale"], dtype=np.float32)
+                norm.offset[key] = np.asarray(params["offset"], dtype=np.float32)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise DataError(f"normaliser state is malformed: {exc}") from None
+        return norm
