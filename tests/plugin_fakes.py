@@ -1,0 +1,23 @@
+"""Install plugins the way pip would, but into a temp folder: a module plus a dist-info."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def fake_distribution(root: Path, dist: str, module: str, source: str,
+                      entry_points: dict[str, dict[str, str]], version: str = "1.0") -> Path:
+    """Write ``module.py`` and ``<dist>-<version>.dist-info`` under ``root``; return root."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / f"{module}.py").write_text(source)
+    info = root / f"{dist.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    lines = []
+    for group, names in entry_points.items():
+        lines.append(f"[{group}]")
+        lines += [f"{name} = {value}" for name, value in names.items()]
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    return root
+
+
+WINDOW_PLUGIN_DIR = Path(__file__).resolve().parents[1] / "examples" / "imf_window_mask"

@@ -1,0 +1,58 @@
+"""The example third-party package in examples/imf_window_mask, found by entry point."""
+import os
+import shutil
+import subprocess
+import sys
+import site
+import venv
+
+import numpy as np
+import pytest
+
+from imf import registry
+from plugin_fakes import WINDOW_PLUGIN_DIR
+
+
+def _fake_install_window(tmp_path, monkeypatch):
+    root = tmp_path / "site"
+    shutil.copytree(WINDOW_PLUGIN_DIR / "imf_window_mask", root / "imf_window_mask")
+    info = root / "imf_window_mask-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: imf-window-mask\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text("[imf.masks]\nwindow = imf_window_mask:window\n")
+    monkeypatch.syspath_prepend(str(root))
+    return root
+
+
+def test_window_mask_resolves_and_is_banded(tmp_path, monkeypatch):
+    _fake_install_window(tmp_path, monkeypatch)
+    monkeypatch.setenv("IMF_WINDOW_WIDTH", "2")
+    masks = registry.get("imf.masks", "window")(4, 2, 3)
+    expected_self = np.array([[1, 0, 0, 0], [1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1]], dtype=bool)
+    np.testing.assert_array_equal(masks.self_attn, expected_self)
+    np.testing.assert_array_equal(masks.cross_attn[:, :2], True)
+    np.testing.assert_array_equal(masks.cross_attn[3, 2:], [False, False, True])
+    assert "window" in [i.name for i in registry.discover("imf.masks")]
+
+
+@pytest.mark.slow
+def test_pip_install_example_plugin_into_temp_venv(tmp_path):
+    """Really pip-install the example into a fresh venv that sees imf's environment."""
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    py = env_dir / "bin" / "python"
+    inner_site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+    # The temp venv reuses the outer environment (imf, numpy, typer) through a .pth hook.
+    outer = [p for p in site.getsitepackages() if os.path.isdir(p)]
+    hook = "import site; " + "; ".join(f"site.addsitedir({p!r})" for p in outer)
+    with open(os.path.join(inner_site, "_imf_outer.pth"), "w") as fh:
+        fh.write(hook + "\n")
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps",
+                    str(WINDOW_PLUGIN_DIR)], check=True, capture_output=True, text=True)
+    out = subprocess.run([str(py), "-m", "imf", "plugins"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    line = next(line for line in out.stdout.splitlines() if line.strip().startswith("window"))
+    assert "imf-window-mask 0.1.0" in line and "BROKEN" not in line
+    # The plain imf environment does not have it.
+    assert "window" not in registry.names("imf.masks")
