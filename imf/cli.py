@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import typer
 
@@ -38,6 +39,99 @@ def plugins(as_json: bool = typer.Option(False, "--json", help="Print JSON for s
             if i.broken:
                 line += f"  BROKEN: {i.error}"
             typer.echo(line)
+
+
+@app.command(context_settings={"allow_extra_args": False})
+def trial(
+    args: list[str] = typer.Argument(None, help="CONFIG (a preset or YAML path), then key=value dotted overrides."),
+    trial_id: str = typer.Option(None, "--id", help="Trial id (default <config>-<mask>-e<n_emb>-l<n_layer>-s<seed>)."),
+    out: Path = typer.Option(None, "--out", help="The trial's run folder (default runs/<id>)."),
+    seed: int = typer.Option(None, "--seed", help="Seed for torch, numpy and random (training.seed)."),
+    epochs: int = typer.Option(None, "--epochs", help="Number of epochs (training.num_epochs)."),
+    init_from: Path = typer.Option(None, "--init-from", help="Warm start from this checkpoint (strict=False)."),
+    patience: int = typer.Option(None, "--patience", help="Stop after N rollouts without a new best."),
+    note: str = typer.Option("", "--note", help="A note kept in the summary and the result stores."),
+    overrides: str = typer.Option(None, "--overrides", help="JSON object deep-merged into the config."),
+    device: str = typer.Option(None, "--device", help="auto, cpu, cuda or cuda:N (training.device)."),
+    store: list[str] = typer.Option(None, "--store", help="Result store to record in (repeatable); 'none' for none."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its latest.pt."),
+) -> None:
+    """One run: config + overrides -> train -> score in the simulator -> checkpoints, logs, stores."""
+    from imf.cli_support import trial_command
+    trial_command(args or [], trial_id=trial_id, out=out, seed=seed, epochs=epochs, init_from=init_from,
+                  patience=patience, note=note, overrides=overrides, device=device, stores=store,
+                  resume=resume)
+
+
+@app.command("eval")
+def eval_(
+    checkpoint: Path = typer.Argument(None, help="A checkpoint (.pt) to score."),
+    best: Path = typer.Option(None, "--best", help="Score the best checkpoint of the scoreboard in this folder."),
+    n_test: int = typer.Option(None, "--n-test", help="Number of test episodes (default: the checkpoint's eval.n_test)."),
+    start_seed: int = typer.Option(None, "--start-seed", help="First test seed (default 100000)."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+    workers: int = typer.Option(None, "--workers", help="Simulator worker processes (default: the config's)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+) -> None:
+    """Score a checkpoint on the test seeds: test_mean_score, success rate, per-seed scores."""
+    from imf.cli_support import eval_command
+    eval_command(checkpoint, best=best, n_test=n_test, start_seed=start_seed, device=device,
+                 workers=workers, as_json=as_json)
+
+
+@app.command()
+def report(
+    paths: list[Path] = typer.Argument(None, help="A sweep folder, or run folders (default: the current folder)."),
+    out: Path = typer.Option(None, "--out", help="Folder for report.md/.json/.csv and heatmap.png (default: the sweep folder)."),
+    as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout instead of the tables."),
+) -> None:
+    """Rank trials by max test_mean_score; trends by n_emb and n_layer; heatmap. Reads Diffusion Policy runs too."""
+    import os
+
+    from imf import report as report_lib
+    paths = paths or [Path(".")]
+    built = report_lib.build_report(paths)
+    target = out or (paths[0] if len(paths) == 1 else Path(os.path.commonpath([p.resolve() for p in paths])))
+    written = report_lib.write_files(built, target)
+    for notice in built.notices:
+        typer.echo(f"imf: note: {notice}", err=True)
+    typer.echo(json.dumps(built.to_dict(), indent=2) if as_json else report_lib.render_text(built), nl=as_json)
+    typer.echo(f"wrote {', '.join(str(p) for p in written)}", err=as_json)
+
+
+log_app = typer.Typer(no_args_is_help=True, help="Hypothesis / result / conclusion entries in ITERATION_LOG.md.")
+app.add_typer(log_app, name="log")
+
+
+@log_app.command("hypothesis")
+def log_hypothesis(
+    text: str = typer.Option(..., "--text", help="The hypothesis."),
+    expect: str = typer.Option(..., "--expect", help="What you expect to see if it holds."),
+    command: str = typer.Option(None, "--command", help="The command that tests it."),
+    folder: Path = typer.Option(Path("."), "--dir", help="Folder holding ITERATION_LOG.md (default: here)."),
+) -> None:
+    """Add a numbered hypothesis block to ITERATION_LOG.md and print its id (H1, H2, ...)."""
+    from imf.errors import StoreError
+    from imf.store.iteration_log import IterationLogStore
+    if not folder.is_dir():
+        raise StoreError(f"--dir {folder} is not an existing folder")
+    typer.echo(IterationLogStore(folder).add_hypothesis(text, expect, command))
+
+
+@log_app.command("conclude")
+def log_conclude(
+    hypothesis_id: str = typer.Argument(..., help="The hypothesis id, e.g. H1."),
+    result: str = typer.Option(..., "--result", help="What the run showed."),
+    conclusion: str = typer.Option(..., "--conclusion", help="What you conclude from it."),
+    folder: Path = typer.Option(Path("."), "--dir", help="Folder holding ITERATION_LOG.md (default: here)."),
+) -> None:
+    """Fill the result and conclusion of a hypothesis block in ITERATION_LOG.md."""
+    from imf.errors import StoreError
+    from imf.store.iteration_log import FILENAME, IterationLogStore
+    if not (folder / FILENAME).is_file():
+        raise StoreError(f"no {FILENAME} in {folder}; add a hypothesis first (imf log hypothesis)")
+    block = IterationLogStore(folder).conclude(hypothesis_id, result, conclusion)
+    typer.echo(f"concluded {block['id']}")
 
 
 def main() -> None:

@@ -1,0 +1,75 @@
+"""PushTImageDataset: windows of the image PushT replay buffer as torch tensors (world units).
+
+Images are returned for the first n_obs_steps frames of each window only (the policy looks
+at no others): item["obs"]["image"] is float32 (n_obs_steps, 3, 96, 96) in [0, 1], while
+agent_pos and action span the whole horizon. Images stay uint8 in memory.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from imf.data.normalizer import MinMaxNormalizer
+from imf.data.replay_buffer import ReplayBuffer
+from imf.data.sampler import WindowSampler, downsample_mask, validation_mask
+from imf.errors import DataError
+
+
+class PushTImageDataset(Dataset):
+    """Training windows over the replay buffer; `val=True` gives the validation windows.
+
+    Like the reference, the validation windows are those of every episode outside the
+    training mask (the validation split plus the episodes max_train_episodes left out).
+    """
+
+    def __init__(self, buffer: ReplayBuffer | str, horizon: int, n_obs_steps: int,
+                 n_action_steps: int, val_ratio: float = 0.02, split_seed: int = 42,
+                 max_train_episodes: int | None = 90, val: bool = False) -> None:
+        if isinstance(buffer, (str,)) or hasattr(buffer, "__fspath__"):
+            buffer = ReplayBuffer.open(buffer)
+        if not 1 <= n_obs_steps <= horizon:
+            raise DataError(f"n_obs_steps must be in [1, horizon={horizon}], got {n_obs_steps}")
+        self.buffer = buffer
+        self.horizon, self.n_obs_steps, self.n_action_steps = horizon, n_obs_steps, n_action_steps
+        val_mask = validation_mask(buffer.n_episodes, val_ratio, split_seed)
+        self.train_mask = downsample_mask(~val_mask, max_train_episodes, split_seed)
+        self.val = val
+        self.images = buffer.arrays["img"]                    # (N, 96, 96, 3) uint8
+        self.agent_pos = buffer.arrays["state"][:, :2].astype(np.float32)  # (N, 2)
+        self.actions = buffer.arrays["action"].astype(np.float32)         # (N, 2)
+        self.sampler = self._make_sampler(~self.train_mask if val else self.train_mask)
+
+    def _make_sampler(self, mask: np.ndarray) -> WindowSampler:
+        return WindowSampler(self.buffer.episode_ends, self.horizon, pad_before=self.n_obs_steps - 1,
+                             pad_after=self.n_action_steps - 1, episode_mask=mask)
+
+    def get_validation_dataset(self) -> "PushTImageDataset":
+        val_set = copy.copy(self)
+        val_set.val = True
+        val_set.sampler = self._make_sampler(~self.train_mask)
+        return val_set
+
+    def get_normalizer(self) -> MinMaxNormalizer:
+        """Min-max over the training episodes' action and agent_pos; image [0, 1] -> [-1, 1]."""
+        train_rows = np.concatenate([np.arange(self.buffer.n_steps)[self.buffer.episode_slice(i)]
+                                     for i in np.nonzero(self.train_mask)[0]])
+        normalizer = MinMaxNormalizer()
+        normalizer.fit("action", self.actions[train_rows])
+        normalizer.fit("agent_pos", self.agent_pos[train_rows])
+        normalizer.set_identity_range("image", 0.0, 1.0)
+        return normalizer
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        frames = self.sampler.frame_indices(index)  # (horizon,)
+        image = self.images[frames[:self.n_obs_steps]]  # (n_obs, 96, 96, 3) uint8
+        image = np.moveaxis(image, -1, 1).astype(np.float32) / 255.0  # (n_obs, 3, 96, 96)
+        return {"obs": {"image": torch.from_numpy(image),
+                        "agent_pos": torch.from_numpy(self.agent_pos[frames])},
+                "action": torch.from_numpy(self.actions[frames])}

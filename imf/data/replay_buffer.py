@@ -1,0 +1,184 @@
+"""Replay-buffer zarr stores in the reference layout: read (v2 or v3, directory or zip), write.
+
+Layout: data/img (N, 96, 96, 3), data/state (N, 5), data/action (N, 2), data/keypoint (N, 9, 2),
+data/n_contacts (N, 1), meta/episode_ends (E,) exclusive ends. Everything is loaded into
+memory; img is kept as uint8 (N, 96, 96, 3) whether the store holds uint8 or float32 0..255.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from imf.errors import DataError
+
+# name -> (shape after N, allowed dtype kinds: f float, u unsigned, i signed int)
+ARRAY_SPECS: dict[str, tuple[tuple[int, ...], str]] = {
+    "img": ((96, 96, 3), "fu"),
+    "state": ((5,), "fiu"),
+    "action": ((2,), "fiu"),
+    "keypoint": ((9, 2), "fiu"),
+    "n_contacts": ((1,), "fiu"),
+}
+IMAGE_TASK_ARRAYS = ("img", "state", "action")
+_READ_CHUNK = 2048  # frames per read, to bound the float32 -> uint8 peak memory
+
+
+@dataclass
+class ReplayBuffer:
+    """In-memory replay buffer: arrays by name (all N long) and episode ends."""
+    arrays: dict[str, np.ndarray]
+    episode_ends: np.ndarray  # (E,) int64, exclusive
+    path: str = ""
+    zarr_format: int | None = field(default=None)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, required: tuple[str, ...] = IMAGE_TASK_ARRAYS) -> "ReplayBuffer":
+        """Read and check a store; any problem is a DataError naming the array or path."""
+        group, fmt, closer = _open_group(Path(path))
+        try:
+            ends = _read_episode_ends(group, path)
+            arrays = _read_arrays(group, path, required, int(ends[-1]))
+        finally:
+            closer()
+        return cls(arrays=arrays, episode_ends=ends, path=str(path), zarr_format=fmt)
+
+    @property
+    def n_episodes(self) -> int:
+        return int(len(self.episode_ends))
+
+    @property
+    def n_steps(self) -> int:
+        return int(self.episode_ends[-1]) if len(self.episode_ends) else 0
+
+    @property
+    def episode_starts(self) -> np.ndarray:
+        return np.concatenate([[0], self.episode_ends[:-1]]).astype(np.int64)
+
+    @property
+    def episode_lengths(self) -> np.ndarray:
+        return np.diff(np.concatenate([[0], self.episode_ends])).astype(np.int64)
+
+    def episode_slice(self, index: int) -> slice:
+        return slice(int(self.episode_starts[index]), int(self.episode_ends[index]))
+
+
+def _open_group(path: Path):
+    """(zarr group, zarr format, close function) for a directory or zip store."""
+    import zarr
+    if not path.exists():
+        raise DataError(f"replay buffer '{path}' does not exist; give a .zarr directory or .zarr.zip file")
+    store = None
+    if path.is_file():
+        if not zipfile.is_zipfile(path):
+            raise DataError(f"'{path}' is not a zarr store: a file that is not a zip archive")
+        store = zarr.storage.ZipStore(path, mode="r")
+        target = store
+    else:
+        if not any((path / marker).exists() for marker in (".zgroup", "zarr.json")):
+            raise DataError(f"'{path}' is not a zarr store: no .zgroup or zarr.json in the directory")
+        target = str(path)
+    try:
+        group = zarr.open_group(target, mode="r")
+    except Exception as exc:  # zarr raises several types for unreadable metadata
+        if store is not None:
+            store.close()
+        raise DataError(f"'{path}' is not a readable zarr group: {exc}") from None
+    fmt = getattr(group.metadata, "zarr_format", None)
+    return group, fmt, (store.close if store is not None else (lambda: None))
+
+
+def _member(group, name: str, path) -> object:
+    try:
+        return group[name]
+    except KeyError:
+        raise DataError(f"replay buffer '{path}' has no array '{name}'") from None
+
+
+def _read_episode_ends(group, path) -> np.ndarray:
+    arr = _member(group, "meta/episode_ends", path)
+    ends = np.asarray(arr[...])
+    if ends.ndim != 1 or ends.dtype.kind not in "iu":
+        raise DataError(f"'{path}' meta/episode_ends must be a 1-D integer array, "
+                        f"got shape {ends.shape} dtype {ends.dtype}")
+    if len(ends) == 0:
+        raise DataError(f"'{path}' is empty: meta/episode_ends has no episodes")
+    steps = np.diff(np.concatenate([[0], ends.astype(np.int64)]))
+    if np.any(steps <= 0):
+        bad = int(np.argmax(steps <= 0))
+        raise DataError(f"'{path}' meta/episode_ends must be strictly increasing and positive; "
+                        f"entry {bad} is {int(ends[bad])}")
+    return ends.astype(np.int64)
+
+
+def _read_arrays(group, path, required: tuple[str, ...], n_steps: int) -> dict[str, np.ndarray]:
+    arrays: dict[str, np.ndarray] = {}
+    for name, (tail, kinds) in ARRAY_SPECS.items():
+        try:
+            arr = group[f"data/{name}"]
+        except KeyError:
+            if name in required:
+                raise DataError(f"replay buffer '{path}' has no array 'data/{name}' "
+                                f"(required: {', '.join('data/' + r for r in required)})") from None
+            continue
+        expected = (n_steps,) + tail
+        if tuple(arr.shape) != expected:
+            raise DataError(f"'{path}' data/{name} has shape {tuple(arr.shape)}; expected {expected} "
+                            f"(N = meta/episode_ends[-1] = {n_steps})")
+        if np.dtype(arr.dtype).kind not in kinds:
+            raise DataError(f"'{path}' data/{name} has dtype {arr.dtype}; allowed kinds: "
+                            f"{'float32 0..255 or uint8' if name == 'img' else 'float or int'}")
+        arrays[name] = _read_image(arr) if name == "img" else np.asarray(arr[...], dtype=np.float32)
+    return arrays
+
+
+def _read_image(arr) -> np.ndarray:
+    """uint8 (N, 96, 96, 3) from uint8 or float 0..255 storage, read in chunks."""
+    out = np.empty(arr.shape, dtype=np.uint8)
+    for start in range(0, arr.shape[0], _READ_CHUNK):
+        block = np.asarray(arr[start:start + _READ_CHUNK])
+        if block.dtype != np.uint8:
+            block = np.clip(np.rint(block), 0, 255)
+        out[start:start + len(block)] = block
+    return out
+
+
+def write_replay_buffer(path: str | os.PathLike, arrays: dict[str, np.ndarray],
+                        episode_ends: np.ndarray, zarr_format: int = 2) -> Path:
+    """Write a directory store in the reference layout, atomically (temp name, then rename)."""
+    import zarr
+    path = Path(path)
+    ends = np.asarray(episode_ends, dtype=np.int64)
+    _check_for_write(arrays, ends)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        root = zarr.open_group(str(tmp), mode="w", zarr_format=zarr_format)
+        data = root.require_group("data")
+        for name, values in arrays.items():
+            values = np.ascontiguousarray(values)
+            chunks = (min(len(values), 1024 if name != "img" else 256),) + values.shape[1:]
+            data.create_array(name, data=values, chunks=chunks)
+        root.require_group("meta").create_array("episode_ends", data=ends, chunks=(max(len(ends), 1),))
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return path
+
+
+def _check_for_write(arrays: dict[str, np.ndarray], ends: np.ndarray) -> None:
+    if ends.ndim != 1 or len(ends) == 0 or np.any(np.diff(np.concatenate([[0], ends])) <= 0):
+        raise DataError("episode_ends must be a non-empty, strictly increasing 1-D array")
+    for name, values in arrays.items():
+        if name not in ARRAY_SPECS:
+            raise DataError(f"unknown replay-buffer array '{name}'; allowed: {', '.join(ARRAY_SPECS)}")
+        expected = (int(ends[-1]),) + ARRAY_SPECS[name][0]
+        if tuple(values.shape) != expected:
+            raise DataError(f"array '{name}' has shape {tuple(values.shape)}; expected {expected}")

@@ -1,0 +1,104 @@
+"""The objective protocol (plugin group ``imf.objectives``) and the pieces objectives share.
+
+An objective is built as ``cls(cfg: ObjectiveConfig)`` and gives
+- ``loss(model, actions (B,H,A), cond (B,n_obs,F), generator=None) -> (loss, metrics)``,
+- ``sample(model, cond, n_steps=None, generator=None) -> (B,H,A)`` normalised actions.
+
+``model`` is a noise-prediction network called as ``model(z, t, h, cond, fused=...)`` with
+z (B,H,A), times t and h = t - r of shape (B,), and condition features (B,n_obs,F); it
+exposes ``horizon`` and ``action_dim`` (see ``imf.model.ImfTransformer``). Flow conventions
+(shared/spec/IMF.md): t = 0 is data, t = 1 is noise, z_t = (1 - t) x + t e, v = e - x.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+import torch
+
+from imf.errors import ConfigError
+
+Metrics = dict[str, float]
+
+
+class Objective(Protocol):
+    name: str
+    uses_v_head: bool
+
+    def loss(self, model, actions: torch.Tensor, cond: torch.Tensor,
+             generator: torch.Generator | None = None) -> tuple[torch.Tensor, Metrics]: ...
+
+    def sample(self, model, cond: torch.Tensor, n_steps: int | None = None,
+               generator: torch.Generator | None = None) -> torch.Tensor: ...
+
+
+def randn(shape, like: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    return torch.randn(shape, generator=generator, device=like.device, dtype=like.dtype)
+
+
+def logit_normal(n: int, mu: float, sigma: float, like: torch.Tensor,
+                 generator: torch.Generator | None) -> torch.Tensor:
+    """(n,) times sigmoid(N(mu, sigma^2)): mass in the middle, none exactly at 0 or 1."""
+    return torch.sigmoid(randn((n,), like, generator) * sigma + mu)
+
+
+def sample_t_r(n: int, cfg, like: torch.Tensor, generator: torch.Generator | None
+               ) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """t = max and r = min of two logit-normal draws; the first n_eq rows get r = t.
+
+    A fixed count (round(ratio * n)) instead of a coin per row keeps the r = t rows as one
+    contiguous block, so only the r < t block pays for the JVP.
+    """
+    a = logit_normal(n, cfg.time_mu, cfg.time_sigma, like, generator)
+    b = logit_normal(n, cfg.time_mu, cfg.time_sigma, like, generator)
+    t, r = torch.maximum(a, b), torch.minimum(a, b)
+    n_eq = int(round(cfg.equal_time_ratio * n))
+    r = torch.cat([t[:n_eq], r[n_eq:]])
+    return t, r, n_eq
+
+
+def expand(x: torch.Tensor) -> torch.Tensor:
+    """(B,) -> (B, 1, 1) to broadcast over (B, H, A)."""
+    return x[:, None, None]
+
+
+def adaptive_loss(err: torch.Tensor, p: float, c: float) -> torch.Tensor:
+    """MeanFlow's adaptive weight on the per-sample summed squared error (B, H, A):
+    mean_b sg(w_b) * ||err_b||^2 with w_b = 1 / (||err_b||^2 + c)^p."""
+    sq = err.pow(2).flatten(1).sum(dim=1)  # (B,)
+    weight = (sq.detach() + c).pow(-p)
+    return (weight * sq).mean()
+
+
+def jvp(fn: Callable[..., torch.Tensor], primals: tuple, tangents: tuple
+        ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Forward-mode JVP in float32: (fn(*primals), d fn . tangents).
+
+    The primal output keeps its autograd graph (gradients reach the weights and any
+    tensors fn closes over, such as the encoder features, which get zero tangent).
+    Autocast is switched off inside: a bf16 tangent of a quantity multiplied by (t - r)
+    is too coarse, and forward AD through autocast casts is not worth the risk.
+    """
+    device_type = primals[0].device.type
+    with torch.autocast(device_type=device_type, enabled=False):
+        primals = tuple(p.float() for p in primals)
+        tangents = tuple(tg.float() for tg in tangents)
+        return torch.func.jvp(fn, primals, tangents)
+
+
+def average_velocity_sampler(model, cond: torch.Tensor, n_steps: int,
+                             generator: torch.Generator | None) -> torch.Tensor:
+    """z_r = z_t - (t - r) u(z_t, r, t) on a uniform grid from 1 to 0 (1 step: x = e - u(e, 0, 1))."""
+    b = cond.shape[0]
+    z = randn((b, model.horizon, model.action_dim), cond, generator)  # (B, H, A)
+    grid = torch.linspace(1.0, 0.0, n_steps + 1, device=cond.device, dtype=cond.dtype)
+    for i in range(n_steps):
+        t, r = grid[i].expand(b), grid[i + 1].expand(b)
+        z = z - expand(t - r) * model(z, t, t - r, cond)
+    return z
+
+
+def check_steps(n_steps: Any, default: int) -> int:
+    n = default if n_steps is None else n_steps
+    if not isinstance(n, int) or n < 1:
+        raise ConfigError(f"sampling steps (objective.sample_steps): expected a positive integer, got {n!r}")
+    return n

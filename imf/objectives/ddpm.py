@@ -1,0 +1,80 @@
+"""The Diffusion Policy baseline: DDPM with epsilon prediction, 100 training and 100
+inference steps, the squaredcos_cap_v2 (cosine) beta schedule, and x0 clipped to [-1, 1]
+(actions are min-max normalised to that range).
+
+The network sees the discrete step k as t = k / N, so it shares the time embedding of the
+flow objectives (t * 1000 = 10 k); h is always 0.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from imf.errors import ConfigError
+from imf.objectives.base import check_steps, expand, randn
+
+
+def make_betas(schedule: str, n: int) -> torch.Tensor:
+    if schedule == "squaredcos_cap_v2":
+        def alpha_bar(s: float) -> float:
+            return math.cos((s + 0.008) / 1.008 * math.pi / 2) ** 2
+        return torch.tensor([min(1 - alpha_bar((i + 1) / n) / alpha_bar(i / n), 0.999)
+                             for i in range(n)], dtype=torch.float64)
+    if schedule == "linear":
+        return torch.linspace(1e-4, 0.02, n, dtype=torch.float64)
+    raise ConfigError(
+        f"config key 'objective.ddpm_beta_schedule': got {schedule!r}, allowed: squaredcos_cap_v2, linear")
+
+
+class DdpmObjective:
+    name = "ddpm"
+    uses_v_head = False
+
+    def __init__(self, cfg) -> None:
+        self.cfg = cfg
+        self.n_train = cfg.ddpm_steps
+        self.alpha_bar = torch.cumprod(1 - make_betas(cfg.ddpm_beta_schedule, self.n_train), 0)
+
+    def _abar(self, k: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+        return self.alpha_bar.to(like.device)[k].to(like.dtype)
+
+    def loss(self, model, actions: torch.Tensor, cond: torch.Tensor,
+             generator: torch.Generator | None = None):
+        x = actions
+        eps = randn(x.shape, x, generator)
+        k = torch.randint(0, self.n_train, (x.shape[0],), generator=generator, device=x.device)
+        abar = expand(self._abar(k, x))
+        noisy = abar.sqrt() * x + (1 - abar).sqrt() * eps  # (B, H, A)
+        t = k.to(x.dtype) / self.n_train
+        loss = F.mse_loss(model(noisy, t, torch.zeros_like(t), cond), eps)
+        return loss, {"loss": loss.item(), "mse": loss.item()}
+
+    def sample(self, model, cond: torch.Tensor, n_steps: int | None = None,
+               generator: torch.Generator | None = None) -> torch.Tensor:
+        n = check_steps(n_steps, self.cfg.ddpm_steps)
+        stride = max(self.n_train // n, 1)
+        b = cond.shape[0]
+        x = randn((b, model.horizon, model.action_dim), cond, generator)
+        zero = torch.zeros(b, device=cond.device, dtype=cond.dtype)
+        for k in reversed(range(0, self.n_train, stride)):
+            eps = model(x, zero + k / self.n_train, zero, cond)
+            x = self._step(x, eps, k, k - stride, generator)
+        return x
+
+    def _step(self, x, eps, k: int, k_prev: int, generator) -> torch.Tensor:
+        """One ancestral step k -> k_prev with the 'fixed small' posterior variance."""
+        abar = float(self.alpha_bar[k])
+        abar_prev = float(self.alpha_bar[k_prev]) if k_prev >= 0 else 1.0
+        alpha = abar / abar_prev
+        beta = 1 - alpha
+        x0 = (x - math.sqrt(1 - abar) * eps) / math.sqrt(abar)
+        if self.cfg.ddpm_clip_sample:
+            x0 = x0.clamp(-1.0, 1.0)
+        mean = (math.sqrt(abar_prev) * beta / (1 - abar)) * x0 \
+            + (math.sqrt(alpha) * (1 - abar_prev) / (1 - abar)) * x
+        if k_prev < 0:
+            return mean
+        var = max((1 - abar_prev) / (1 - abar) * beta, 1e-20)
+        return mean + math.sqrt(var) * randn(x.shape, x, generator)

@@ -1,0 +1,39 @@
+"""Plain flow matching (rectified flow): regress v = e - x at logit-normal times and
+integrate dz/dt = v with Euler steps from t = 1 (noise) to t = 0 (data). With one step it
+returns the conditional mean of the data, the baseline a one-step policy must beat."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from imf.objectives.base import check_steps, expand, logit_normal, randn
+
+
+class FlowObjective:
+    name = "flow"
+    uses_v_head = False
+
+    def __init__(self, cfg) -> None:
+        self.cfg = cfg
+
+    def loss(self, model, actions: torch.Tensor, cond: torch.Tensor,
+             generator: torch.Generator | None = None):
+        x = actions
+        e = randn(x.shape, x, generator)
+        t = logit_normal(x.shape[0], self.cfg.time_mu, self.cfg.time_sigma, x, generator)
+        z = (1 - expand(t)) * x + expand(t) * e  # (B, H, A)
+        pred = model(z, t, torch.zeros_like(t), cond)  # h = 0: the instantaneous velocity
+        loss = F.mse_loss(pred, e - x)
+        return loss, {"loss": loss.item(), "mse": loss.item()}
+
+    def sample(self, model, cond: torch.Tensor, n_steps: int | None = None,
+               generator: torch.Generator | None = None) -> torch.Tensor:
+        n = check_steps(n_steps, self.cfg.sample_steps)
+        b = cond.shape[0]
+        z = randn((b, model.horizon, model.action_dim), cond, generator)
+        grid = torch.linspace(1.0, 0.0, n + 1, device=cond.device, dtype=cond.dtype)
+        zero = torch.zeros(b, device=cond.device, dtype=cond.dtype)
+        for i in range(n):
+            t = grid[i].expand(b)
+            z = z - (grid[i] - grid[i + 1]) * model(z, t, zero, cond)
+        return z

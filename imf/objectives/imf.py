@@ -1,0 +1,93 @@
+"""Improved MeanFlow (iMF): train the compound velocity V = u + (t - r) sg(du/dt) against
+v = e - x, where du/dt is a JVP of u along the network's OWN velocity (v_theta, 0, 1).
+
+Only the r < t rows need the JVP: on r = t rows the (t - r) factor is exactly 0 and V = u
+is plain flow matching at the boundary. So the batch splits into a plain-forward block and
+a JVP block (see ``sample_t_r``).
+
+Tangent sources (``objective.tangent``):
+- ``boundary``: v_theta = u(z_t, t, t), one extra no-grad forward on the JVP block;
+- ``v_head``: an auxiliary head on the same trunk, trained with ||v_head - v||^2; its
+  output from the forward that also yields u is the tangent, and the JVP then runs
+  without a graph (its output is stop-gradiented anyway).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from imf.objectives.base import (adaptive_loss, average_velocity_sampler, check_steps, expand,
+                                 jvp, randn, sample_t_r)
+
+
+class ImfObjective:
+    name = "imf"
+
+    def __init__(self, cfg) -> None:
+        self.cfg = cfg
+        self.uses_v_head = cfg.tangent == "v_head"
+
+    def loss(self, model, actions: torch.Tensor, cond: torch.Tensor,
+             generator: torch.Generator | None = None):
+        x = actions
+        e = randn(x.shape, x, generator)
+        t, r, n_eq = sample_t_r(x.shape[0], self.cfg, x, generator)
+        z = (1 - expand(t)) * x + expand(t) * e  # (B, H, A)
+        v = e - x
+        parts = _Parts()
+        if n_eq > 0:
+            self._boundary_block(model, z[:n_eq], t[:n_eq], cond[:n_eq], parts)
+        if n_eq < x.shape[0]:
+            sl = slice(n_eq, None)
+            self._jvp_block(model, z[sl], t[sl], r[sl], cond[sl], parts)
+        V = torch.cat(parts.V)  # (B, H, A)
+        loss = adaptive_loss(V - v, self.cfg.adaptive_p, self.cfg.adaptive_c)
+        metrics = {"imf_loss": loss.item(), "mse": F.mse_loss(V.detach(), v).item()}
+        if self.uses_v_head:
+            v_loss = F.mse_loss(torch.cat(parts.v), v)
+            loss = loss + v_loss
+            metrics["v_head_mse"] = v_loss.item()
+        metrics["loss"] = loss.item()
+        return loss, metrics
+
+    def _boundary_block(self, model, z, t, cond, parts) -> None:
+        h = torch.zeros_like(t)
+        if self.uses_v_head:
+            u, v_pred = model.forward_with_v(z, t, h, cond)
+            parts.v.append(v_pred)
+        else:
+            u = model(z, t, h, cond)
+        parts.V.append(u)  # (t - r) = 0: V = u
+
+    def _jvp_block(self, model, z, t, r, cond, parts) -> None:
+        h = t - r
+        ones = torch.ones_like(t)
+
+        def u_fn(z_, t_, h_):
+            return model(z_, t_, h_, cond, fused=False)
+
+        if self.uses_v_head:
+            u, v_pred = model.forward_with_v(z, t, h, cond)
+            parts.v.append(v_pred)
+            with torch.no_grad():
+                _, dudt = jvp(u_fn, (z, t, h), (v_pred.detach(), ones, ones))
+        else:
+            with torch.no_grad():
+                tangent = model(z, t, torch.zeros_like(t), cond)  # v_theta = u(z_t, t, t)
+            # d/dt along (v, dr = 0, dt = 1): h = t - r moves with t, so dh = 1 as well.
+            u, dudt = jvp(u_fn, (z, t, h), (tangent, ones, ones))
+            u = u.to(z.dtype)
+        parts.V.append(u + expand(h) * dudt.detach().to(u.dtype))
+
+    def sample(self, model, cond: torch.Tensor, n_steps: int | None = None,
+               generator: torch.Generator | None = None) -> torch.Tensor:
+        return average_velocity_sampler(model, cond, check_steps(n_steps, self.cfg.sample_steps),
+                                        generator)
+
+
+class _Parts:
+    """Per-block outputs, concatenated in batch order (boundary block first)."""
+
+    def __init__(self) -> None:
+        self.V: list[torch.Tensor] = []
+        self.v: list[torch.Tensor] = []

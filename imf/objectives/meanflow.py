@@ -1,0 +1,51 @@
+"""The original MeanFlow objective: regress u against sg(v - (t - r) du/dt) where du/dt is a
+JVP of u along the conditional velocity (e - x, 0, 1). Same time sampling, adaptive weight,
+block split and sampler as iMF; only the tangent and the place of the stop-gradient differ."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from imf.objectives.base import (adaptive_loss, average_velocity_sampler, check_steps, expand,
+                                 jvp, randn, sample_t_r)
+
+
+class MeanFlowObjective:
+    name = "meanflow"
+    uses_v_head = False
+
+    def __init__(self, cfg) -> None:
+        self.cfg = cfg
+
+    def loss(self, model, actions: torch.Tensor, cond: torch.Tensor,
+             generator: torch.Generator | None = None):
+        x = actions
+        e = randn(x.shape, x, generator)
+        t, r, n_eq = sample_t_r(x.shape[0], self.cfg, x, generator)
+        z = (1 - expand(t)) * x + expand(t) * e  # (B, H, A)
+        v = e - x
+        errs = []
+        if n_eq > 0:  # r = t: the target is v itself
+            errs.append(model(z[:n_eq], t[:n_eq], torch.zeros_like(t[:n_eq]), cond[:n_eq]) - v[:n_eq])
+        if n_eq < x.shape[0]:
+            errs.append(self._jvp_error(model, z[n_eq:], t[n_eq:], r[n_eq:], v[n_eq:], cond[n_eq:]))
+        err = torch.cat(errs)
+        loss = adaptive_loss(err, self.cfg.adaptive_p, self.cfg.adaptive_c)
+        return loss, {"loss": loss.item(), "mse": err.detach().pow(2).mean().item()}
+
+    @staticmethod
+    def _jvp_error(model, z, t, r, v, cond) -> torch.Tensor:
+        h = t - r
+        ones = torch.ones_like(t)
+
+        def u_fn(z_, t_, h_):
+            return model(z_, t_, h_, cond, fused=False)
+
+        u, dudt = jvp(u_fn, (z, t, h), (v, ones, ones))  # dr = 0, dt = 1 -> dh = 1
+        target = (v - expand(h) * dudt).detach()
+        return u.to(z.dtype) - target.to(z.dtype)
+
+    def sample(self, model, cond: torch.Tensor, n_steps: int | None = None,
+               generator: torch.Generator | None = None) -> torch.Tensor:
+        return average_velocity_sampler(model, cond, check_steps(n_steps, self.cfg.sample_steps),
+                                        generator)

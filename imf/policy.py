@@ -1,0 +1,139 @@
+"""The policy: normaliser + image encoder + transformer + objective, in one nn.Module.
+
+    batch (world units) -> normalise -> encoder (outside any JVP) -> cond (B, n_obs, 66)
+    objective.loss(transformer, actions_norm, cond)              (training)
+    objective.sample(transformer, cond) -> unnormalise -> chunk   (inference)
+
+The normaliser travels in ``state_dict()`` as the module's extra state, so one checkpoint
+restores the whole policy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from imf import registry
+from imf.data.normalizer import MinMaxNormalizer
+from imf.errors import CheckpointError, ConfigError
+from imf.model import ImfTransformer, ObsEncoder
+
+Obs = dict[str, Any]
+
+
+class ImfPolicy(nn.Module):
+    def __init__(self, cfg, normalizer: MinMaxNormalizer) -> None:
+        super().__init__()
+        self.cfg = cfg
+        p = cfg.policy
+        self.n_obs_steps, self.n_action_steps, self.horizon = p.n_obs_steps, p.n_action_steps, p.horizon
+        self.normalizer = normalizer
+        self.objective = registry.get("imf.objectives", cfg.objective.name)(cfg.objective)
+        self.encoder = ObsEncoder(p)
+        v_head = bool(getattr(self.objective, "uses_v_head", False))
+        self.model = ImfTransformer(p, self.encoder.feature_dim, v_head=v_head)
+
+    # ------------------------------------------------------------ normalisation and encoding
+
+    def _normalize_image(self, image: torch.Tensor) -> torch.Tensor:
+        if "image" in self.normalizer.keys():
+            return self.normalizer.normalize("image", image)
+        return image * 2.0 - 1.0  # the image range [0, 1] -> [-1, 1]
+
+    def encode_obs(self, obs: Obs, steps: slice) -> torch.Tensor:
+        """(B, n_obs, 66) condition features of the observation frames ``steps``."""
+        image = torch.as_tensor(obs["image"], device=self.device)[:, steps].float()
+        pos = torch.as_tensor(obs["agent_pos"], device=self.device)[:, steps].float()
+        if image.shape[1] != self.n_obs_steps or pos.shape[1] != self.n_obs_steps:
+            raise ConfigError(
+                f"policy.n_obs_steps: need {self.n_obs_steps} observation frames, got "
+                f"image {tuple(image.shape)}, agent_pos {tuple(pos.shape)}")
+        return self.encoder(self._normalize_image(image), self.normalizer.normalize("agent_pos", pos))
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    # ------------------------------------------------------------ training and inference
+
+    def compute_loss(self, batch: dict, generator: torch.Generator | None = None
+                     ) -> tuple[torch.Tensor, dict[str, float]]:
+        """Loss of a dataset batch (world units); uses the first n_obs_steps frames."""
+        cond = self.encode_obs(batch["obs"], slice(0, self.n_obs_steps))
+        actions = torch.as_tensor(batch["action"], device=self.device).float()
+        actions = self.normalizer.normalize("action", actions)[:, : self.horizon]  # (B, H, 2)
+        return self.objective.loss(self.model, actions, cond, generator=generator)
+
+    @torch.no_grad()
+    def predict_action(self, obs: Obs, generator: torch.Generator | None = None,
+                       n_steps: int | None = None) -> torch.Tensor:
+        """(B, n_action_steps, 2) world-unit actions from the last n_obs_steps frames."""
+        cond = self.encode_obs(obs, slice(-self.n_obs_steps, None))
+        naction = self.objective.sample(self.model, cond, n_steps=n_steps, generator=generator)
+        action = self.normalizer.unnormalize("action", naction)  # (B, H, 2)
+        start = self.n_obs_steps - 1
+        return action[:, start: start + self.n_action_steps]
+
+    def forward(self, obs: Obs) -> torch.Tensor:
+        """The scorer's interface: ``policy(obs)`` is ``predict_action(obs)``."""
+        return self.predict_action(obs)
+
+    def optimizer_groups(self, training_cfg) -> list[dict]:
+        """AdamW groups: transformer decay / no-decay, encoder at encoder_weight_decay."""
+        groups = self.model.optim_groups(training_cfg.weight_decay)
+        groups.append({"params": list(self.encoder.parameters()),
+                       "weight_decay": training_cfg.encoder_weight_decay, "name": "encoder"})
+        return groups
+
+    # ------------------------------------------------------------ checkpoint state
+
+    def get_extra_state(self) -> dict:
+        return {"normalizer": self.normalizer.state_dict()}
+
+    def set_extra_state(self, state: dict) -> None:
+        if not isinstance(state, dict) or "normalizer" not in state:
+            raise CheckpointError("checkpoint: policy extra state has no 'normalizer'")
+        self.normalizer = MinMaxNormalizer.from_state_dict(state["normalizer"])
+
+
+@dataclass
+class LoadReport:
+    loaded: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)
+    shape_mismatched: list[str] = field(default_factory=list)
+
+
+def load_weights_partial(policy: nn.Module, state_dict: dict[str, Any]) -> LoadReport:
+    """Warm-start: load every tensor whose name and shape match, skip the rest, report.
+
+    Masks are not parameters and n_head does not change any shape, so a causal checkpoint
+    loads completely into a full-attention policy (and back).
+    """
+    if not isinstance(state_dict, dict):
+        raise CheckpointError(f"checkpoint: expected a state dict, got {type(state_dict).__name__}")
+    own = policy.state_dict()
+    report = LoadReport()
+    usable = {}
+    for name, value in state_dict.items():
+        if name not in own:
+            report.unexpected.append(name)
+        elif _shape(own[name]) != _shape(value):
+            report.shape_mismatched.append(name)
+        else:
+            usable[name] = value
+    policy.load_state_dict(usable, strict=False)
+    report.loaded = sorted(usable)
+    report.missing = sorted(k for k in own if k not in state_dict)
+    return report
+
+
+def _shape(value: Any) -> tuple | None:
+    if isinstance(value, torch.Tensor):
+        return tuple(value.shape)
+    if isinstance(value, np.ndarray):
+        return tuple(value.shape)
+    return None  # extra state (the normaliser): no shape to compare

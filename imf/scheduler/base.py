@@ -1,0 +1,121 @@
+"""The scheduler plugin protocol: one job per queue slot, as a detached process in its folder.
+
+A plugin of group ``imf.schedulers`` is a class with ``from_spec(spec, options)``. The engine
+picks it by the queue spec's scheme (``local:0`` -> ``local``, ``ssh://host/gpu:0`` -> ``ssh``),
+so a third-party package adds a scheme by declaring an entry point of that name.
+
+A job leaves in its run folder (on the machine that runs it):
+``pid`` ("PID STARTTIME", written by the job's wrapper), ``stdout.log``, ``logs.json.txt`` (the
+trial's), ``exit_code`` (written when the command ends). State files are written to a temporary
+name and renamed, so a reader never sees half a file.
+"""
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from imf import registry
+from imf.errors import QueueError
+
+GROUP = "imf.schedulers"
+
+
+@dataclass
+class Job:
+    """One attempt of one trial, as the engine hands it to a scheduler.
+
+    ``argv`` may hold the placeholders ``{python}``, ``{run_dir}`` and ``{config}``, which the
+    scheduler fills for its machine (its python, the job's folder there, the config's path there).
+    """
+    trial_id: str
+    sweep: str
+    run_dir: Path  # the trial's folder on the controller's machine
+    argv: list[str]
+    config: str  # a preset name, or the controller's path of the sweep's resolved config file
+    config_text: str | None = None  # that file's text when ``config`` is a file (for remote slots)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class JobStatus:
+    """What one poll saw: the process state and the trial's log growth since ``offset``."""
+    state: str  # "running", "exited" (exit_code set), "lost" (gone without an exit code), "absent"
+    exit_code: int | None = None
+    log_size: int = 0  # bytes of logs.json.txt
+    out_size: int = 0  # bytes of stdout.log
+    new_log: str = ""  # logs.json.txt text from the offset asked for (may end mid-line)
+    pid: int | None = None
+    start_time: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.state in ("exited", "lost")
+
+
+class Scheduler(ABC):
+    """Runs jobs on one queue slot. Handles are JSON-able dicts kept in sweep.json."""
+
+    scheme = ""
+
+    def __init__(self, spec: str, options: dict[str, Any] | None = None):
+        self.spec = spec
+        self.options = dict(options or {})
+
+    @classmethod
+    def from_spec(cls, spec: str, options: dict[str, Any] | None = None) -> "Scheduler":
+        return cls(spec, options)
+
+    @property
+    def speed(self) -> float:
+        return float(self.options.get("speed", 1.0))
+
+    def check(self) -> None:
+        """Raise QueueError when the slot cannot run jobs now (host unreachable, ...)."""
+
+    @abstractmethod
+    def start(self, job: Job) -> dict[str, Any]:
+        """Start ``job`` detached from the controller; return its handle."""
+
+    @abstractmethod
+    def poll(self, handle: dict[str, Any], offset: int = 0) -> JobStatus:
+        """The job's state and progress; raises QueueError when the slot cannot be reached."""
+
+    @abstractmethod
+    def stop(self, handle: dict[str, Any]) -> None:
+        """Stop the job's whole process tree (TERM, then KILL after a grace period)."""
+
+    def fetch(self, handle: dict[str, Any]) -> None:
+        """Bring the job's results home into its local run folder (local slots: nothing to do)."""
+
+    def reattach(self, handle: dict[str, Any]) -> JobStatus:
+        """Find a job started by an earlier controller: by its folder, pid and start time."""
+        return self.poll(handle, 0)
+
+    def tail(self, handle: dict[str, Any], lines: int = 20) -> str:
+        """The last lines of the job's stdout.log (for failure messages)."""
+        return ""
+
+    def close(self) -> None:
+        """Release connections."""
+
+
+def scheme_of(spec: str) -> str:
+    """``local:0`` -> ``local``; ``ssh://user@host/gpu:0`` -> ``ssh``; ``name://...`` -> name."""
+    match = re.match(r"^([A-Za-z][A-Za-z0-9_+.-]*)(://|:)", spec)
+    if not match:
+        raise QueueError(
+            f"queue spec '{spec}': expected local:N, local:cpu or ssh://[user@]host[:port]/gpu:N")
+    return match.group(1).lower()
+
+
+def scheduler_for(spec: str, options: dict[str, Any] | None = None) -> Scheduler:
+    """The scheduler of ``spec``'s scheme, from the plugin registry (one-line error if unknown)."""
+    cls = registry.get(GROUP, scheme_of(spec))
+    return cls.from_spec(spec, options)
+
+
+def tail_text(text: str, lines: int = 20) -> str:
+    return "\n".join(text.splitlines()[-lines:])

@@ -1,0 +1,194 @@
+"""Planning a sweep: the grid's trials, their cost, and their order on each queue.
+
+``--grid 128,256,384x6,12,18`` is n_emb x n_layer; ``--grid key=v1,v2`` works for any config
+key; several grids multiply (cartesian product). Every trial's config is built and checked
+before anything starts. The cost of a trial is proportional to epochs x (n_layer x n_emb^2 +
+a fixed part for the image encoder, data and rollouts); trials go longest-first onto the queue
+that would finish them first (LPT), then pairwise moves and swaps shorten the longest queue.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from imf.config import ALIASES, Config, all_keys, load_config
+from imf.errors import SweepError
+
+FIXED_COST = 0.5  # per epoch, in units of n_layer * n_emb^2 / 1e6 (encoder, data, rollouts)
+SHAPE_GRID = re.compile(r"^\s*(\d+(?:\s*,\s*\d+)*)\s*x\s*(\d+(?:\s*,\s*\d+)*)\s*$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+SEED_KEYS = ("training.seed", "seed")
+GRID_HELP = "expected N_EMB,..xN_LAYER,.. (e.g. 128,256,384x6,12,18) or key=v1,v2 (e.g. training.lr=1e-4,3e-4)"
+
+
+@dataclass
+class TrialPlan:
+    id: str
+    overrides: list[str]  # this trial's own dotted overrides (from the grid)
+    seed: int
+    epochs: int
+    params: dict[str, Any]  # mask, n_emb, n_layer, n_head, objective and the grid's values
+    cost: float
+
+
+@dataclass
+class Plan:
+    trials: list[TrialPlan]
+    speeds: dict[str, float]  # queue name -> speed factor
+    order: dict[str, list[str]] = field(default_factory=dict)  # queue name -> trial ids in order
+
+    def finish(self) -> dict[str, float]:
+        costs = {t.id: t.cost for t in self.trials}
+        return {q: sum(costs[i] for i in ids) / self.speeds[q] for q, ids in self.order.items()}
+
+    def lower_bound(self) -> float:
+        costs = [t.cost for t in self.trials]
+        fastest = max(self.speeds.values())
+        return max(max(costs) / fastest, sum(costs) / sum(self.speeds.values())) if costs else 0.0
+
+
+def parse_grids(grids: list[str]) -> list[tuple[str, list[str]]]:
+    """``["128,256x6,12", "training.lr=1e-4,3e-4"]`` -> [(key, [raw values]), ...]."""
+    axes: list[tuple[str, list[str]]] = []
+    for grid in grids:
+        shape = SHAPE_GRID.match(grid)
+        if shape:
+            axes.append(("policy.n_emb", _split(shape.group(1))))
+            axes.append(("policy.n_layer", _split(shape.group(2))))
+            continue
+        key, sep, values = grid.partition("=")
+        key = key.strip()
+        if not sep or not key or not _split(values):
+            raise SweepError(f"--grid '{grid}': {GRID_HELP}")
+        key = "training.seed" if key == "seed" else ALIASES.get(key, key)
+        if key not in all_keys():
+            raise SweepError(f"--grid '{grid}': unknown config key '{key}'; see `imf trial --help` "
+                             f"or imf/config.py for the keys")
+        axes.append((key, _split(values)))
+    seen = [k for k, _ in axes]
+    for key in seen:
+        if seen.count(key) > 1:
+            raise SweepError(f"--grid: config key '{key}' is given by more than one grid")
+    return axes
+
+
+def _split(text: str) -> list[str]:
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def trial_points(axes: list[tuple[str, list[str]]]) -> list[dict[str, str]]:
+    keys = [k for k, _ in axes]
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(v for _, v in axes))]
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.+-]", "_", text)
+
+
+def trial_id(name: str, cfg: Config, seed: int, point: dict[str, str]) -> str:
+    """``<sweep>-<mask>-e<n_emb>-l<n_layer>-s<seed>`` plus ``-<key><value>`` per other grid key."""
+    parts = [name, _safe(cfg.policy.mask), f"e{cfg.policy.n_emb}", f"l{cfg.policy.n_layer}", f"s{seed}"]
+    fixed = {"policy.n_emb", "policy.n_layer", "policy.mask", *SEED_KEYS}
+    for key, value in point.items():
+        if key not in fixed:
+            parts.append(_safe(key.rsplit(".", 1)[-1]) + _safe(value))
+    return "-".join(parts)
+
+
+def cost_of(n_emb: int, n_layer: int, epochs: int) -> float:
+    return epochs * (n_layer * n_emb ** 2 / 1e6 + FIXED_COST)
+
+
+def build_trials(name: str, config: str, grids: list[str], overrides: list[str], *,
+                 mask: str | None = None, seed: int | None = None,
+                 epochs: int | None = None) -> list[TrialPlan]:
+    """Every grid point as a checked trial (raises before anything starts)."""
+    if not NAME_RE.match(name):
+        raise SweepError(f"--name '{name}': use letters, digits, '.', '_' and '-' (a folder name)")
+    base = list(overrides) + ([f"policy.mask={mask}"] if mask else [])
+    base += [f"training.num_epochs={epochs}"] if epochs else []
+    trials: list[TrialPlan] = []
+    for point in trial_points(parse_grids(grids)):
+        own = [f"{k}={v}" for k, v in point.items() if k not in SEED_KEYS]
+        cfg = load_config(config, base + own + [f"{k}={v}" for k, v in point.items() if k in SEED_KEYS])
+        trial_seed = cfg.training.seed if seed is None or any(k in point for k in SEED_KEYS) else seed
+        params = {"mask": cfg.policy.mask, "n_emb": cfg.policy.n_emb, "n_layer": cfg.policy.n_layer,
+                  "n_head": cfg.policy.n_head, "objective": cfg.objective.name, **point}
+        epochs_n = cfg.training.num_epochs
+        trials.append(TrialPlan(trial_id(name, cfg, trial_seed, point), own, trial_seed, epochs_n,
+                                params, cost_of(cfg.policy.n_emb, cfg.policy.n_layer, epochs_n)))
+    ids = [t.id for t in trials]
+    for tid in ids:
+        if ids.count(tid) > 1:
+            raise SweepError(f"--grid: two grid points give the same trial id '{tid}'")
+    return trials
+
+
+def assign(costs: dict[str, float], speeds: dict[str, float],
+           loads: dict[str, float] | None = None) -> dict[str, list[str]]:
+    """Longest-first onto the queue finishing it first, then improve; each queue longest-first."""
+    if not speeds:
+        raise SweepError("no queue to plan onto")
+    order: dict[str, list[str]] = {q: [] for q in speeds}
+    finish = {q: (loads or {}).get(q, 0.0) for q in speeds}
+    for tid in sorted(costs, key=lambda t: (-costs[t], t)):
+        best = min(speeds, key=lambda q: (finish[q] + costs[tid] / speeds[q], list(speeds).index(q)))
+        order[best].append(tid)
+        finish[best] += costs[tid] / speeds[best]
+    _improve(order, costs, speeds, finish)
+    return {q: sorted(ids, key=lambda t: (-costs[t], t)) for q, ids in order.items()}
+
+
+def _improve(order: dict[str, list[str]], costs: dict[str, float], speeds: dict[str, float],
+             finish: dict[str, float], rounds: int = 200) -> None:
+    """Move or swap one trial off the latest queue while that lowers the pair's later finish."""
+    for _ in range(rounds):
+        worst = max(finish, key=finish.get)
+        best: tuple[float, str, str, str | None] | None = None
+        for tid in order[worst]:
+            for q in order:
+                if q == worst:
+                    continue
+                for other in [None, *order[q]]:
+                    delta = costs[tid] - (costs[other] if other else 0.0)
+                    pair = max(finish[worst] - delta / speeds[worst], finish[q] + delta / speeds[q])
+                    if pair < finish[worst] - 1e-9 and (best is None or pair < best[0]):
+                        best = (pair, tid, q, other)
+        if best is None:
+            return
+        _, tid, q, other = best
+        delta = costs[tid] - (costs[other] if other else 0.0)
+        order[worst].remove(tid)
+        order[q].append(tid)
+        if other:
+            order[q].remove(other)
+            order[worst].append(other)
+        finish[worst] -= delta / speeds[worst]
+        finish[q] += delta / speeds[q]
+
+
+def make_plan(trials: list[TrialPlan], speeds: dict[str, float]) -> Plan:
+    plan = Plan(trials, dict(speeds))
+    plan.order = assign({t.id: t.cost for t in trials}, plan.speeds)
+    return plan
+
+
+def render_plan(plan: Plan, header: str = "") -> str:
+    """The queues, the order on each, and each queue's estimated relative finish time."""
+    costs = {t.id: t.cost for t in plan.trials}
+    finish = plan.finish()
+    makespan = max(finish.values()) if finish else 0.0
+    unit = max(costs.values()) if costs else 1.0  # costs shown relative to the largest trial
+    lines = [header] if header else []
+    for q, ids in plan.order.items():
+        rel = finish[q] / makespan if makespan else 0.0
+        lines.append(f"queue {q} (speed {plan.speeds[q]:g}): {len(ids)} trials, "
+                     f"finishes at {rel:.2f} of the sweep")
+        lines += [f"  {i + 1}. {tid}  cost {costs[tid] / unit:.2f}" for i, tid in enumerate(ids)]
+    bound = plan.lower_bound()
+    gap = (makespan / bound - 1) * 100 if bound else 0.0
+    lines.append(f"estimated makespan {makespan / unit:.2f} x the largest trial; lower bound "
+                 f"{bound / unit:.2f} (+{gap:.1f}%)")
+    return "\n".join(lines)

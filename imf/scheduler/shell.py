@@ -1,0 +1,191 @@
+"""Schedulers that drive jobs with small POSIX sh scripts, run here (local) or over SSH.
+
+The same scripts start, probe, stop and pack a job on any Linux machine with sh, setsid, tar
+and /proc; a subclass only says how to run a script (``_sh``) and where a job's folder is.
+A job runs under a wrapper in its own session (its pid is its process group), detached from
+the controller, so it survives the controller and a stop kills its whole tree.
+"""
+from __future__ import annotations
+
+import io
+import re
+import shlex
+import tarfile
+from abc import abstractmethod
+from pathlib import Path
+from typing import Any
+
+from imf.errors import QueueError
+from imf.scheduler.base import Job, JobStatus, Scheduler
+
+# Expand a leading "~/" of the folder argument ($1) on the machine that runs the script.
+_CD = r'''case $1 in "~/"*) d="$HOME/${1#"~/"}";; *) d=$1;; esac
+'''
+
+# Runs the job: records "PID STARTTIME", runs the command, records its exit code.
+WRAPPER = r'''st=$(sed 's/^.*) //' /proc/$$/stat | cut -d' ' -f20)
+echo "$$ $st" > pid.tmp && mv pid.tmp pid
+"$@" > stdout.log 2>&1
+echo $? > exit_code.tmp && mv exit_code.tmp exit_code
+'''
+
+# args: DIR NENV K=V... ARGV...; archives a previous attempt, starts detached, prints the pid file.
+START = _CD + r'''shift
+mkdir -p "$d" && cd "$d" || exit 3
+n=$1; shift
+while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n-1)); done
+if [ -e pid ] || [ -e stdout.log ] || [ -e exit_code ]; then
+  k=1; while [ -e "attempts/$k" ]; do k=$((k+1)); done
+  mkdir -p "attempts/$k"
+  for f in *; do [ "$f" = attempts ] || mv -- "$f" "attempts/$k/"; done
+fi
+case $1 in "~/"*) c="$HOME/${1#"~/"}"; shift; set -- "$c" "$@";; esac
+setsid sh -c ''' + shlex.quote(WRAPPER) + r''' imf-job "$@" </dev/null >/dev/null 2>&1 &
+i=0; while [ ! -s pid ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
+cat pid 2>/dev/null
+'''
+
+# args: DIR OFFSET LIMIT; prints key lines, "--", then logs.json.txt from OFFSET.
+PROBE = _CD + r'''cd "$d" 2>/dev/null || { echo nodir; exit 0; }
+if [ -s pid ]; then
+  read p s < pid; echo "pid $p $s"
+  [ -r /proc/$p/stat ] && echo "proc $(sed 's/^.*) //' /proc/$p/stat | cut -d' ' -f1,20)"
+fi
+[ -f exit_code ] && echo "exit $(cat exit_code)"
+[ -f logs.json.txt ] && echo "logsize $(wc -c < logs.json.txt)"
+[ -f stdout.log ] && echo "outsize $(wc -c < stdout.log)"
+echo --
+[ -f logs.json.txt ] && tail -c +$(($2 + 1)) logs.json.txt | head -c "$3"
+exit 0
+'''
+
+# args: DIR GRACE_TENTHS; TERM to the job's process group, KILL after the grace period.
+STOP = _CD + r'''cd "$d" 2>/dev/null && [ -s pid ] || exit 0
+read p s < pid
+alive() { [ -r /proc/$p/stat ] && set -- $(sed 's/^.*) //' /proc/$p/stat | cut -d' ' -f1,20) &&
+  [ "$1" != Z ] && [ "$2" = "$s" ]; }
+alive || exit 0
+kill -TERM -$p 2>/dev/null
+i=0; while alive && [ $i -lt "$2" ]; do sleep 0.1; i=$((i+1)); done
+kill -KILL -$p 2>/dev/null
+exit 0
+'''
+
+# args: DIR FILE...; a tar of those files that exist.
+PACK = _CD + r'''shift
+cd "$d" || exit 3
+for f in "$@"; do [ -f "$f" ] && printf '%s\n' "$f"; done | tar cf - -T -
+'''
+
+# args: DIR LINES
+TAIL = _CD + r'''cd "$d" 2>/dev/null && tail -n "$2" stdout.log 2>/dev/null; exit 0
+'''
+
+_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def parse_probe(out: str) -> JobStatus:
+    """Turn PROBE's output into a JobStatus (alive = live, not a zombie, same start time)."""
+    head, _, log = out.partition("--\n")
+    keys: dict[str, list[str]] = {}
+    for line in head.splitlines():
+        parts = line.split()
+        if parts:
+            keys[parts[0]] = parts[1:]
+    if "nodir" in keys or "pid" not in keys:
+        return JobStatus("absent")
+    status = JobStatus("running", log_size=_int(keys.get("logsize")),
+                       out_size=_int(keys.get("outsize")), new_log=log)
+    pid = keys["pid"]
+    status.pid = int(pid[0]) if pid and pid[0].isdigit() else None
+    status.start_time = pid[1] if len(pid) > 1 else None
+    proc = keys.get("proc", [])
+    alive = len(proc) == 2 and proc[0] != "Z" and proc[1] == status.start_time
+    if "exit" in keys and keys["exit"] and keys["exit"][0].lstrip("-").isdigit():
+        status.state, status.exit_code = "exited", int(keys["exit"][0])
+    elif not alive:
+        status.state = "lost"
+    return status
+
+
+def _int(values: list[str] | None) -> int:
+    return int(values[0]) if values and values[0].isdigit() else 0
+
+
+class ShellScheduler(Scheduler):
+    """Start, probe, stop and fetch through the scripts above; subclasses run them."""
+
+    log_chunk = 1 << 20  # most bytes of logs.json.txt one poll reads
+    stop_grace_s = 5.0
+
+    @abstractmethod
+    def _sh(self, script: str, args: list[str], timeout: float = 60.0) -> tuple[int, bytes, str]:
+        """Run ``script`` with ``args`` on the slot's machine -> (rc, stdout, stderr)."""
+
+    @abstractmethod
+    def job_dir(self, job: Job) -> str:
+        """The job's folder on the slot's machine."""
+
+    @property
+    def python(self) -> str:
+        return str(self.options.get("python") or "python3")
+
+    def slot_env(self) -> dict[str, str]:
+        """Environment variables this slot sets for its jobs (e.g. CUDA_VISIBLE_DEVICES)."""
+        return {str(k): str(v) for k, v in (self.options.get("env") or {}).items()}
+
+    def config_path(self, job: Job) -> str:
+        return job.config
+
+    def command(self, job: Job, run_dir: str) -> list[str]:
+        values = {"python": self.python, "run_dir": run_dir, "config": self.config_path(job)}
+        return [_fill(arg, values) for arg in job.argv]
+
+    def start(self, job: Job) -> dict[str, Any]:
+        run_dir = self.job_dir(job)
+        env = {**self.slot_env(), **job.env}
+        bad = [k for k in env if not _ENV_KEY.match(k)]
+        if bad:
+            raise QueueError(f"queue '{self.spec}': invalid environment variable name '{bad[0]}'")
+        args = [run_dir, str(len(env)), *(f"{k}={v}" for k, v in env.items()),
+                *self.command(job, run_dir)]
+        rc, out, err = self._sh(START, args)
+        fields = out.decode(errors="replace").split()
+        if rc != 0 or len(fields) < 2 or not fields[0].isdigit():
+            raise QueueError(f"queue '{self.spec}': could not start {job.trial_id} in {run_dir} "
+                             f"(exit {rc}): {err.strip()[-300:] or 'no pid file written'}")
+        return {"queue": self.spec, "dir": run_dir, "pid": int(fields[0]), "start_time": fields[1],
+                "local_dir": str(job.run_dir)}
+
+    def poll(self, handle: dict[str, Any], offset: int = 0) -> JobStatus:
+        rc, out, err = self._sh(PROBE, [handle["dir"], str(int(offset)), str(self.log_chunk)])
+        if rc != 0:
+            raise QueueError(f"queue '{self.spec}': probe of {handle['dir']} failed: {err.strip()[-300:]}")
+        return parse_probe(out.decode(errors="replace"))
+
+    def stop(self, handle: dict[str, Any]) -> None:
+        self._sh(STOP, [handle["dir"], str(int(self.stop_grace_s * 10))],
+                 timeout=self.stop_grace_s + 30)
+
+    def tail(self, handle: dict[str, Any], lines: int = 20) -> str:
+        try:
+            _, out, _ = self._sh(TAIL, [handle["dir"], str(lines)])
+        except QueueError:
+            return ""
+        return out.decode(errors="replace")
+
+    def pack(self, handle: dict[str, Any], files: list[str]) -> None:
+        """Copy ``files`` (relative to the job's folder) home into its local folder."""
+        rc, out, err = self._sh(PACK, [handle["dir"], *files], timeout=3600)
+        if rc != 0 and not out:
+            raise QueueError(f"queue '{self.spec}': fetching {handle['dir']} failed: {err.strip()[-300:]}")
+        dest = Path(handle["local_dir"])
+        dest.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(out)) as tar:
+            tar.extractall(dest, filter="data")
+
+
+def _fill(arg: str, values: dict[str, str]) -> str:
+    for key, value in values.items():
+        arg = arg.replace("{" + key + "}", value)
+    return arg

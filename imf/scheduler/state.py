@@ -1,0 +1,156 @@
+"""sweep.json (the plan and the state of every trial) and sweep.log (one line per event).
+
+sweep.json is rewritten atomically (temporary file in the same folder, fsync, rename), so a
+controller killed at any moment leaves a readable state that ``--resume`` continues from.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from imf.errors import SweepError
+
+VERSION = 1
+FINAL = ("completed", "stopped_early", "diverged", "failed", "stalled")
+ACTIVE = ("starting", "running")
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=1)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+@dataclass
+class TrialState:
+    id: str
+    overrides: list[str]
+    seed: int
+    epochs: int
+    params: dict[str, Any]
+    cost: float
+    queue: str
+    state: str = "pending"  # pending, starting, running, or one of FINAL
+    attempts: int = 0  # launches so far
+    handle: dict[str, Any] | None = None
+    started: str | None = None
+    finished: str | None = None
+    exit_code: int | None = None
+    reason: str = ""
+    epoch: int = 0
+    last_score: float | None = None
+    best_score: float | None = None
+    log_offset: int = 0
+    started_unix: float | None = None
+    elapsed_s: float | None = None
+    recorded: bool = False
+    history: list[dict[str, Any]] = field(default_factory=list)  # one entry per ended attempt
+
+
+@dataclass
+class QueueState:
+    name: str  # unique in the sweep ("local:cpu", "local:cpu#2", ...)
+    spec: str
+    speed: float = 1.0
+    options: dict[str, Any] = field(default_factory=dict)
+    state: str = "live"  # live or down
+    reason: str = ""
+
+
+@dataclass
+class SweepState:
+    name: str
+    config: str  # preset name, or the path of the sweep's resolved config file
+    trial_command: list[str]
+    overrides: list[str] = field(default_factory=list)
+    grid: list[str] = field(default_factory=list)
+    retries: int = 1
+    stall_timeout: float = 1800.0
+    poll: float = 5.0
+    notify: str | None = None
+    stores: list[str] = field(default_factory=list)
+    queues: list[QueueState] = field(default_factory=list)
+    trials: list[TrialState] = field(default_factory=list)
+    status: str = "planned"  # planned, running, interrupted, finished, stopped
+    created: str = field(default_factory=now_iso)
+    controller: dict[str, Any] = field(default_factory=dict)
+    version: int = VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SweepState":
+        data = dict(data)
+        data["queues"] = [QueueState(**q) for q in data.get("queues", [])]
+        data["trials"] = [TrialState(**t) for t in data.get("trials", [])]
+        return cls(**data)
+
+    def trial(self, tid: str) -> TrialState:
+        return next(t for t in self.trials if t.id == tid)
+
+    def queue(self, name: str) -> QueueState:
+        return next(q for q in self.queues if q.name == name)
+
+    def pending_on(self, queue: str) -> list[TrialState]:
+        return [t for t in self.trials if t.queue == queue and t.state == "pending"]
+
+
+class SweepDir:
+    """A sweep's folder: its state file, its master log, one folder per trial."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    @property
+    def state_file(self) -> Path:
+        return self.path / "sweep.json"
+
+    def trial_dir(self, tid: str) -> Path:
+        return (self.path / tid).resolve()
+
+    def exists(self) -> bool:
+        return self.state_file.exists()
+
+    def load(self) -> SweepState:
+        try:
+            data = json.loads(self.state_file.read_text())
+            state = SweepState.from_dict(data)
+        except FileNotFoundError:
+            raise SweepError(f"{self.path}: no sweep.json here (is it a sweep folder?)") from None
+        except (json.JSONDecodeError, TypeError, KeyError) as exc:
+            raise SweepError(f"{self.state_file}: unreadable sweep state ({exc})") from None
+        if state.version != VERSION:
+            raise SweepError(f"{self.state_file}: state version {state.version}, this imf reads {VERSION}")
+        return state
+
+    def save(self, state: SweepState) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self.state_file, state.to_dict())
+
+    def log(self, message: str) -> str:
+        line = f"{now_iso()} {message}"
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.path / "sweep.log", "a") as f:
+            f.write(line + "\n")
+        return line

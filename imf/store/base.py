@@ -1,0 +1,127 @@
+"""The store protocol, and the record a finished trial hands to every store.
+
+A store is built as ``cls(root)`` where ``root`` is the sweep or runs folder it
+writes into. ``record`` is an upsert by ``record["id"]``: recording the same
+trial twice replaces its entry and never duplicates it.
+"""
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from imf.errors import StoreError
+
+BEST_METRIC = "test_mean_score"
+TRIAL_STATUSES = ("running", "completed", "stopped_early", "diverged", "failed", "stalled")
+_ID_FORBIDDEN = "`\n\r\t"
+
+
+@runtime_checkable
+class Store(Protocol):
+    """What every ``imf.stores`` plugin provides."""
+
+    def __init__(self, root: Path) -> None: ...
+
+    def record(self, record: dict[str, Any]) -> None:
+        """Upsert ``record`` by its ``id``."""
+        ...
+
+    def read(self) -> list[dict[str, Any]]:
+        """Every trial recorded so far, in the order first recorded."""
+        ...
+
+
+def now_iso() -> str:
+    """The current UTC time, ISO 8601 to the second."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def check_id(trial_id: Any, where: str) -> str:
+    """``trial_id`` if it is a usable trial id, else a StoreError naming ``where``."""
+    if not isinstance(trial_id, str) or not trial_id.strip():
+        raise StoreError(f"{where}: trial id must be a non-empty string, got {trial_id!r}")
+    if any(ch in trial_id for ch in _ID_FORBIDDEN):
+        raise StoreError(f"{where}: trial id {trial_id!r} may not contain backticks, tabs "
+                         "or line breaks")
+    return trial_id
+
+
+def score_value(value: Any, where: str) -> float | None:
+    """A finite float score, or None for no score; anything else is a StoreError."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise StoreError(f"{where}: score must be a number or null, got {value!r}")
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def normalize_record(record: Any) -> dict[str, Any]:
+    """A full trial entry from ``record``: checked id and score, defaults filled in."""
+    if not isinstance(record, dict):
+        raise StoreError(f"a store record must be a dict, got {type(record).__name__}")
+    trial_id = check_id(record.get("id"), "store record")
+    status = str(record.get("status") or "unknown")
+    entry = {
+        "id": trial_id,
+        "overrides": list(record.get("overrides") or []),
+        "score": score_value(record.get("score"), f"record '{trial_id}'"),
+        "epochs": record.get("epochs"),
+        "elapsed": record.get("elapsed"),
+        "warm_started": bool(record.get("warm_started", False)),
+        "diverged": bool(record.get("diverged", status == "diverged")),
+        "stopped_early": bool(record.get("stopped_early", status == "stopped_early")),
+        "status": status,
+        "note": str(record.get("note") or ""),
+        "time": str(record.get("time") or now_iso()),
+        "checkpoint": record.get("checkpoint"),
+        "config": dict(record.get("config") or {}),
+        "run_dir": record.get("run_dir"),
+    }
+    extra = {key: value for key, value in record.items() if key not in entry}
+    return {**entry, **extra}
+
+
+def record_from_summary(summary: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The store record for a trial, built from its ``summary.json`` contents."""
+    run_dir = Path(run_dir).resolve()
+    if not isinstance(summary, dict):
+        raise StoreError(f"{run_dir / 'summary.json'}: expected a JSON object, "
+                         f"got {type(summary).__name__}")
+    trial_id = check_id(summary.get("id"), str(run_dir / "summary.json"))
+    status = str(summary.get("status") or "unknown")
+    best = (summary.get("checkpoints") or {}).get("best")
+    return {
+        "id": trial_id,
+        "overrides": list(summary.get("overrides") or []),
+        "score": score_value(summary.get("best_score"), f"{run_dir / 'summary.json'} best_score"),
+        "epochs": summary.get("epochs_done"),
+        "elapsed": summary.get("elapsed_s"),
+        "warm_started": bool(summary.get("warm_started", False)),
+        "diverged": status == "diverged",
+        "stopped_early": status == "stopped_early",
+        "status": status,
+        "note": str(summary.get("note") or ""),
+        "time": str(summary.get("finished") or now_iso()),
+        "checkpoint": str((run_dir / best).resolve()) if best else None,
+        "config": dict(summary.get("params") or {}),
+        "run_dir": str(run_dir),
+    }
+
+
+def best_of(trials: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The best scored trial as a scoreboard ``best`` entry; ties keep the earlier trial."""
+    best: dict[str, Any] | None = None
+    for trial in trials:
+        score = trial.get("score")
+        if score is None:
+            continue
+        if best is None or score > best["score"]:
+            best = trial
+    if best is None:
+        return None
+    return {"metric": BEST_METRIC, "value": best["score"], "trial": best["id"],
+            "checkpoint": best.get("checkpoint"), "config": best.get("config") or {},
+            "time": best.get("time")}

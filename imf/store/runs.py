@@ -1,0 +1,155 @@
+"""Read the plain files a run folder leaves: logs.json.txt, summary.json, configs.
+
+Shared by the report and the sweep monitor. Readers are tolerant: a truncated or
+garbled log line is skipped and counted, the reference's ``test/mean_score``
+spelling is accepted, so Diffusion Policy run folders read like imf ones.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+LOGS = "logs.json.txt"
+SUMMARY = "summary.json"
+CONFIG = "config.yaml"
+HYDRA_CONFIG = Path(".hydra") / "config.yaml"
+SWEEP_STATE = "sweep.json"
+SCORE_KEYS = ("test_mean_score", "test/mean_score")
+SUCCESS_KEYS = ("test_success_rate", "test/success_rate")
+_SIZE_RE = re.compile(r"(?:^|[-_])e(?P<emb>\d+)-l(?P<layer>\d+)(?=$|[-_])")
+
+
+@dataclass
+class LogRead:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    skipped: int = 0  # lines that were not a JSON object (a truncated last line, say)
+
+
+def is_run_dir(path: Path) -> bool:
+    """A run folder holds logs.json.txt (any run) or summary.json (an imf run)."""
+    return (path / LOGS).is_file() or (path / SUMMARY).is_file()
+
+
+def find_run_dirs(root: Path, max_depth: int = 3) -> list[Path]:
+    """Run folders under ``root`` (not inside other run folders), sorted by path."""
+    found = []
+    for folder, subdirs, _ in os.walk(root):
+        here = Path(folder)
+        depth = len(here.relative_to(root).parts)
+        if depth and is_run_dir(here):
+            found.append(here)
+            subdirs.clear()
+        elif depth >= max_depth:
+            subdirs.clear()
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+    return sorted(found)
+
+
+def read_log(path: Path) -> LogRead:
+    """Every JSON object line of a logs.json.txt; other lines are skipped and counted."""
+    result = LogRead()
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                result.skipped += 1
+                continue
+            if isinstance(row, dict):
+                result.rows.append(row)
+            else:
+                result.skipped += 1
+    return result
+
+
+def _number(row: dict[str, Any], keys: tuple[str, ...]) -> float | None:
+    for key in keys:
+        value = row.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value) if math.isfinite(value) else None
+    return None
+
+
+def row_score(row: dict[str, Any]) -> float | None:
+    """The row's test mean score under either spelling, or None."""
+    return _number(row, SCORE_KEYS)
+
+
+def row_success(row: dict[str, Any]) -> float | None:
+    """The row's test success rate under either spelling, or None."""
+    return _number(row, SUCCESS_KEYS)
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path``; ValueError (with the reason) when it is not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is unreadable: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} is a JSON {type(data).__name__}, expected an object")
+    return data
+
+
+def read_yaml_mapping(path: Path) -> dict[str, Any]:
+    """A YAML mapping from ``path``; an empty dict when missing or not a mapping."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def read_sweep_trials(sweep_dir: Path) -> dict[str, dict[str, Any]]:
+    """Per-trial state from sweep.json ({"trials": {id: {...}}} or a list); {} if absent."""
+    path = sweep_dir / SWEEP_STATE
+    if not path.is_file():
+        return {}
+    try:
+        trials = read_json_object(path).get("trials")
+    except ValueError:
+        return {}
+    if isinstance(trials, list):
+        trials = {t.get("id"): t for t in trials if isinstance(t, dict)}
+    if not isinstance(trials, dict):
+        return {}
+    return {str(k): v for k, v in trials.items() if isinstance(v, dict)}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _size_from_policy(policy: Any) -> tuple[int | None, int | None]:
+    if not isinstance(policy, dict):
+        return None, None
+    for section in (policy, policy.get("model")):
+        if isinstance(section, dict) and _int(section.get("n_emb")) is not None:
+            return _int(section.get("n_emb")), _int(section.get("n_layer"))
+    return None, None
+
+
+def model_size(run_dir: Path, summary: dict[str, Any] | None,
+               trial_id: str) -> tuple[int | None, int | None]:
+    """(n_emb, n_layer): summary params, config.yaml, DP's .hydra config, else the id."""
+    params = (summary or {}).get("params")
+    if isinstance(params, dict) and _int(params.get("n_emb")) is not None:
+        return _int(params.get("n_emb")), _int(params.get("n_layer"))
+    for config in (run_dir / CONFIG, run_dir / HYDRA_CONFIG):
+        if config.is_file():
+            size = _size_from_policy(read_yaml_mapping(config).get("policy"))
+            if size[0] is not None:
+                return size
+    match = _SIZE_RE.search(trial_id)
+    if match:
+        return int(match["emb"]), int(match["layer"])
+    return None, None

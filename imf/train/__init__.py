@@ -1,0 +1,1 @@
+"""One trial: data, policy, the training loop, rollouts, checkpoints, logs and stopping."""

@@ -1,0 +1,157 @@
+"""Checkpoints: atomic save, safe load, top-k by score, warm start.
+
+A checkpoint is a dict of tensors and plain Python values (loadable with
+``weights_only=True``): config, normaliser, policy weights, EMA weights,
+optimizer and scheduler state, epoch, scores, RNG states and code version.
+"""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import imf
+from imf.errors import CheckpointError
+
+FORMAT = "imf-checkpoint-1"
+
+
+def code_version() -> str:
+    """The package version plus the git commit when imf runs from a checkout."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(imf.__file__).parent,
+                             capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        sha = ""
+    return f"{imf.__version__}+{sha}" if sha else imf.__version__
+
+
+def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+    """Write to a temp file in the same folder, then rename: never a half checkpoint."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        torch.save({"format": FORMAT, **state}, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_checkpoint(path: Path | str) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - torch raises many kinds on a bad file
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(f"checkpoint {path} is not readable ({first[:160]})") from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        raise CheckpointError(f"checkpoint {path} is not an imf checkpoint (format {FORMAT} expected)")
+    for key in ("config", "policy", "normalizer"):
+        if key not in state:
+            raise CheckpointError(f"checkpoint {path} has no '{key}' entry")
+    return state
+
+
+# ------------------------------------------------------------------ RNG state
+
+def rng_state() -> dict[str, Any]:
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    state = {"torch": torch.get_rng_state(), "python": random.getstate(),
+             "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, cached]}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+# ------------------------------------------------------------------ top-k
+
+def _score_name(epoch: int, metric: str, score: float) -> str:
+    return f"epoch={epoch:04d}-{metric}={score:.3f}.pt"
+
+
+@dataclass
+class TopK:
+    """The k best checkpoints by score, as files named by epoch and score."""
+
+    folder: Path
+    k: int
+    metric: str = "test_mean_score"
+    entries: list[tuple[float, int, str]] = field(default_factory=list)  # (score, epoch, name)
+
+    def wants(self, score: float) -> bool:
+        return self.k > 0 and (len(self.entries) < self.k or score > min(self.entries)[0])
+
+    def add(self, score: float, epoch: int, source: Path) -> Path | None:
+        """Copy ``source`` in as a top-k file if it earns a place; drop the worst beyond k."""
+        if not self.wants(score):
+            return None
+        name = _score_name(epoch, self.metric, score)
+        shutil.copyfile(source, self.folder / name)
+        self.entries.append((score, epoch, name))
+        self.entries.sort(key=lambda e: (-e[0], e[1]))
+        for _, _, dropped in self.entries[self.k:]:
+            (self.folder / dropped).unlink(missing_ok=True)
+        del self.entries[self.k:]
+        return self.folder / name
+
+    def names(self) -> list[str]:
+        return [name for _, _, name in self.entries]
+
+    def state_dict(self) -> list[list[Any]]:
+        return [list(e) for e in self.entries]
+
+    def load_state_dict(self, entries: list[list[Any]]) -> None:
+        self.entries = [(float(s), int(e), str(n)) for s, e, n in entries]
+
+
+# ------------------------------------------------------------------ warm start
+
+@dataclass
+class WarmStartReport:
+    loaded: int
+    missing: list[str]
+    unexpected: list[str]
+    shape_mismatched: list[str]
+
+    def line(self, source: Path) -> str:
+        return (f"warm start from {source}: {self.loaded} tensors loaded, {len(self.missing)} missing, "
+                f"{len(self.unexpected)} unexpected, {len(self.shape_mismatched)} shape-mismatched")
+
+
+def check_compatible(ckpt: dict[str, Any], policy_cfg: Any, source: Path) -> None:
+    """Refuse a checkpoint made for another action or observation space."""
+    old = ckpt["config"].get("policy", {})
+    for key in ("action_dim", "image_size", "n_obs_steps"):
+        mine = getattr(policy_cfg, key)
+        if key in old and old[key] != mine:
+            raise CheckpointError(
+                f"checkpoint {source} was trained with policy.{key}={old[key]}, this run has {mine}; "
+                f"warm start needs the same action and observation space")
+    norm = ckpt["normalizer"]
+    for key in ("action", "agent_pos"):
+        if key in norm and len(norm[key]["scale"]) not in (1, policy_cfg.action_dim):
+            raise CheckpointError(
+                f"checkpoint {source}: normaliser '{key}' has {len(norm[key]['scale'])} dimensions, "
+                f"this run has {policy_cfg.action_dim}")

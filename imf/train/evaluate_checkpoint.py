@@ -1,0 +1,65 @@
+"""``imf eval``: rebuild a policy from a checkpoint and score it on the test seeds."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from imf.config import Config, from_dict
+from imf.data.normalizer import MinMaxNormalizer
+from imf.errors import CheckpointError, StoreError
+from imf.policy import ImfPolicy
+from imf.train.checkpoint import load_checkpoint
+from imf.train.evaluate import score, test_seeds
+from imf.train.trial import pick_device
+
+
+def policy_from_checkpoint(state: dict[str, Any], device: torch.device) -> tuple[ImfPolicy, Config]:
+    """The EMA policy (or the raw one when EMA was off) with its own normaliser."""
+    cfg = from_dict(state["config"])
+    policy = ImfPolicy(cfg, MinMaxNormalizer.from_state_dict(state["normalizer"]))
+    weights = state.get("ema") or state["policy"]
+    try:
+        policy.load_state_dict(weights)
+    except RuntimeError as exc:
+        raise CheckpointError(f"checkpoint weights do not fit the model of its own config: "
+                              f"{str(exc).splitlines()[0]}") from None
+    return policy.to(device).eval(), cfg
+
+
+def best_checkpoint(folder: Path) -> Path:
+    """The checkpoint the scoreboard in ``folder`` names as best."""
+    path = folder / "scoreboard.json"
+    if not path.exists():
+        raise StoreError(f"--best: no scoreboard.json in {folder}")
+    try:
+        best = json.loads(path.read_text()).get("best") or {}
+    except json.JSONDecodeError as exc:
+        raise StoreError(f"--best: {path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not best.get("checkpoint"):
+        raise StoreError(f"--best: {path} has no best trial with a checkpoint yet")
+    ckpt = Path(best["checkpoint"])
+    return ckpt if ckpt.is_absolute() else folder / ckpt
+
+
+def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int | None = None,
+                        device: str = "auto", n_workers: int | None = None) -> dict[str, Any]:
+    state = load_checkpoint(path)
+    dev = pick_device(device)
+    policy, cfg = policy_from_checkpoint(state, dev)
+    ev = cfg.eval
+    ev = replace(ev, n_test=n_test if n_test is not None else ev.n_test,
+                 test_start_seed=start_seed if start_seed is not None else ev.test_start_seed,
+                 n_workers=n_workers if n_workers is not None else ev.n_workers)
+    cfg = replace(cfg, eval=ev)
+    seeds = test_seeds(ev)
+    # The same generator seed as the training-time rollout, so the same seeds give the same score.
+    result = score(policy, cfg, dev, seeds, seed=cfg.training.seed)
+    return {"checkpoint": str(path), "epoch": state.get("epoch"), "trial": state.get("trial_id"),
+            "test_mean_score": result.mean_score, "test_success_rate": result.success_rate,
+            "n_test": len(seeds), "start_seed": ev.test_start_seed,
+            "per_seed": {str(s): v for s, v in sorted(result.per_seed.items())},
+            "logged_test_mean_score": (state.get("scores") or {}).get("test_mean_score")}

@@ -1,0 +1,99 @@
+"""The plain files a run leaves: logs.json.txt, stdout.log, summary.json.
+
+logs.json.txt is append-only, one JSON object per line, flushed per line, so
+a watcher (the sweep, ``imf status``) can read progress at any moment and a
+crash loses at most the line being written.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from imf.store import atomic_write_json
+
+LOG_NAME = "logs.json.txt"
+STDOUT_NAME = "stdout.log"
+SUMMARY_NAME = "summary.json"
+CONFIG_NAME = "config.yaml"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+class JsonLinesLog:
+    """Append-only JSON-lines log of epochs."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def append(self, record: dict[str, Any]) -> None:
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(_jsonable(record)) + "\n")
+            fh.flush()
+
+    def read(self) -> list[dict[str, Any]]:
+        """Every complete line; a truncated or garbled line (a crash mid-write) is skipped."""
+        if not self.path.exists():
+            return []
+        rows = []
+        for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(row, dict):
+                rows.append(row)
+        return rows
+
+    def truncate_after(self, epoch: int) -> int:
+        """Drop lines of epochs after ``epoch`` (work a crash lost); return how many."""
+        rows = self.read()
+        keep = [r for r in rows if r.get("epoch", -1) <= epoch]
+        text = "".join(json.dumps(r) + "\n" for r in keep)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(self.path)
+        return len(rows) - len(keep)
+
+
+class Tee:
+    """Write everything printed to the terminal into stdout.log as well."""
+
+    def __init__(self, path: Path, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stdout
+        self.file = path.open("a", encoding="utf-8", buffering=1)
+
+    def write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+        self.file.write(text)
+
+    def line(self, text: str) -> None:
+        self.write(text + "\n")
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def write_summary(run_dir: Path, summary: dict[str, Any]) -> None:
+    atomic_write_json(run_dir / SUMMARY_NAME, summary)
+
+
+def read_summary(run_dir: Path) -> dict[str, Any] | None:
+    path = run_dir / SUMMARY_NAME
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return None

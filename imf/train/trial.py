@@ -1,0 +1,402 @@
+"""One trial: config -> train -> rollouts -> checkpoints, logs, summary -> result stores.
+
+A single loop; every variant (objective, mask, size, warm start, resume) is
+config. Per epoch: train over shuffled windows, validation loss, and every
+``rollout_every`` epochs (and at the last) a rollout of the EMA policy in the
+simulator. The log line is written before the checkpoint, so a crash between
+the two only repeats an epoch on ``--resume``, never loses one.
+"""
+from __future__ import annotations
+
+import math
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from imf import registry
+from imf.config import Config
+from imf.data.normalizer import MinMaxNormalizer
+from imf.errors import ConfigError, TrainingError
+from imf.model.ema import EMAModel
+from imf.policy import ImfPolicy, load_weights_partial
+from imf.store import record_from_summary
+from imf.train import checkpoint as ckpt_io
+from imf.train.data import build_datasets, make_loader
+from imf.train.evaluate import rollout_metrics
+from imf.train.runfiles import CONFIG_NAME, LOG_NAME, STDOUT_NAME, JsonLinesLog, Tee, write_summary
+from imf.train.stopping import DivergenceDetector, EarlyStopper
+from imf.train.tracker import Tracker
+
+
+@dataclass
+class TrialOptions:
+    trial_id: str
+    run_dir: Path
+    init_from: Path | None = None
+    note: str = ""
+    overrides: list[str] = field(default_factory=list)
+    stores: list[str] | None = None  # None: cfg.logging.stores; ["none"]: record nowhere
+    store_root: Path | None = None  # None: the run folder's parent
+    resume: bool = False
+
+
+def pick_device(spec: str) -> torch.device:
+    if spec == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(spec)
+    except RuntimeError:
+        raise ConfigError(f"config key 'training.device': got {spec!r}, allowed: auto, cpu, cuda, cuda:N") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise TrainingError(f"device {spec!r} requested but CUDA is not available here; use --device cpu")
+    return device
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def cosine_with_warmup(warmup: int, total: int):
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / max(1, warmup)
+        progress = (step - warmup) / max(1, total - warmup)
+        return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+    return factor
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _to_device(batch: Any, device: torch.device) -> Any:
+    if isinstance(batch, dict):
+        return {k: _to_device(v, device) for k, v in batch.items()}
+    return batch.to(device, non_blocking=True)
+
+
+class Trial:
+    def __init__(self, cfg: Config, opts: TrialOptions) -> None:
+        self.cfg, self.opts = cfg, opts
+        self.run_dir = opts.run_dir
+        self.log = JsonLinesLog(self.run_dir / LOG_NAME)
+        self.epoch = 0  # next epoch to run
+        self.global_step = 0
+        self.elapsed_before = 0.0  # time spent before a resume
+        self.best: tuple[float, int] | None = None  # (score, epoch)
+        self.best_success: float | None = None
+        self.last_score: float | None = None
+        self.status = "running"
+        self.reason = ""
+        self.warm_report: ckpt_io.WarmStartReport | None = None
+        self.started = _now()
+
+    # ------------------------------------------------------------ public
+
+    def run(self) -> dict[str, Any]:
+        self._prepare_folder()
+        self.out = Tee(self.run_dir / STDOUT_NAME) if not _stdout_is(self.run_dir / STDOUT_NAME) else None
+        self.tracker = Tracker(self.say)
+        self.t0 = time.time()
+        try:
+            self._setup()
+            self.tracker.start(self.cfg, self.opts.trial_id, self.run_dir)
+            self._loop()
+        except BaseException as exc:
+            self.status, self.reason = "failed", f"{type(exc).__name__}: {exc}"
+            self._write_summary(finished=True)
+            raise
+        finally:
+            self.tracker.finish()
+        summary = self._write_summary(finished=True)
+        self._record(summary)
+        self.say(f"trial {self.opts.trial_id}: {self.status}"
+                 + (f", best test_mean_score {self.best[0]:.4f} at epoch {self.best[1]}" if self.best else "")
+                 + f" ({self.run_dir})")
+        if self.out:
+            self.out.close()
+        return summary
+
+    def say(self, text: str) -> None:
+        if self.out:
+            self.out.line(text)
+        else:
+            print(text, flush=True)
+
+    # ------------------------------------------------------------ setup
+
+    def _prepare_folder(self) -> None:
+        """Start a new run folder; an earlier attempt's files are moved aside, never lost."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self.opts.resume:
+            if not (self.run_dir / "checkpoints" / "latest.pt").exists():
+                raise TrainingError(f"--resume: {self.run_dir}/checkpoints/latest.pt does not exist")
+            return
+        previous = [p for p in (LOG_NAME, "summary.json", "checkpoints", CONFIG_NAME, "swanlog")
+                    if (self.run_dir / p).exists()]
+        if previous:
+            n = 1
+            while (self.run_dir / "previous" / f"attempt-{n}").exists():
+                n += 1
+            aside = self.run_dir / "previous" / f"attempt-{n}"
+            aside.mkdir(parents=True)
+            for name in previous:
+                (self.run_dir / name).rename(aside / name)
+        self.cfg.save(self.run_dir / CONFIG_NAME)
+
+    def _setup(self) -> None:
+        cfg, t = self.cfg, self.cfg.training
+        registry.check("imf.masks", cfg.policy.mask)
+        registry.check("imf.objectives", cfg.objective.name)
+        seed_everything(t.seed)
+        self.device = pick_device(t.device)
+        self.say(f"trial {self.opts.trial_id}: device {self.device}, run folder {self.run_dir}")
+        train_ds, val_ds, normalizer, self.data_path = build_datasets(cfg, self.say)
+        init = ckpt_io.load_checkpoint(self.opts.init_from) if self.opts.init_from else None
+        if init is not None:
+            ckpt_io.check_compatible(init, cfg.policy, self.opts.init_from)
+            # Keep the normaliser the weights were trained with, so outputs carry over exactly.
+            normalizer = MinMaxNormalizer.from_state_dict(init["normalizer"])
+        self.policy = ImfPolicy(cfg, normalizer).to(self.device)
+        if init is not None:
+            weights = init.get("ema") or init["policy"]
+            self.warm_report = load_weights_partial(self.policy, weights)
+            self.say(ckpt_io.WarmStartReport(self.warm_report.loaded, self.warm_report.missing,
+                                             self.warm_report.unexpected,
+                                             self.warm_report.shape_mismatched).line(self.opts.init_from))
+        self.ema = EMAModel(self.policy, power=t.ema_power, max_value=t.ema_max) if t.use_ema else None
+        self.optimizer = torch.optim.AdamW(self.policy.optimizer_groups(t), lr=t.lr, betas=tuple(t.betas))
+        self.shuffle = torch.Generator()
+        self.train_loader = make_loader(train_ds, cfg, shuffle=True, generator=self.shuffle)
+        self.val_loader = make_loader(val_ds, cfg, shuffle=False, generator=None) if len(val_ds) else None
+        self.steps_per_epoch = min(len(self.train_loader), t.max_train_steps or len(self.train_loader))
+        total = self.steps_per_epoch * t.num_epochs
+        self.lr_schedule = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, cosine_with_warmup(t.lr_warmup_steps, total))
+        self.topk = ckpt_io.TopK(self.run_dir / "checkpoints", t.checkpoint_topk, cfg.logging.metric)
+        self.topk.folder.mkdir(parents=True, exist_ok=True)
+        self.stopper = EarlyStopper(t.patience)
+        self.divergence = DivergenceDetector(t.divergence_factor, t.divergence_warmup_steps)
+        self.autocast = self.device.type == "cuda" and t.bf16 and torch.cuda.is_bf16_supported()
+        if self.opts.resume:
+            self._restore()
+        self._write_summary(finished=False)
+
+    # ------------------------------------------------------------ the loop
+
+    def _loop(self) -> None:
+        t = self.cfg.training
+        while self.epoch < t.num_epochs:
+            epoch = self.epoch
+            train_loss = self._train_epoch(epoch)
+            if self.status == "diverged":
+                self.log.append({"epoch": epoch, "global_step": self.global_step, "diverged": True,
+                                 "reason": self.reason})
+                self.say(f"epoch {epoch}: diverged: {self.reason}; kept the last good checkpoint")
+                return
+            record = {"epoch": epoch, "global_step": self.global_step, "train_loss": train_loss,
+                      "val_loss": self._val_loss(), "lr": self.lr_schedule.get_last_lr()[0]}
+            stop = False
+            if (epoch + 1) % t.rollout_every == 0 or epoch == t.num_epochs - 1:
+                stop = self._rollout(record)
+            record["elapsed_s"] = round(self._elapsed(), 2)
+            self.log.append(record)
+            self.tracker.log({k: v for k, v in record.items() if k != "test_per_seed"}, self.global_step)
+            self.epoch = epoch + 1
+            self._save(record)
+            self.say(_epoch_line(record, t.num_epochs))
+            if stop:
+                self.status = "stopped_early"
+                self.say(f"early stop: {t.patience} rollouts without a new best")
+                return
+        self.status = "completed"
+
+    def _train_epoch(self, epoch: int) -> float | None:
+        self.policy.train()
+        self.shuffle.manual_seed(self.cfg.training.seed * 1_000_003 + epoch)  # same order on resume
+        losses: list[float] = []
+        tty = sys.stdout.isatty()
+        for i, batch in enumerate(self.train_loader):
+            if i >= self.steps_per_epoch:
+                break
+            batch = _to_device(batch, self.device)
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.autocast):
+                loss, _ = self.policy.compute_loss(batch)
+            value = float(loss.detach())
+            if self.divergence.update(value):
+                self.status, self.reason = "diverged", self.divergence.reason or "loss diverged"
+                return None
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.cfg.training.grad_clip)
+            self.optimizer.step()
+            self.lr_schedule.step()
+            if self.ema is not None:
+                self.ema.step(self.policy)
+            self.global_step += 1
+            losses.append(value)
+            if tty:
+                _progress(epoch, i + 1, self.steps_per_epoch, value)
+        if tty:
+            sys.stdout.write("\r\033[K")
+        return float(np.mean(losses)) if losses else None
+
+    @torch.no_grad()
+    def _val_loss(self) -> float | None:
+        if self.val_loader is None:
+            return None
+        self.policy.eval()
+        gen = torch.Generator(device=self.device).manual_seed(self.cfg.training.seed)
+        losses = []
+        for i, batch in enumerate(self.val_loader):
+            if i >= self.steps_per_epoch:
+                break
+            loss, _ = self.policy.compute_loss(_to_device(batch, self.device), generator=gen)
+            losses.append(float(loss))
+        self.policy.train()
+        return float(np.mean(losses)) if losses else None
+
+    def _rollout(self, record: dict[str, Any]) -> bool:
+        """Score the EMA policy; return True when early stopping says stop."""
+        policy = self.ema.averaged_model if self.ema is not None else self.policy
+        metrics = rollout_metrics(policy, self.cfg, self.device)
+        record.update(metrics)
+        score = metrics["test_mean_score"]
+        self.last_score = score
+        if self.best is None or score > self.best[0]:
+            self.best = (score, record["epoch"])
+            self.best_success = metrics["test_success_rate"]
+            record["new_best"] = True
+        return self.stopper.update(score)
+
+    # ------------------------------------------------------------ state
+
+    def _state(self, record: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "config": self.cfg.to_dict(), "normalizer": self.policy.normalizer.state_dict(),
+            "policy": self.policy.state_dict(),
+            "ema": self.ema.averaged_model.state_dict() if self.ema is not None else None,
+            "ema_state": self.ema.state_dict() if self.ema is not None else None,
+            "optimizer": self.optimizer.state_dict(), "lr_schedule": self.lr_schedule.state_dict(),
+            "epoch": record["epoch"], "global_step": self.global_step,
+            "scores": {"test_mean_score": record.get("test_mean_score"),
+                       "best": list(self.best) if self.best else None,
+                       "best_success_rate": self.best_success, "last": self.last_score},
+            "trainer": {"stopper": self.stopper.state_dict(), "divergence": self.divergence.state_dict(),
+                        "topk": self.topk.state_dict(), "elapsed_s": self._elapsed()},
+            "rng": ckpt_io.rng_state(), "code_version": ckpt_io.code_version(),
+            "trial_id": self.opts.trial_id,
+        }
+
+    def _save(self, record: dict[str, Any]) -> None:
+        folder = self.run_dir / "checkpoints"
+        latest = folder / "latest.pt"
+        ckpt_io.save_checkpoint(latest, self._state(record))
+        if record.get("new_best"):
+            ckpt_io.save_checkpoint(folder / "best.pt", ckpt_io.load_checkpoint(latest))
+        if "test_mean_score" in record:
+            self.topk.add(record["test_mean_score"], record["epoch"], latest)
+        self._write_summary(finished=False)
+
+    def _restore(self) -> None:
+        state = ckpt_io.load_checkpoint(self.run_dir / "checkpoints" / "latest.pt")
+        self.policy.load_state_dict(state["policy"])
+        if self.ema is not None and state.get("ema_state"):
+            self.ema.load_state_dict(state["ema_state"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.lr_schedule.load_state_dict(state["lr_schedule"])
+        self.epoch, self.global_step = state["epoch"] + 1, state["global_step"]
+        scores, trainer = state["scores"], state["trainer"]
+        self.best = tuple(scores["best"]) if scores["best"] else None
+        self.best_success, self.last_score = scores["best_success_rate"], scores["last"]
+        self.stopper.load_state_dict(trainer["stopper"])
+        self.divergence.load_state_dict(trainer["divergence"])
+        self.topk.load_state_dict(trainer["topk"])
+        self.elapsed_before = trainer["elapsed_s"]
+        ckpt_io.set_rng_state(state["rng"])
+        dropped = self.log.truncate_after(state["epoch"])
+        self.say(f"resume: continuing at epoch {self.epoch} from latest.pt"
+                 + (f" (dropped {dropped} log lines written after it)" if dropped else ""))
+
+    def _elapsed(self) -> float:
+        return self.elapsed_before + time.time() - self.t0
+
+    def _write_summary(self, finished: bool) -> dict[str, Any]:
+        p, folder = self.cfg.policy, self.run_dir / "checkpoints"
+        summary = {
+            "id": self.opts.trial_id, "status": self.status, "reason": self.reason,
+            "epochs_done": self.epoch, "num_epochs": self.cfg.training.num_epochs,
+            "global_step": self.global_step,
+            "best_score": self.best[0] if self.best else None,
+            "best_epoch": self.best[1] if self.best else None, "last_score": self.last_score,
+            "best_success_rate": self.best_success, "elapsed_s": round(self._elapsed(), 2),
+            "warm_started": self.opts.init_from is not None,
+            "init_from": str(self.opts.init_from) if self.opts.init_from else None,
+            "overrides": list(self.opts.overrides), "note": self.opts.note, "seed": self.cfg.training.seed,
+            "params": {"mask": p.mask, "n_emb": p.n_emb, "n_layer": p.n_layer, "n_head": p.n_head,
+                       "objective": self.cfg.objective.name},
+            "checkpoints": {
+                "latest": "checkpoints/latest.pt" if (folder / "latest.pt").exists() else None,
+                "best": "checkpoints/best.pt" if (folder / "best.pt").exists() else None,
+                "topk": [f"checkpoints/{n}" for n in getattr(self, "topk", None).names()]
+                if hasattr(self, "topk") else []},
+            "started": self.started, "finished": _now() if finished else None,
+            "code_version": ckpt_io.code_version(),
+        }
+        write_summary(self.run_dir, summary)
+        return summary
+
+    def _record(self, summary: dict[str, Any]) -> None:
+        names = self.opts.stores if self.opts.stores is not None else self.cfg.logging.stores
+        if not names or names == ["none"]:
+            return
+        root = self.opts.store_root or self.run_dir.parent
+        record = record_from_summary(summary, self.run_dir)
+        for name in names:
+            registry.get("imf.stores", name)(root).record(record)
+        self.say(f"recorded in {', '.join(names)} under {root}")
+
+
+def _stdout_is(path: Path) -> bool:
+    """True when our stdout already goes to ``path`` (a scheduler redirected it)."""
+    try:
+        import os
+        return path.exists() and os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(path))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _progress(epoch: int, step: int, total: int, loss: float) -> None:
+    width = 24
+    filled = int(width * step / max(1, total))
+    sys.stdout.write(f"\repoch {epoch} [{'#' * filled}{'.' * (width - filled)}] {step}/{total} loss {loss:.4f}")
+    sys.stdout.flush()
+
+
+def _fmt(value: Any) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _epoch_line(record: dict[str, Any], total: int) -> str:
+    line = (f"epoch {record['epoch'] + 1}/{total} step {record['global_step']} "
+            f"train_loss {_fmt(record['train_loss'])} val_loss {_fmt(record['val_loss'])} "
+            f"lr {record['lr']:.2e}")
+    if "test_mean_score" in record:
+        line += (f" test_mean_score {record['test_mean_score']:.4f}"
+                 f" success {record['test_success_rate']:.2f}")
+        if record.get("new_best"):
+            line += " (best)"
+    return line
+
+
+def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
+    return Trial(cfg, opts).run()
