@@ -9,13 +9,13 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from imf.errors import ReportError
+from imf.store.base import now_iso
 from imf.store.files import atomic_write_bytes, atomic_write_json, atomic_write_text
 from imf.store.runs import (HYDRA_CONFIG, LOGS, SUMMARY, find_run_dirs, is_run_dir, model_size,
                             read_json_object, read_log, read_sweep_trials, row_score, row_success)
@@ -71,15 +71,10 @@ class Report:
     sources: list[str]
     notices: list[str] = field(default_factory=list)
     metric: str = METRIC
-    created: str = field(default_factory=lambda: datetime.now(timezone.utc)
-                         .isoformat(timespec="seconds"))
+    created: str = field(default_factory=now_iso)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-    @property
-    def scored(self) -> list[TrialRow]:
-        return [t for t in self.trials if t.best_score is not None]
 
 
 # reading ----------------------------------------------------------------------
@@ -102,8 +97,9 @@ def _read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
     dp = summary is None and ((run_dir / HYDRA_CONFIG).is_file()
                               or any("test/mean_score" in r for r in rows))
     status = (summary or {}).get("status") or state.get("status")
-    row = TrialRow(id=trial_id, run_dir=str(run_dir), source="diffusion_policy" if dp else "imf",
-                   status=str(status or ("completed" if dp and rows else "unknown")),
+    status = status or ("completed" if dp and rows else "unknown")
+    row = TrialRow(id=trial_id, run_dir=str(run_dir.resolve()), status=str(status),
+                   source="diffusion_policy" if dp else "imf",
                    queue=state.get("queue"), note=str((summary or {}).get("note") or ""))
     row.n_emb, row.n_layer = model_size(run_dir, summary, trial_id)
     _fill_scores(row, rows, summary or {})
@@ -144,12 +140,13 @@ def _read_sweep(sweep_dir: Path, notices: list[str]) -> list[TrialRow]:
         for record in ScoreboardStore(sweep_dir).read():
             if record["id"] not in seen:  # recorded, but its folder is not here
                 rows.append(_from_scoreboard(record, sweep))
+                seen.add(record["id"])
     for trial_id, state in sweep.items():
-        if trial_id not in seen and trial_id not in {r.id for r in rows}:
-            rows.append(TrialRow(id=trial_id, run_dir=None, source="imf",
-                                 status=str(state.get("status") or "unknown"),
-                                 queue=state.get("queue")))
-            rows[-1].n_emb, rows[-1].n_layer = model_size(sweep_dir / trial_id, None, trial_id)
+        if trial_id not in seen:  # planned or queued, no folder yet
+            row = TrialRow(id=trial_id, run_dir=None, source="imf", queue=state.get("queue"),
+                           status=str(state.get("status") or "unknown"))
+            row.n_emb, row.n_layer = model_size(sweep_dir / trial_id, state, trial_id)
+            rows.append(row)
     return rows
 
 
@@ -207,19 +204,21 @@ def _groups(rows: list[TrialRow], key: str) -> list[Group]:
 def _cells(rows: list[TrialRow]) -> list[dict[str, Any]]:
     by_cell: dict[tuple[int, int], list[float]] = {}
     for row in rows:
-        if isinstance(row.n_emb, int) and isinstance(row.n_layer, int) and row.best_score is not None:
+        sized = isinstance(row.n_emb, int) and isinstance(row.n_layer, int)
+        if sized and row.best_score is not None:
             by_cell.setdefault((row.n_emb, row.n_layer), []).append(row.best_score)
     return [{"n_emb": e, "n_layer": l, "trials": len(s), "mean": float(np.mean(s)),
              "best": max(s)} for (e, l), s in sorted(by_cell.items())]
 
 
 def _effect(groups: list[Group], kind: str, key: str) -> dict[str, Any] | None:
-    if len(groups) < 2:
-        if not groups:
-            return None
-        return {"delta": None, "low": groups[0].value, "high": groups[0].value,
-                "text": f"{kind}: only {key} {groups[0].value} was run, no trend"}
+    """How the mean score moves from the smallest to the largest ``key``."""
+    if not groups:
+        return None
     low, high = groups[0], groups[-1]
+    if low is high:
+        return {"delta": None, "low": low.value, "high": high.value,
+                "text": f"{kind}: only {key} {low.value} was run, no trend"}
     delta = high.mean - low.mean
     verb = "helps" if delta > 0 else "hurts" if delta < 0 else "makes no difference"
     return {"delta": delta, "low": low.value, "high": high.value,
@@ -305,10 +304,14 @@ def heatmap_text(trends: Trends, shades: str = ".:-=+*#%@") -> str:
     return "\n".join(lines)
 
 
+def _counts(report: Report) -> str:
+    scored = sum(t.rank is not None for t in report.trials)
+    return f"{len(report.trials)} trial(s), {scored} scored"
+
+
 def render_text(report: Report) -> str:
     """Ranking table, trends and the text heatmap, for the terminal."""
-    n_scored = len(report.scored)
-    out = [f"{len(report.trials)} trial(s), {n_scored} scored; score = max {METRIC}", ""]
+    out = [f"{_counts(report)}; score = max {METRIC}", ""]
     out += _table(*_ranking_rows(report), markdown=False)
     out += ["", "trends:"] + [f"  {line}" for line in trend_lines(report.trends)]
     out += ["", heatmap_text(report.trends)]
@@ -318,8 +321,7 @@ def render_text(report: Report) -> str:
 def render_markdown(report: Report, heatmap_png: bool) -> str:
     """report.md: the same content as the terminal, as markdown."""
     out = ["# imf report", "",
-           f"{len(report.trials)} trial(s), {len(report.scored)} scored, from "
-           f"{', '.join(report.sources)} ({report.created}). Score: max {METRIC} over the "
+           f"{_counts(report)}, from {', '.join(report.sources)} ({report.created}). Score: max {METRIC} over the "
            "evaluated epochs; success: the test success rate at that epoch.", "",
            "## Ranking", ""]
     out += _table(*_ranking_rows(report), markdown=True)

@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 
 from imf import registry
-from imf.model.layers import DecoderLayer, sinusoidal_embedding
+from imf.model.layers import TIME_SCALE, DecoderLayer, sinusoidal_embedding
 
 N_TIME_TOKENS = 2  # t and h = t - r
 
@@ -32,6 +32,7 @@ class ImfTransformer(nn.Module):
         n_emb, horizon, n_obs = cfg.n_emb, cfg.horizon, cfg.n_obs_steps
         self.horizon, self.n_obs, self.n_emb, self.action_dim = horizon, n_obs, n_emb, cfg.action_dim
         self.mask_name = cfg.mask
+        self.time_scale = float(getattr(cfg, "time_scale", TIME_SCALE))
         self.input_emb = nn.Linear(cfg.action_dim, n_emb)
         self.pos_emb = nn.Parameter(torch.zeros(1, horizon, n_emb))
         self.cond_obs_emb = nn.Linear(cond_dim, n_emb)
@@ -83,8 +84,8 @@ class ImfTransformer(nn.Module):
     def encode_cond(self, t: torch.Tensor, h: torch.Tensor, cond: torch.Tensor,
                     fused: bool = True) -> torch.Tensor:
         """Condition tokens (B, 2 + n_obs, D) from times (B,), (B,) and features (B, n_obs, F)."""
-        times = torch.stack([sinusoidal_embedding(t, self.n_emb),
-                             sinusoidal_embedding(h, self.n_emb)], dim=1)  # (B, 2, D)
+        times = torch.stack([sinusoidal_embedding(t, self.n_emb, self.time_scale),
+                             sinusoidal_embedding(h, self.n_emb, self.time_scale)], dim=1)  # (B, 2, D)
         tokens = torch.cat([times.to(cond.dtype), self.cond_obs_emb(cond)], dim=1)  # (B, 2+O, D)
         x = self.drop(tokens + self.cond_pos_emb)
         if isinstance(self.cond_encoder, nn.Sequential):

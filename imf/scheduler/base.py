@@ -76,6 +76,10 @@ class Scheduler(ABC):
         """Raise QueueError when the slot cannot run jobs now (host unreachable, ...)."""
 
     @abstractmethod
+    def job_dir(self, job: Job) -> str:
+        """The job's folder on the machine that runs it."""
+
+    @abstractmethod
     def start(self, job: Job) -> dict[str, Any]:
         """Start ``job`` detached from the controller; return its handle."""
 

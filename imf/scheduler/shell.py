@@ -122,10 +122,6 @@ class ShellScheduler(Scheduler):
     def _sh(self, script: str, args: list[str], timeout: float = 60.0) -> tuple[int, bytes, str]:
         """Run ``script`` with ``args`` on the slot's machine -> (rc, stdout, stderr)."""
 
-    @abstractmethod
-    def job_dir(self, job: Job) -> str:
-        """The job's folder on the slot's machine."""
-
     @property
     def python(self) -> str:
         return str(self.options.get("python") or "python3")

@@ -50,6 +50,7 @@ class TrialState:
     params: dict[str, Any]
     cost: float
     queue: str
+    order: int = 0  # position on its queue; the lowest pending one starts next
     state: str = "pending"  # pending, starting, running, or one of FINAL
     attempts: int = 0  # launches so far
     handle: dict[str, Any] | None = None
@@ -113,7 +114,11 @@ class SweepState:
         return next(q for q in self.queues if q.name == name)
 
     def pending_on(self, queue: str) -> list[TrialState]:
-        return [t for t in self.trials if t.queue == queue and t.state == "pending"]
+        pending = [t for t in self.trials if t.queue == queue and t.state == "pending"]
+        return sorted(pending, key=lambda t: t.order)
+
+    def live_queues(self) -> list[QueueState]:
+        return [q for q in self.queues if q.state == "live"]
 
 
 class SweepDir:

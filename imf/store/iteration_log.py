@@ -2,7 +2,7 @@
 
 One line per trial, replaced in place when the trial is recorded again::
 
-    - 2026-05-01T10:00:00+00:00 | trial `s-full-e256-l12-s0` | score 0.8123 | +0.0100 vs best 0.8023 (new best) | completed | note
+    - 2026-05-01T10:00:00+00:00 | trial `s-e256-l12` | score 0.81 | first score | completed |
 
 and numbered hypothesis blocks, written by ``imf log hypothesis`` and filled by
 ``imf log conclude``::

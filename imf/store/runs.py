@@ -110,7 +110,10 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
 
 
 def read_sweep_trials(sweep_dir: Path) -> dict[str, dict[str, Any]]:
-    """Per-trial state from sweep.json ({"trials": {id: {...}}} or a list); {} if absent."""
+    """Per-trial state from sweep.json by id, each with a "status" (from "status" or "state").
+
+    ``trials`` may be a list of objects with an "id" or an object keyed by id; {} if absent.
+    """
     path = sweep_dir / SWEEP_STATE
     if not path.is_file():
         return {}
@@ -122,7 +125,8 @@ def read_sweep_trials(sweep_dir: Path) -> dict[str, dict[str, Any]]:
         trials = {t.get("id"): t for t in trials if isinstance(t, dict)}
     if not isinstance(trials, dict):
         return {}
-    return {str(k): v for k, v in trials.items() if isinstance(v, dict)}
+    return {str(k): {**v, "status": v.get("status") or v.get("state")}
+            for k, v in trials.items() if isinstance(v, dict)}
 
 
 def _int(value: Any) -> int | None:

@@ -47,6 +47,18 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
         raise
 
 
+def copy_checkpoint(source: Path, target: Path) -> None:
+    """Copy through a temp file and a rename, like ``save_checkpoint``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    try:
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def load_checkpoint(path: Path | str) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
@@ -108,7 +120,7 @@ class TopK:
         if not self.wants(score):
             return None
         name = _score_name(epoch, self.metric, score)
-        shutil.copyfile(source, self.folder / name)
+        copy_checkpoint(source, self.folder / name)
         self.entries.append((score, epoch, name))
         self.entries.sort(key=lambda e: (-e[0], e[1]))
         for _, _, dropped in self.entries[self.k:]:

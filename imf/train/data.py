@@ -11,12 +11,13 @@ from imf.config import Config
 from imf.data.dataset import PushTImageDataset
 from imf.data.normalizer import MinMaxNormalizer
 from imf.data.replay_buffer import ReplayBuffer
-from imf.pusht.expert import ensure_demo_dataset
 
 
 def resolve_data_path(cfg: Config, say: Callable[[str], None]) -> Path:
     if cfg.data.path:
         return Path(cfg.data.path).expanduser()
+    from imf.pusht.expert import ensure_demo_dataset  # only needed without a data set
+
     say(f"data: no data.path given; using {cfg.data.demo_episodes} scripted demo episodes "
         f"(seed {cfg.data.demo_seed}, made once and cached)")
     return ensure_demo_dataset(cfg.data.demo_episodes, seed=cfg.data.demo_seed,

@@ -31,6 +31,7 @@ from imf.train import checkpoint as ckpt_io
 from imf.train.data import build_datasets, make_loader
 from imf.train.evaluate import rollout_metrics
 from imf.train.runfiles import CONFIG_NAME, LOG_NAME, STDOUT_NAME, JsonLinesLog, Tee, write_summary
+from imf.train.state import restore_latest, save_epoch
 from imf.train.stopping import DivergenceDetector, EarlyStopper
 from imf.train.tracker import Tracker
 
@@ -188,7 +189,7 @@ class Trial:
         self.divergence = DivergenceDetector(t.divergence_factor, t.divergence_warmup_steps)
         self.autocast = self.device.type == "cuda" and t.bf16 and torch.cuda.is_bf16_supported()
         if self.opts.resume:
-            self._restore()
+            restore_latest(self)
         self._write_summary(finished=False)
 
     # ------------------------------------------------------------ the loop
@@ -208,7 +209,7 @@ class Trial:
             stop = False
             if (epoch + 1) % t.rollout_every == 0 or epoch == t.num_epochs - 1:
                 stop = self._rollout(record)
-            record["elapsed_s"] = round(self._elapsed(), 2)
+            record["elapsed_s"] = round(self.elapsed(), 2)
             self.log.append(record)
             self.tracker.log({k: v for k, v in record.items() if k != "test_per_seed"}, self.global_step)
             self.epoch = epoch + 1
@@ -280,54 +281,11 @@ class Trial:
 
     # ------------------------------------------------------------ state
 
-    def _state(self, record: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "config": self.cfg.to_dict(), "normalizer": self.policy.normalizer.state_dict(),
-            "policy": self.policy.state_dict(),
-            "ema": self.ema.averaged_model.state_dict() if self.ema is not None else None,
-            "ema_state": self.ema.state_dict() if self.ema is not None else None,
-            "optimizer": self.optimizer.state_dict(), "lr_schedule": self.lr_schedule.state_dict(),
-            "epoch": record["epoch"], "global_step": self.global_step,
-            "scores": {"test_mean_score": record.get("test_mean_score"),
-                       "best": list(self.best) if self.best else None,
-                       "best_success_rate": self.best_success, "last": self.last_score},
-            "trainer": {"stopper": self.stopper.state_dict(), "divergence": self.divergence.state_dict(),
-                        "topk": self.topk.state_dict(), "elapsed_s": self._elapsed()},
-            "rng": ckpt_io.rng_state(), "code_version": ckpt_io.code_version(),
-            "trial_id": self.opts.trial_id,
-        }
-
     def _save(self, record: dict[str, Any]) -> None:
-        folder = self.run_dir / "checkpoints"
-        latest = folder / "latest.pt"
-        ckpt_io.save_checkpoint(latest, self._state(record))
-        if record.get("new_best"):
-            ckpt_io.save_checkpoint(folder / "best.pt", ckpt_io.load_checkpoint(latest))
-        if "test_mean_score" in record:
-            self.topk.add(record["test_mean_score"], record["epoch"], latest)
+        save_epoch(self, record)
         self._write_summary(finished=False)
 
-    def _restore(self) -> None:
-        state = ckpt_io.load_checkpoint(self.run_dir / "checkpoints" / "latest.pt")
-        self.policy.load_state_dict(state["policy"])
-        if self.ema is not None and state.get("ema_state"):
-            self.ema.load_state_dict(state["ema_state"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.lr_schedule.load_state_dict(state["lr_schedule"])
-        self.epoch, self.global_step = state["epoch"] + 1, state["global_step"]
-        scores, trainer = state["scores"], state["trainer"]
-        self.best = tuple(scores["best"]) if scores["best"] else None
-        self.best_success, self.last_score = scores["best_success_rate"], scores["last"]
-        self.stopper.load_state_dict(trainer["stopper"])
-        self.divergence.load_state_dict(trainer["divergence"])
-        self.topk.load_state_dict(trainer["topk"])
-        self.elapsed_before = trainer["elapsed_s"]
-        ckpt_io.set_rng_state(state["rng"])
-        dropped = self.log.truncate_after(state["epoch"])
-        self.say(f"resume: continuing at epoch {self.epoch} from latest.pt"
-                 + (f" (dropped {dropped} log lines written after it)" if dropped else ""))
-
-    def _elapsed(self) -> float:
+    def elapsed(self) -> float:
         return self.elapsed_before + time.time() - self.t0
 
     def _write_summary(self, finished: bool) -> dict[str, Any]:
@@ -338,7 +296,7 @@ class Trial:
             "global_step": self.global_step,
             "best_score": self.best[0] if self.best else None,
             "best_epoch": self.best[1] if self.best else None, "last_score": self.last_score,
-            "best_success_rate": self.best_success, "elapsed_s": round(self._elapsed(), 2),
+            "best_success_rate": self.best_success, "elapsed_s": round(self.elapsed(), 2),
             "warm_started": self.opts.init_from is not None,
             "init_from": str(self.opts.init_from) if self.opts.init_from else None,
             "overrides": list(self.opts.overrides), "note": self.opts.note, "seed": self.cfg.training.seed,

@@ -1,0 +1,359 @@
+"""The queue loop: start the next trial when a slot frees, watch, recover, finish.
+
+Every change of state is written to sweep.json before it matters (a trial is marked
+``starting`` before its process starts), so a controller killed at any moment can be resumed
+without running a trial twice. Ctrl-C (or SIGTERM) stops launching and leaves the running
+trials running; ``--resume`` re-attaches to them by pid and start time.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from filelock import FileLock, Timeout
+
+from imf.errors import ImfError, QueueError, SweepError
+from imf.scheduler.base import Job, JobStatus, Scheduler, scheduler_for, tail_text
+from imf.scheduler.finish import notify, read_summary, record_trial, write_report
+from imf.scheduler.plan import assign
+from imf.scheduler.state import ACTIVE, FINAL, QueueState, SweepDir, SweepState, TrialState, now_iso
+
+DOWN_AFTER = 3  # consecutive failed contacts with a queue's machine before it is marked down
+GOOD_ENDS = ("completed", "stopped_early", "diverged")
+
+
+class Engine:
+    def __init__(self, sdir: SweepDir, state: SweepState, echo: Callable[[str], None] = print,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.sdir, self.state, self.echo, self.sleep = sdir, state, echo, sleep
+        self.schedulers: dict[str, Scheduler] = {}
+        self.failures: Counter[str] = Counter()
+        self.seen: dict[str, tuple[tuple[int, int], float]] = {}  # sizes, when they last grew
+        self.report_path: Path | None = None
+        self.report_text: str | None = None
+        self._written = ""
+
+    # ------------------------------------------------------------------ plumbing
+    def log(self, message: str) -> None:
+        self.echo(self.sdir.log(message))
+
+    def save(self) -> None:
+        text = json.dumps(self.state.to_dict(), sort_keys=True)
+        if text != self._written:
+            self.sdir.save(self.state)
+            self._written = text
+
+    def scheduler(self, queue: str) -> Scheduler:
+        if queue not in self.schedulers:
+            q = self.state.queue(queue)
+            self.schedulers[queue] = scheduler_for(q.spec, q.options)
+        return self.schedulers[queue]
+
+    def job(self, trial: TrialState) -> Job:
+        s = self.state
+        config_text = Path(s.config).read_text() if Path(s.config).suffix in (".yaml", ".yml") else None
+        argv = [*s.trial_command, "{config}", "--id", trial.id, "--out", "{run_dir}",
+                "--seed", str(trial.seed), "--store", "none", "--epochs", str(trial.epochs),
+                *s.overrides, *trial.overrides]
+        return Job(trial.id, s.name, self.sdir.trial_dir(trial.id), argv, s.config, config_text)
+
+    @contextmanager
+    def _controller(self) -> Iterator[None]:
+        lock = FileLock(str(self.sdir.path / "sweep.lock"))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            raise SweepError(f"{self.sdir.path}: another controller is running this sweep "
+                             f"(pid {self.state.controller.get('pid')})") from None
+        old = None
+        if threading.current_thread() is threading.main_thread():
+            old = signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            yield
+        finally:
+            if old is not None:
+                signal.signal(signal.SIGTERM, old)
+            for sch in self.schedulers.values():
+                sch.close()
+            lock.release()
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> SweepState:
+        """Run the sweep to its end (or to Ctrl-C), then record, report and notify."""
+        self.sdir.path.mkdir(parents=True, exist_ok=True)
+        with self._controller():
+            self.state.status = "running"
+            self.state.controller = {"pid": os.getpid(), "host": socket.gethostname(),
+                                     "started": now_iso()}
+            self.save()
+            try:
+                self._check_queues()
+                self._reattach_all()
+                while not self._step():
+                    self.sleep(self.state.poll)
+            except KeyboardInterrupt:
+                self.state.status = "interrupted"
+                self.save()
+                self.log(f"interrupted: no new trial starts, running ones go on; continue with "
+                         f"imf sweep --resume {self.sdir.path}")
+                raise
+            self._complete()
+        return self.state
+
+    def _step(self) -> bool:
+        """One poll of every running trial and one launch per free slot; True when all ended."""
+        for trial in [t for t in self.state.trials if t.state == "running"]:
+            self._watch(trial)
+        for queue in self.state.live_queues():
+            busy = any(t.queue == queue.name and t.state in ACTIVE for t in self.state.trials)
+            pending = self.state.pending_on(queue.name)
+            if not busy and pending:
+                self._launch(pending[0], queue)
+        self.save()
+        if all(t.state in FINAL for t in self.state.trials):
+            return True
+        if not self.state.live_queues():
+            raise SweepError(f"every queue is down ({'; '.join(q.reason for q in self.state.queues)}); "
+                             f"fix them and continue with imf sweep --resume {self.sdir.path}")
+        return False
+
+    def _launch(self, trial: TrialState, queue: QueueState) -> None:
+        trial.state, trial.reason = "starting", ""
+        trial.attempts += 1
+        self.save()  # before the process exists: a resume then looks before starting again
+        try:
+            handle = self.scheduler(queue.name).start(self.job(trial))
+        except QueueError as exc:
+            trial.state = "pending"
+            trial.attempts -= 1
+            self._contact_failed(queue, exc)
+            return
+        self.failures[queue.name] = 0
+        trial.handle, trial.state = handle, "running"
+        trial.started, trial.started_unix, trial.finished = now_iso(), time.time(), None
+        trial.log_offset, trial.epoch, trial.last_score, trial.best_score = 0, 0, None, None
+        self.seen[trial.id] = ((-1, -1), time.monotonic())
+        self.log(f"start {trial.id} on {queue.name} (attempt {trial.attempts}, pid {handle.get('pid')})")
+        self.save()
+
+    def _watch(self, trial: TrialState) -> None:
+        queue = self.state.queue(trial.queue)
+        sch = self.scheduler(queue.name)
+        try:
+            status = sch.poll(trial.handle or {}, trial.log_offset)
+        except QueueError as exc:
+            self._contact_failed(queue, exc)
+            return
+        self.failures[queue.name] = 0
+        self._progress(trial, status)
+        if status.done:
+            self._ended(trial, status, sch)
+        elif status.state == "absent":
+            self._attempt_over(trial, "failed", None, "its folder or pid file disappeared")
+        elif time.monotonic() - self.seen[trial.id][1] > self.state.stall_timeout:
+            try:
+                sch.stop(trial.handle or {})
+            except QueueError as exc:
+                self._contact_failed(queue, exc)
+                return
+            self._attempt_over(trial, "stalled", None,
+                               f"no growth of logs.json.txt or stdout.log for {self.state.stall_timeout:g}s")
+
+    def _progress(self, trial: TrialState, status: JobStatus) -> None:
+        text = status.new_log
+        complete = text[: text.rfind("\n") + 1]
+        for line in complete.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(record, dict):
+                continue
+            trial.epoch += "epoch" in record
+            score = record.get("test_mean_score", record.get("test/mean_score"))
+            if isinstance(score, (int, float)) and not isinstance(score, bool):
+                trial.last_score = float(score)
+                trial.best_score = max(trial.best_score or float("-inf"), float(score))
+        trial.log_offset += len(complete.encode())
+        if trial.started_unix:
+            trial.elapsed_s = round(time.time() - trial.started_unix, 1)
+        sizes = (status.log_size, status.out_size)
+        if trial.id not in self.seen or self.seen[trial.id][0] != sizes:
+            self.seen[trial.id] = (sizes, time.monotonic())
+
+    def _ended(self, trial: TrialState, status: JobStatus, sch: Scheduler) -> None:
+        try:
+            sch.fetch(trial.handle or {})
+        except QueueError as exc:
+            self._contact_failed(self.state.queue(trial.queue), exc)
+            return
+        run_dir = self.sdir.trial_dir(trial.id)
+        summary = read_summary(run_dir) or {}
+        verdict = summary.get("status")
+        if status.exit_code == 0 and verdict in GOOD_ENDS:
+            trial.epoch = int(summary.get("epochs_done") or trial.epoch)
+            if isinstance(summary.get("best_score"), (int, float)):
+                trial.best_score = float(summary["best_score"])
+            self._attempt_over(trial, verdict, 0, "")
+            return
+        if status.exit_code == 0:
+            reason = f"exited 0 but summary.json says status {verdict!r}" if verdict else \
+                "exited 0 without a summary.json"
+        elif status.exit_code is None:
+            reason = "the job vanished without an exit code"
+        else:
+            reason = f"exit code {status.exit_code}"
+        tail = _tail(run_dir / "stdout.log")
+        self._attempt_over(trial, "failed", status.exit_code,
+                           f"{reason} in {run_dir}" + (f"; stdout.log ends: {tail}" if tail else ""))
+
+    def _attempt_over(self, trial: TrialState, outcome: str, exit_code: int | None, reason: str) -> None:
+        trial.history.append({"attempt": trial.attempts, "queue": trial.queue,
+                              "pid": (trial.handle or {}).get("pid"), "started": trial.started,
+                              "finished": now_iso(), "exit_code": exit_code, "outcome": outcome,
+                              "reason": reason})
+        trial.exit_code, trial.reason = exit_code, reason
+        self.seen.pop(trial.id, None)
+        failures = sum(h["outcome"] in ("failed", "stalled") for h in trial.history)
+        if outcome in ("failed", "stalled") and failures <= self.state.retries:
+            trial.state = "pending"
+            orders = [t.order for t in self.state.trials if t.queue == trial.queue]
+            trial.order = min(orders) - 1  # a retry goes first on its queue
+            self.log(f"{outcome} {trial.id}: {reason}; retry {failures}/{self.state.retries}")
+        else:
+            trial.state, trial.finished = outcome, now_iso()
+            score = "" if trial.best_score is None else f", best {trial.best_score:.4f}"
+            self.log(f"{outcome} {trial.id} after {trial.attempts} attempt(s){score}"
+                     + (f": {reason}" if reason else ""))
+            self._record(trial)
+        self.save()
+
+    def _record(self, trial: TrialState) -> None:
+        try:
+            problems = record_trial(trial, self.state, self.sdir.path)
+        except (ImfError, ImportError, OSError, ValueError, KeyError) as exc:
+            problems = [f"{type(exc).__name__}: {exc}"]
+        for problem in problems:
+            self.log(f"could not record {trial.id}: {problem}")
+        trial.recorded = not problems
+
+    # ------------------------------------------------------------------ queues and recovery
+    def _check_queues(self) -> None:
+        for queue in self.state.live_queues():
+            try:
+                self.scheduler(queue.name).check()
+            except QueueError as exc:
+                self._queue_down(queue, str(exc))
+
+    def _contact_failed(self, queue: QueueState, exc: Exception) -> None:
+        self.failures[queue.name] += 1
+        self.log(f"queue {queue.name}: {exc} ({self.failures[queue.name]}/{DOWN_AFTER})")
+        if self.failures[queue.name] >= DOWN_AFTER and queue.state == "live":
+            self._queue_down(queue, str(exc))
+
+    def _queue_down(self, queue: QueueState, reason: str) -> None:
+        """Mark ``queue`` down and move its trials (waiting or lost with it) to live queues."""
+        queue.state, queue.reason = "down", reason
+        self.log(f"queue {queue.name} is down: {reason}")
+        moved = [t for t in self.state.trials if t.queue == queue.name and t.state not in FINAL]
+        for trial in moved:
+            if trial.state in ACTIVE:
+                self.log(f"{trial.id} was running on {queue.name}; it starts again on a live queue")
+                trial.history.append({"attempt": trial.attempts, "queue": queue.name,
+                                      "pid": (trial.handle or {}).get("pid"), "outcome": "queue down",
+                                      "finished": now_iso(), "exit_code": None, "reason": reason})
+                trial.handle = None
+                self.seen.pop(trial.id, None)
+            trial.state = "pending"
+        live = self.state.live_queues()
+        if moved and live:
+            self._reassign(moved, live)
+        self.save()
+
+    def _reassign(self, moved: list[TrialState], live: list[QueueState]) -> None:
+        loads = {q.name: sum(t.cost for t in self.state.trials if t.queue == q.name
+                             and t.state not in FINAL) / q.speed for q in live}
+        order = assign({t.id: t.cost for t in moved}, {q.name: q.speed for q in live}, loads)
+        for name, ids in order.items():
+            last = max([t.order for t in self.state.trials if t.queue == name], default=0)
+            for i, tid in enumerate(ids):
+                trial = self.state.trial(tid)
+                trial.queue, trial.order = name, last + 1 + i
+            if ids:
+                self.log(f"moved {', '.join(ids)} to {name}")
+
+    def _reattach_all(self) -> None:
+        for trial in [t for t in self.state.trials if t.state in ACTIVE]:
+            queue = self.state.queue(trial.queue)
+            sch = self.scheduler(queue.name)
+            if not trial.handle:
+                job = self.job(trial)
+                trial.handle = {"queue": queue.spec, "dir": sch.job_dir(job),
+                                "local_dir": str(job.run_dir), "pid": None, "start_time": None}
+            try:
+                status = sch.reattach(trial.handle)
+            except QueueError as exc:
+                self._contact_failed(queue, exc)
+                trial.state = "running"  # polled again (or moved when the queue goes down)
+                continue
+            self._adopt(trial, queue, status)
+        self.save()
+
+    def _adopt(self, trial: TrialState, queue: QueueState, status: JobStatus) -> None:
+        previous = trial.history[-1].get("pid") if trial.history else None
+        never_started = status.state == "absent" or (
+            trial.state == "starting" and status.pid is not None and status.pid == previous)
+        if never_started and trial.state == "starting":
+            trial.state, trial.handle = "pending", None
+            trial.attempts -= 1
+            self.log(f"{trial.id} had not started when the controller stopped; it starts normally")
+            return
+        if never_started:
+            self._attempt_over(trial, "failed", None, "its folder or pid file disappeared")
+            return
+        trial.handle = {**(trial.handle or {}), "pid": status.pid, "start_time": status.start_time}
+        trial.state = "running"
+        trial.started_unix = trial.started_unix or time.time()
+        self.seen[trial.id] = ((-1, -1), time.monotonic())
+        self.log(f"re-attached {trial.id} on {queue.name} (pid {status.pid}, {status.state})")
+
+    # ------------------------------------------------------------------ the end
+    def _complete(self) -> None:
+        for trial in self.state.trials:
+            if not trial.recorded:
+                self._record(trial)
+        self.state.status = "finished"
+        self.save()
+        counts = Counter(t.state for t in self.state.trials)
+        self.log(f"sweep {self.state.name} finished: "
+                 + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+        try:
+            self.report_path, self.report_text = write_report(self.sdir.path)
+        except (ImfError, ImportError, OSError, ValueError, KeyError) as exc:
+            self.log(f"report failed: {type(exc).__name__}: {exc}")
+            return
+        self.echo(self.report_text)
+        self.log(f"report written: {self.report_path}")
+        if self.state.notify:
+            self.log(notify(self.state.notify, self.report_path))
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    try:
+        text = path.read_text(errors="replace")[-4000:]
+    except OSError:
+        return ""
+    return " | ".join(line.strip() for line in tail_text(text, lines).splitlines() if line.strip())
+

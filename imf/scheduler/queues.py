@@ -1,0 +1,121 @@
+"""Queue specs and the hosts file: which slots a sweep runs on, with which options.
+
+A queue is one slot that runs one trial at a time: ``local:0``, ``local:cpu``,
+``ssh://user@host[:port]/gpu:1``. A spec may end in ``?speed=1.5`` (relative speed for the
+planner). A hosts YAML gives per-host options and may list the queues::
+
+    defaults: {workdir: ~/imf-runs, python: python3}
+    hosts:
+      gpubox: {python: ~/imf/.venv/bin/python, ssh_options: [-i, ~/.ssh/id_ed25519], speed: 1.2}
+    queues: [local:0, ssh://me@gpubox/gpu:0, ssh://me@gpubox/gpu:1]
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from imf.errors import QueueError, SweepError
+from imf.scheduler.base import scheduler_for
+from imf.scheduler.state import QueueState
+
+HOST_KEYS = ("user", "port", "workdir", "python", "ssh_options", "env", "speed", "threads")
+FILE_KEYS = ("defaults", "hosts", "queues")
+
+
+def detect_queues() -> list[str]:
+    """``local:0..N-1`` for the GPUs ``nvidia-smi -L`` lists, else ``local:cpu``."""
+    exe = shutil.which("nvidia-smi")
+    if exe:
+        try:
+            out = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=20).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            out = ""
+        gpus = [line for line in out.splitlines() if line.startswith("GPU ")]
+        if gpus:
+            return [f"local:{i}" for i in range(len(gpus))]
+    return ["local:cpu"]
+
+
+def load_hosts(path: str | Path | None) -> dict[str, Any]:
+    """Read and check a hosts YAML (``defaults``, ``hosts``, ``queues``)."""
+    if not path:
+        return {"defaults": {}, "hosts": {}, "queues": []}
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except FileNotFoundError:
+        raise SweepError(f"--hosts {path}: no such file") from None
+    except yaml.YAMLError as exc:
+        raise SweepError(f"--hosts {path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise SweepError(f"--hosts {path}: top level must be a mapping with {', '.join(FILE_KEYS)}")
+    _check_keys(data, FILE_KEYS, f"--hosts {path}")
+    hosts = data.get("hosts") or {}
+    if not isinstance(hosts, dict):
+        raise SweepError(f"--hosts {path}: 'hosts' must map host names to options")
+    for name, opts in [("defaults", data.get("defaults") or {}), *hosts.items()]:
+        if not isinstance(opts, dict):
+            raise SweepError(f"--hosts {path}: options of '{name}' must be a mapping")
+        _check_keys(opts, HOST_KEYS, f"--hosts {path}: '{name}'")
+    queues = data.get("queues") or []
+    if not isinstance(queues, list):
+        raise SweepError(f"--hosts {path}: 'queues' must be a list of queue specs")
+    return {"defaults": data.get("defaults") or {}, "hosts": hosts, "queues": queues}
+
+
+def _check_keys(data: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    unknown = [k for k in data if k not in allowed]
+    if unknown:
+        raise SweepError(f"{where}: unknown key '{unknown[0]}'; allowed: {', '.join(allowed)}")
+
+
+def _split_speed(entry: Any) -> tuple[str, float | None]:
+    if isinstance(entry, dict):
+        spec, speed = entry.get("spec"), entry.get("speed")
+    else:
+        spec, _, query = str(entry).partition("?")
+        speed = query.split("=", 1)[1] if query.startswith("speed=") else None
+        if query and speed is None:
+            raise QueueError(f"queue spec '{entry}': the only option after '?' is speed=FACTOR")
+    if not isinstance(spec, str) or not spec.strip():
+        raise QueueError(f"queue entry {entry!r}: expected a spec such as local:0 or ssh://host/gpu:0")
+    try:
+        value = None if speed is None else float(speed)
+    except ValueError:
+        raise QueueError(f"queue spec '{entry}': speed must be a number, got {speed!r}") from None
+    if value is not None and value <= 0:
+        raise QueueError(f"queue spec '{entry}': speed must be > 0")
+    return spec.strip(), value
+
+
+def host_options(spec: str, hosts: dict[str, Any]) -> dict[str, Any]:
+    """Options for ``spec``: the file's defaults, then its host's entry (for URL-like specs)."""
+    options = dict(hosts.get("defaults") or {})
+    if "://" in spec:
+        host = urlsplit(spec).hostname or ""
+        options.update((hosts.get("hosts") or {}).get(host) or {})
+    return options
+
+
+def resolve_queues(specs: list[Any], hosts: dict[str, Any]) -> list[QueueState]:
+    """Queue states for ``specs`` (else the hosts file's, else detected); checked, not contacted."""
+    entries = list(specs) or list(hosts.get("queues") or []) or detect_queues()
+    parsed = [_split_speed(e) for e in entries]
+    n_cpu = sum(1 for spec, _ in parsed if spec.endswith("/cpu") or spec == "local:cpu")
+    queues: list[QueueState] = []
+    for spec, speed in parsed:
+        options = host_options(spec, hosts)
+        if spec == "local:cpu":
+            options.setdefault("threads", max(1, (os.cpu_count() or 1) // max(1, n_cpu)))
+        speed = speed if speed is not None else float(options.pop("speed", 1.0))
+        options.pop("speed", None)
+        scheduler_for(spec, options)  # raises for an unknown scheme or a malformed spec
+        names = [q.name for q in queues]
+        name = spec if spec not in names else f"{spec}#{sum(n.split('#')[0] == spec for n in names) + 1}"
+        queues.append(QueueState(name, spec, speed, options))
+    return queues

@@ -1,0 +1,147 @@
+"""The ``ssh`` scheduler: ``ssh://[user@]host[:port]/gpu:N`` (or ``/cpu``) through OpenSSH.
+
+It runs the system ``ssh`` client, so ~/.ssh/config, keys, agents and jump hosts work, with
+BatchMode (never a prompt), ConnectTimeout, ServerAliveInterval and one shared master
+connection per host (ControlMaster). Host key checking stays as the user's ssh config says;
+pass ``-o StrictHostKeyChecking=accept-new`` in ``ssh_options`` to relax it.
+
+Options (hosts YAML): ``workdir`` (default ``~/imf-runs``; trial folders are
+``<workdir>/<sweep>/<trial>``), ``python`` (default ``python3``), ``ssh_options`` (extra ssh
+arguments, e.g. ``[-i, KEY, -F, CONFIG]``), ``user``, ``port``, ``env``.
+Every remote argument is shell-quoted; the job starts detached and survives the session.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from imf.errors import QueueError
+from imf.scheduler.base import Job
+from imf.scheduler.shell import ShellScheduler
+
+SPEC_RE = re.compile(r"^ssh://(?:(?P<user>[^@/\s]+)@)?(?P<host>[^:/@\s]+)(?::(?P<port>\d+))?"
+                     r"/(?P<device>gpu:\d+|cpu)$")
+BASE_OPTIONS = ("BatchMode=yes", "ConnectTimeout=10", "ServerAliveInterval=15",
+                "ServerAliveCountMax=4", "ControlMaster=auto", "ControlPersist=60")
+FETCH_FILES = ("summary.json", "logs.json.txt", "stdout.log", "config.yaml", "exit_code", "pid",
+               "checkpoints/best.pt")
+CHECK = r'''case $1 in "~/"*) set -- "$HOME/${1#"~/"}";; esac
+command -v "$1" >/dev/null || exit 7
+echo ok
+'''
+UPLOAD = r'''case $1 in "~/"*) d="$HOME/${1#"~/"}";; *) d=$1;; esac
+mkdir -p "$d" && cat > "$d/$2"
+'''
+
+
+def control_dir() -> Path:
+    """A short private folder for the master connections' sockets (paths are length-limited)."""
+    path = Path(tempfile.gettempdir()) / f"imf-ssh-{os.getuid()}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+class SshScheduler(ShellScheduler):
+    scheme = "ssh"
+
+    def __init__(self, spec: str, options: dict[str, Any] | None = None):
+        super().__init__(spec, options)
+        match = SPEC_RE.match(spec.split("#", 1)[0].strip())
+        if not match:
+            raise QueueError(f"queue spec '{spec}': expected ssh://[user@]host[:port]/gpu:N or "
+                             f"ssh://[user@]host[:port]/cpu")
+        self.host = match.group("host")
+        self.user = match.group("user") or self.options.get("user")
+        self.port = match.group("port") or self.options.get("port")
+        self.device = match.group("device")
+        extra = self.options.get("ssh_options") or []
+        self.extra = shlex.split(extra) if isinstance(extra, str) else [str(a) for a in extra]
+        self.workdir = str(self.options.get("workdir") or "~/imf-runs").rstrip("/")
+
+    @property
+    def target(self) -> str:
+        return f"{self.user}@{self.host}" if self.user else self.host
+
+    def ssh_argv(self) -> list[str]:
+        argv = ["ssh", *self.extra]  # the user's options first: for ssh the first value wins
+        for opt in BASE_OPTIONS:
+            argv += ["-o", opt]
+        argv += ["-o", f"ControlPath={control_dir()}/%C"]
+        if self.port:
+            argv += ["-p", str(self.port)]
+        return argv + [self.target]
+
+    def _ssh(self, remote: str, timeout: float, data: bytes | None = None) -> tuple[int, bytes, str]:
+        try:
+            proc = subprocess.run([*self.ssh_argv(), remote], input=data, capture_output=True,
+                                  timeout=timeout, stdin=None if data is not None else subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise QueueError(f"queue '{self.spec}': ssh to {self.target} timed out after {timeout:g}s") from None
+        except OSError as exc:
+            raise QueueError(f"queue '{self.spec}': cannot run ssh: {exc}") from None
+        err = proc.stderr.decode(errors="replace")
+        if proc.returncode == 255:
+            last = err.strip().splitlines()[-1] if err.strip() else "connection failed"
+            raise QueueError(f"queue '{self.spec}': host {self.target} unreachable: {last}")
+        return proc.returncode, proc.stdout, err
+
+    def _sh(self, script: str, args: list[str], timeout: float = 60.0,
+            data: bytes | None = None) -> tuple[int, bytes, str]:
+        remote = " ".join(["sh", "-c", shlex.quote(script), "imf", *(shlex.quote(a) for a in args)])
+        return self._ssh(remote, timeout, data)
+
+    def check(self) -> None:
+        rc, out, err = self._sh(CHECK,
+                                [self.python], timeout=30)
+        if rc == 7:
+            raise QueueError(f"queue '{self.spec}': python '{self.python}' not found on {self.host} "
+                             f"(set 'python' for this host in the hosts file)")
+        if rc != 0 or b"ok" not in out:
+            raise QueueError(f"queue '{self.spec}': {self.host} cannot run jobs: {err.strip()[-200:]}")
+
+    def slot_env(self) -> dict[str, str]:
+        env = super().slot_env()
+        if self.device == "cpu":
+            env.setdefault("CUDA_VISIBLE_DEVICES", "")
+            if self.options.get("threads"):
+                env.setdefault("OMP_NUM_THREADS", str(self.options["threads"]))
+        else:
+            env.setdefault("CUDA_VISIBLE_DEVICES", self.device.split(":")[1])
+        return env
+
+    def sweep_dir(self, job: Job) -> str:
+        return f"{self.workdir}/{job.sweep}"
+
+    def job_dir(self, job: Job) -> str:
+        return f"{self.sweep_dir(job)}/{job.trial_id}"
+
+    def config_path(self, job: Job) -> str:
+        if job.config_text is None:
+            return job.config
+        return f"{self.sweep_dir(job)}/{Path(job.config).name}"
+
+    def start(self, job: Job) -> dict[str, Any]:
+        if job.config_text is not None:
+            rc, _, err = self._sh(UPLOAD, [self.sweep_dir(job), Path(job.config).name],
+                                  data=job.config_text.encode())
+            if rc != 0:
+                raise QueueError(f"queue '{self.spec}': cannot write the config on {self.host}: {err.strip()}")
+        handle = super().start(job)
+        handle["host"] = self.target
+        return handle
+
+    def fetch(self, handle: dict[str, Any]) -> None:
+        self.pack(handle, list(FETCH_FILES))
+        summary = Path(handle["local_dir"]) / "summary.json"
+        try:
+            best = (json.loads(summary.read_text()).get("checkpoints") or {}).get("best")
+        except (OSError, ValueError, AttributeError):
+            best = None
+        if best and not Path(best).is_absolute() and best not in FETCH_FILES and ".." not in best:
+            self.pack(handle, [best])

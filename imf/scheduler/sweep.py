@@ -1,0 +1,144 @@
+"""``imf sweep`` as a library: check a request, plan it, start it, or resume a sweep folder.
+
+Everything a request names (config keys and values, grids, queue specs, scheduler and store
+plugins, the hosts file) is checked before a file is written or a process starts.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from imf import registry
+from imf.config import load_config, load_preset_dict
+from imf.errors import SweepError, UnknownPluginError
+from imf.scheduler.engine import Engine
+from imf.scheduler.plan import Plan, build_trials, make_plan, render_plan
+from imf.scheduler.queues import load_hosts, resolve_queues
+from imf.scheduler.state import SweepDir, SweepState, TrialState
+
+DEFAULT_CONFIG = "pusht_image_imf"
+DEFAULT_COMMAND = "{python} -m imf trial"
+COMMAND_ENV = "IMF_TRIAL_COMMAND"  # a stand-in trial command prefix (tests, benchmarks)
+CONFIG_FILE = "sweep_config.yaml"
+
+
+@dataclass
+class SweepRequest:
+    config: str = DEFAULT_CONFIG
+    grids: list[str] = field(default_factory=list)
+    queues: list[str] = field(default_factory=list)
+    hosts: str | None = None
+    name: str | None = None
+    out: Path = Path("runs")
+    epochs: int | None = None
+    seed: int | None = None
+    mask: str | None = None
+    retries: int | None = None
+    stall_timeout: float | None = None
+    poll: float | None = None
+    notify: str | None = None
+    overrides: list[str] = field(default_factory=list)
+
+
+def _check_plugins(group: str, wanted: list[str], what: str) -> None:
+    installed = registry.names(group)
+    for name in wanted:
+        if name not in installed:
+            raise UnknownPluginError(f"unknown {what} '{name}' in {group}; installed: "
+                                     f"{', '.join(installed) or 'none'}")
+
+
+def _positive(value: float, flag: str, allow_zero: bool = False) -> float:
+    if value < 0 or (value == 0 and not allow_zero):
+        raise SweepError(f"{flag}: must be {'>= 0' if allow_zero else '> 0'}, got {value}")
+    return value
+
+
+def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
+    """Check everything ``req`` names and plan it; nothing is written."""
+    if req.mask:
+        _check_plugins("imf.masks", [req.mask], "mask")
+    base = load_config(req.config, req.overrides)
+    defaults = base.sweep
+    name = req.name or defaults.name
+    trials = build_trials(name, req.config, req.grids or defaults.grid, req.overrides,
+                          mask=req.mask, seed=req.seed, epochs=req.epochs)
+    queues = resolve_queues(req.queues or defaults.queues, load_hosts(req.hosts))
+    _check_plugins("imf.stores", base.logging.stores, "store")
+    for store in base.logging.stores:
+        registry.check("imf.stores", store)
+    plan = make_plan(trials, {q.name: q.speed for q in queues})
+    state = SweepState(
+        name=name, config=req.config,
+        trial_command=shlex.split(os.environ.get(COMMAND_ENV) or DEFAULT_COMMAND),
+        overrides=list(req.overrides) + ([f"policy.mask={req.mask}"] if req.mask else []),
+        grid=list(req.grids or defaults.grid),
+        retries=int(_positive(req.retries if req.retries is not None else defaults.retries,
+                              "--retries", True)),
+        stall_timeout=_positive(req.stall_timeout or defaults.stall_timeout, "--stall-timeout"),
+        poll=_positive(req.poll or defaults.poll_interval, "--poll"),
+        notify=req.notify, stores=list(base.logging.stores), queues=queues)
+    for queue, ids in plan.order.items():
+        for position, tid in enumerate(ids):
+            t = next(p for p in trials if p.id == tid)
+            state.trials.append(TrialState(t.id, t.overrides, t.seed, t.epochs, t.params, t.cost,
+                                           queue, order=position))
+    return SweepDir(Path(req.out) / name), state, plan
+
+
+def describe(sdir: SweepDir, state: SweepState, plan: Plan) -> str:
+    """The dry-run text: what would run where, in which order, and the first trial's command."""
+    first = state.trials[0] if state.trials else None
+    header = (f"sweep '{state.name}' in {sdir.path}: {len(state.trials)} trials on "
+              f"{len(state.queues)} queues (config {state.config}, retries {state.retries}, "
+              f"stall timeout {state.stall_timeout:g}s)")
+    text = render_plan(plan, header)
+    if first:
+        argv = Engine(sdir, state).job(first).argv
+        text += "\nfirst trial's command: " + shlex.join(argv)
+    return text
+
+
+def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print) -> Engine:
+    """Plan ``req``, write the sweep folder and run the sweep to its end."""
+    sdir, state, plan = plan_sweep(req)
+    if sdir.exists():
+        raise SweepError(f"{sdir.path} already holds a sweep; continue it with "
+                         f"--resume {sdir.path} or choose another --name")
+    sdir.path.mkdir(parents=True, exist_ok=True)
+    if Path(req.config).suffix in (".yaml", ".yml"):
+        resolved = sdir.path / CONFIG_FILE  # the config with its base: chain, for every host
+        resolved.write_text(yaml.safe_dump(load_preset_dict(req.config), sort_keys=False))
+        state.config = str(resolved.resolve())
+    sdir.save(state)
+    for line in render_plan(plan, f"plan of sweep {state.name}").splitlines():
+        sdir.log(line)
+    engine = Engine(sdir, state, echo)
+    engine.run()
+    return engine
+
+
+def resume_sweep(path: str | Path, echo: Callable[[str], None] = print, *,
+                 poll: float | None = None, stall_timeout: float | None = None,
+                 retries: int | None = None, notify: str | None = None) -> Engine:
+    """Continue the sweep in ``path``: re-attach, skip what ended, run the rest."""
+    sdir = SweepDir(path)
+    state = sdir.load()
+    for queue in state.queues:  # every queue gets another chance
+        queue.state, queue.reason = "live", ""
+    if poll:
+        state.poll = _positive(poll, "--poll")
+    if stall_timeout:
+        state.stall_timeout = _positive(stall_timeout, "--stall-timeout")
+    if retries is not None:
+        state.retries = int(_positive(retries, "--retries", True))
+    state.notify = notify or state.notify
+    sdir.log(f"resume by pid {os.getpid()}")
+    engine = Engine(sdir, state, echo)
+    engine.run()
+    return engine

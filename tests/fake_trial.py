@@ -1,0 +1,110 @@
+"""A stand-in for `imf trial` with the same arguments: epochs of known length, real files.
+
+    python tests/fake_trial.py [OPTIONS --] CONFIG --id ID --out DIR --seed S --store none
+                               --epochs N key=value...
+
+Options (before the trial's own arguments, so a sweep's IMF_TRIAL_COMMAND prefix carries them):
+  --epoch-s F         seconds per epoch (default 0.05)
+  --cost-scaled       multiply the epoch time by n_layer * n_emb^2 / 1e6 + 0.5 (the planner's model)
+  --fail-on S         exit 3 while the trial id contains S and fewer than --fail-times attempts ran
+  --fail-times N      how many attempts of --fail-on / --hang-on trials misbehave (default 1)
+  --hang-on S         stop writing anything (sleep) after the first epoch, same attempt rule
+It writes fake.pid, config.yaml, one logs.json.txt line per epoch (test_mean_score every 2 and
+at the end), summary.json in the documented format and checkpoints/best.pt; exits 0.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.Namespace]:
+    fake = argparse.ArgumentParser(allow_abbrev=False)
+    fake.add_argument("--epoch-s", type=float, default=0.05)
+    fake.add_argument("--cost-scaled", action="store_true")
+    fake.add_argument("--fail-on", default=None)
+    fake.add_argument("--hang-on", default=None)
+    fake.add_argument("--fail-times", type=int, default=1)
+    opts, rest = fake.parse_known_args(argv)
+    trial = argparse.ArgumentParser(allow_abbrev=False)
+    trial.add_argument("config")
+    trial.add_argument("--id", required=True)
+    trial.add_argument("--out", required=True)
+    trial.add_argument("--seed", type=int, default=42)
+    trial.add_argument("--store", action="append")
+    trial.add_argument("--epochs", type=int, default=4)
+    trial.add_argument("overrides", nargs="*")
+    args = trial.parse_intermixed_args([a for a in rest if a != "--"])
+    return opts, args
+
+
+def write_json(path: Path, obj: object) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(obj))
+    os.replace(tmp, path)
+
+
+def params_of(args: argparse.Namespace) -> dict:
+    params = {"mask": "causal", "n_emb": 256, "n_layer": 8, "n_head": 4, "objective": "imf"}
+    for item in args.overrides:
+        key, _, value = item.partition("=")
+        name = key.rsplit(".", 1)[-1]
+        if name in ("n_emb", "n_layer", "n_head"):
+            params[name] = int(value)
+        elif name == "mask":
+            params["mask"] = value
+    return params
+
+
+def main(argv: list[str]) -> int:
+    opts, args = parse(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    attempt = 1 + len(list((out / "attempts").glob("*")))
+    (out / "fake.pid").write_text(str(os.getpid()))
+    (out / "config.yaml").write_text(json.dumps({"config": args.config, "overrides": args.overrides}))
+    params = params_of(args)
+    epoch_s = opts.epoch_s
+    if opts.cost_scaled:
+        epoch_s *= params["n_layer"] * params["n_emb"] ** 2 / 1e6 + 0.5
+    misbehave = attempt <= opts.fail_times
+    if opts.fail_on and opts.fail_on in args.id and misbehave:
+        print(f"fake trial {args.id}: failing on purpose (attempt {attempt})", flush=True)
+        return 3
+    started = time.time()
+    base = 0.5 + params["n_emb"] / 2000 + params["n_layer"] / 100 + (args.seed % 7) / 1000
+    best = last = None
+    with open(out / "logs.json.txt", "a") as log:
+        for epoch in range(args.epochs):
+            time.sleep(epoch_s)
+            row = {"epoch": epoch, "global_step": (epoch + 1) * 10, "train_loss": 1.0 / (epoch + 1),
+                   "val_loss": 1.1 / (epoch + 1), "lr": 1e-4}
+            if epoch % 2 == 1 or epoch == args.epochs - 1:
+                last = round(min(1.0, base * (1 + epoch) / args.epochs), 4)
+                row["test_mean_score"] = last
+                best = last if best is None else max(best, last)
+            log.write(json.dumps(row) + "\n")
+            log.flush()
+            print(f"epoch {epoch} done", flush=True)
+            if opts.hang_on and opts.hang_on in args.id and misbehave:
+                time.sleep(3600)
+    (out / "checkpoints").mkdir(exist_ok=True)
+    (out / "checkpoints" / "best.pt").write_bytes(b"fake checkpoint " + args.id.encode())
+    write_json(out / "summary.json", {
+        "id": args.id, "status": "completed", "epochs_done": args.epochs, "num_epochs": args.epochs,
+        "global_step": args.epochs * 10, "best_score": best, "best_epoch": args.epochs - 1,
+        "last_score": last, "best_success_rate": None, "elapsed_s": round(time.time() - started, 3),
+        "warm_started": False, "init_from": None, "overrides": args.overrides, "note": "fake",
+        "seed": args.seed, "params": params,
+        "checkpoints": {"latest": None, "best": "checkpoints/best.pt", "topk": []},
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "code_version": "fake"})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,134 @@
+"""build_report on real run folders: ranking, trends worked out by hand, tolerant reading."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from _report_runs import make_dp_run, make_grid_sweep, make_run
+
+from imf.errors import ReportError, StoreError
+from imf.report import build_report
+
+
+def test_ranking_and_per_trial_numbers(tmp_path):
+    report = build_report([make_grid_sweep(tmp_path)])
+    ranked = [(t.rank, t.id, t.best_score) for t in report.trials]
+    assert ranked == [(1, "sw-full-e256-l12-s0", 0.90), (2, "sw-full-e256-l6-s0", 0.80),
+                      (3, "sw-full-e128-l6-s0", 0.60), (4, "sw-full-e128-l12-s0", 0.50),
+                      (5, "sw-full-e128-l6-s1", 0.40), (None, "sw-full-e256-l12-s1", None)]
+    by_id = {t.id: t for t in report.trials}
+    second = by_id["sw-full-e256-l6-s0"]
+    assert (second.final_epoch, second.best_epoch, second.success_rate) == (3, 3, 0.40)
+    first = by_id["sw-full-e128-l6-s0"]
+    assert (first.final_epoch, first.best_epoch, first.status) == (2, 1, "completed")
+    assert by_id["sw-full-e256-l12-s0"].status == "diverged"
+    assert by_id["sw-full-e256-l12-s1"].status == "running"
+    assert first.note == "note sw-full-e128-l6-s0" and first.source == "imf"
+
+
+def test_trends_match_hand_computation(tmp_path):
+    trends = build_report([make_grid_sweep(tmp_path)]).trends
+    emb = [(g.value, g.trials, g.mean, g.best, g.best_trial) for g in trends.by_n_emb]
+    assert emb == [(128, 3, pytest.approx(0.5), 0.60, "sw-full-e128-l6-s0"),
+                   (256, 2, pytest.approx(0.85), 0.90, "sw-full-e256-l12-s0")]
+    layer = [(g.value, g.trials, g.mean, g.best) for g in trends.by_n_layer]
+    assert layer == [(6, 3, pytest.approx(0.6), 0.80), (12, 2, pytest.approx(0.7), 0.90)]
+    assert trends.best_cell == {"n_emb": 256, "n_layer": 12, "trials": 1, "mean": 0.9,
+                                "best": 0.9}
+    cell = [c for c in trends.cells if (c["n_emb"], c["n_layer"]) == (128, 6)][0]
+    assert cell["trials"] == 2 and cell["mean"] == pytest.approx(0.5)
+    assert trends.width["delta"] == pytest.approx(0.35)
+    assert trends.width["text"] == ("width helps: +0.3500 (mean score at n_emb 256 minus "
+                                    "n_emb 128)")
+    assert trends.depth["delta"] == pytest.approx(0.1)
+    assert trends.depth["text"].startswith("depth helps: +0.1000 (mean score at n_layer 12")
+
+
+def test_single_size_has_no_trend_and_ties_rank_by_epoch(tmp_path):
+    make_run(tmp_path, "b", [0.7], n_emb=128, n_layer=6)
+    make_run(tmp_path, "a", [0.1, 0.7], n_emb=128, n_layer=6)
+    make_run(tmp_path, "c", [0.2, 0.1, 0.7], n_emb=128, n_layer=8)
+    report = build_report([tmp_path])
+    assert [t.id for t in report.trials] == ["b", "a", "c"]
+    assert report.trends.width["text"] == "width: only n_emb 128 was run, no trend"
+    assert report.trends.depth["text"].startswith("depth makes no difference: +0.0000")
+
+
+def test_truncated_last_line_is_tolerated(tmp_path):
+    make_run(tmp_path, "r", [0.2, 0.3], n_emb=64, n_layer=2, tail='{"epoch": 2, "test_mean_sc')
+    report = build_report([tmp_path / "r"])
+    assert report.trials[0].best_score == 0.3 and report.trials[0].final_epoch == 1
+    assert report.notices == [f"skipped 1 unreadable line(s) in {tmp_path / 'r' / 'logs.json.txt'}"]
+
+
+def test_diffusion_policy_folders_and_size_sources(tmp_path):
+    outputs = tmp_path / "outputs"
+    make_dp_run(outputs / "2024.01.01" / "10.00.00_train_tf", [0.5, None, 0.65],
+                {"n_emb": 256, "n_layer": 8, "n_head": 4})
+    make_dp_run(outputs / "2024.01.02" / "11.00.00_train_tf", [0.4],
+                {"model": {"n_emb": 128, "n_layer": 4}})
+    make_run(outputs, "cfg-only", [0.3], status=None, config={"policy": {"n_emb": 64, "n_layer": 2}})
+    make_run(outputs, "x-full-e384-l18-s0", [0.2], status=None)
+    by_id = {t.id: t for t in build_report([outputs]).trials}
+    dp = by_id["2024.01.01/10.00.00_train_tf"]
+    assert (dp.source, dp.status, dp.n_emb, dp.n_layer) == ("diffusion_policy", "completed", 256, 8)
+    assert (dp.best_score, dp.best_epoch, dp.success_rate) == (0.65, 2, None)
+    nested = by_id["2024.01.02/11.00.00_train_tf"]
+    assert (nested.n_emb, nested.n_layer) == (128, 4)
+    assert (by_id["cfg-only"].n_emb, by_id["cfg-only"].status) == (64, "unknown")
+    assert (by_id["x-full-e384-l18-s0"].n_emb, by_id["x-full-e384-l18-s0"].n_layer) == (384, 18)
+
+
+def test_sweep_state_by_id_object_is_read_too(tmp_path):
+    make_run(tmp_path, "a", [0.5], status=None)
+    (tmp_path / "sweep.json").write_text(json.dumps({"trials": {"a": {"status": "failed"}}}))
+    assert build_report([tmp_path]).trials[0].status == "failed"
+
+
+def test_sweep_state_and_scoreboard_fill_gaps(tmp_path):
+    make_run(tmp_path, "s-full-e128-l6-s0", [0.5], status=None)
+    (tmp_path / "sweep.json").write_text(json.dumps({"trials": [
+        {"id": "s-full-e128-l6-s0", "state": "stalled", "queue": "local:0"},
+        {"id": "pending-one", "state": "pending", "queue": "ssh://u@h/gpu:1",
+         "params": {"n_emb": 256, "n_layer": 6}},
+        {"id": "s-full-e384-l6-s0"}]}))
+    (tmp_path / "scoreboard.json").write_text(json.dumps({"best": None, "trials": [
+        {"id": "s-full-e384-l6-s0", "score": 0.7, "status": "completed", "epochs": 9,
+         "config": {"n_emb": 384, "n_layer": 6}}]}))
+    by_id = {t.id: t for t in build_report([tmp_path]).trials}
+    assert (by_id["s-full-e128-l6-s0"].status, by_id["s-full-e128-l6-s0"].queue) == ("stalled", "local:0")
+    queued = by_id["pending-one"]
+    assert (queued.status, queued.best_score, queued.n_emb, queued.queue) == (
+        "pending", None, 256, "ssh://u@h/gpu:1")
+    remote = by_id["s-full-e384-l6-s0"]
+    assert (remote.source, remote.best_score, remote.final_epoch, remote.rank) == ("scoreboard", 0.7, 9, 1)
+
+
+def test_corrupt_scoreboard_is_an_error(tmp_path):
+    make_run(tmp_path, "a", [0.5])
+    (tmp_path / "scoreboard.json").write_text("{not json")
+    with pytest.raises(StoreError, match="scoreboard.json is corrupt"):
+        build_report([tmp_path])
+
+
+@pytest.mark.parametrize("setup, message", [
+    (lambda p: None, "does not exist"),
+    (lambda p: p.write_text("x"), "is not a folder"),
+    (lambda p: p.mkdir(), "no run folders in"),
+    (lambda p: make_run(p, "r", [None, None]), "no test_mean_score in any of the 1 trial"),
+])
+def test_nothing_to_report_is_one_clear_line(tmp_path, setup, message):
+    target = tmp_path / "t"
+    setup(target)
+    with pytest.raises(ReportError, match=message) as err:
+        build_report([target])
+    assert "\n" not in str(err.value)
+
+
+def test_report_imports_no_training_stack():
+    code = ("import sys, imf.report; print([m for m in sys.modules if m.split('.')[0] in "
+            "('torch', 'matplotlib') or m.startswith(('imf.train', 'imf.model', 'imf.policy'))])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
