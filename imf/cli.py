@@ -99,6 +99,60 @@ def report(
     typer.echo(f"wrote {', '.join(str(p) for p in written)}", err=as_json)
 
 
+@app.command(context_settings={"allow_extra_args": False})
+def sweep(
+    args: list[str] = typer.Argument(None, help="CONFIG (preset or YAML path; default pusht_image_imf), then key=value overrides for every trial."),
+    mask: str = typer.Option(None, "--mask", help="Attention mask of every trial (an imf.masks plugin, e.g. full)."),
+    grid: list[str] = typer.Option(None, "--grid", help="N_EMB,..xN_LAYER,.. (e.g. 128,256,384x6,12,18) or key=v1,v2; repeatable, multiplied."),
+    queue: list[str] = typer.Option(None, "--queue", help="A slot: local:N, local:cpu, ssh://[user@]host[:port]/gpu:N; repeatable (default: local GPUs, else local:cpu)."),
+    hosts: Path = typer.Option(None, "--hosts", help="Hosts YAML: per-host workdir, python, ssh_options, speed; may list the queues."),
+    name: str = typer.Option(None, "--name", help="Sweep name: the folder under --out and the trial ids' prefix (default 'sweep')."),
+    out: Path = typer.Option(Path("runs"), "--out", help="Folder that holds sweep folders."),
+    epochs: int = typer.Option(None, "--epochs", help="Epochs of every trial (training.num_epochs)."),
+    seed: int = typer.Option(None, "--seed", help="Seed of every trial (default training.seed, 42)."),
+    retries: int = typer.Option(None, "--retries", help="Retries of a failed or stalled trial (default 1)."),
+    stall_timeout: float = typer.Option(None, "--stall-timeout", help="Seconds without log or stdout growth before a trial is stalled (default 1800)."),
+    poll: float = typer.Option(None, "--poll", help="Seconds between polls of the running trials (default 5)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the queues, the order on each and their estimated finish; run nothing."),
+    resume: Path = typer.Option(None, "--resume", help="Continue the sweep in this folder (re-attach, skip ended trials)."),
+    notify: str = typer.Option(None, "--notify", help="Command run with the report's path when the sweep ends."),
+) -> None:
+    """Run a grid of trials on GPU queues (local or SSH), watch them, recover, then report."""
+    from imf.scheduler import sweep as sweep_lib
+    try:
+        if resume is not None:
+            sweep_lib.resume_sweep(resume, typer.echo, poll=poll, stall_timeout=stall_timeout,
+                                   retries=retries, notify=notify)
+            return
+        items = list(args or [])
+        config = items.pop(0) if items and "=" not in items[0] else sweep_lib.DEFAULT_CONFIG
+        request = sweep_lib.SweepRequest(
+            config=config, grids=grid or [], queues=queue or [], hosts=str(hosts) if hosts else None,
+            name=name, out=out, epochs=epochs, seed=seed, mask=mask, retries=retries,
+            stall_timeout=stall_timeout, poll=poll, notify=notify, overrides=items)
+        if dry_run:
+            typer.echo(sweep_lib.describe(*sweep_lib.plan_sweep(request)))
+            return
+        sweep_lib.start_sweep(request, typer.echo)
+    except KeyboardInterrupt:
+        typer.echo("imf: interrupted; running trials go on; continue with imf sweep --resume DIR", err=True)
+        raise typer.Exit(130)
+
+
+@app.command()
+def status(
+    folder: Path = typer.Argument(Path("runs"), help="A sweep folder, or a folder of sweeps (the latest is shown)."),
+    watch: bool = typer.Option(False, "--watch", help="Refresh until the sweep ends."),
+    interval: float = typer.Option(5.0, "--interval", help="Seconds between refreshes with --watch."),
+) -> None:
+    """A table of a sweep's trials: queue, state, epoch/total, last and best score, elapsed, ETA."""
+    from imf.scheduler import status as status_lib
+    if watch:
+        status_lib.watch(folder, interval, typer.echo, clear=sys.stdout.isatty())
+        return
+    typer.echo(status_lib.render_status(status_lib.find_sweep(folder)))
+
+
 log_app = typer.Typer(no_args_is_help=True, help="Hypothesis / result / conclusion entries in ITERATION_LOG.md.")
 app.add_typer(log_app, name="log")
 
@@ -132,6 +186,43 @@ def log_conclude(
         raise StoreError(f"no {FILENAME} in {folder}; add a hypothesis first (imf log hypothesis)")
     block = IterationLogStore(folder).conclude(hypothesis_id, result, conclusion)
     typer.echo(f"concluded {block['id']}")
+
+
+data_app = typer.Typer(no_args_is_help=True, help="Scripted demonstrations and replay-buffer zarr stores.")
+app.add_typer(data_app, name="data")
+
+
+@data_app.command("demo")
+def data_demo(
+    episodes: int = typer.Option(..., "--episodes", min=1, help="Successful expert episodes to record."),
+    out: Path = typer.Option(..., "--out", help="Output replay-buffer store (a .zarr directory)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the episode seeds (same seed, same data)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing store at --out."),
+) -> None:
+    """Record scripted-expert PushT demonstrations in the reference replay-buffer layout."""
+    from rich.progress import Progress
+    from imf.errors import DataError
+    from imf.pusht.expert import make_demo_dataset
+    if out.exists() and not force:
+        raise DataError(f"--out {out} exists; pass --force to replace it")
+    failed = 0
+    with Progress(transient=False) as bar:
+        task = bar.add_task("expert episodes", total=episodes)
+
+        def advance(episode) -> None:
+            nonlocal failed
+            failed += not episode.success
+            bar.update(task, advance=episode.success,
+                       description=f"expert episodes ({failed} failed, skipped)")
+        path = make_demo_dataset(out, episodes, seed, progress=advance)
+    typer.echo(f"wrote {episodes} episodes to {path}")
+
+
+@data_app.command("info")
+def data_info(path: Path = typer.Argument(..., help="A replay-buffer zarr store (directory or zip).")) -> None:
+    """Print episodes, steps, episode lengths and array shapes of a replay-buffer store."""
+    from imf.data.replay_buffer import ReplayBuffer, describe
+    typer.echo(describe(ReplayBuffer.open(path, required=())))
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ from imf.errors import ReportError
 from imf.store.base import now_iso
 from imf.store.files import atomic_write_bytes, atomic_write_json, atomic_write_text
 from imf.store.runs import (HYDRA_CONFIG, LOGS, SUMMARY, find_run_dirs, is_run_dir, model_size,
-                            read_json_object, read_log, read_sweep_trials, row_score, row_success)
+                            read_json_object, read_log, read_sweep_trials, summarize_log)
 from imf.store.scoreboard import ScoreboardStore
 
 METRIC = "test_mean_score"
@@ -107,14 +107,12 @@ def _read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
 
 
 def _fill_scores(row: TrialRow, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
-    epochs = [r["epoch"] for r in rows if isinstance(r.get("epoch"), int)]
-    row.final_epoch = max(epochs) if epochs else summary.get("epochs_done")
-    scored = [(s, r) for r in rows if (s := row_score(r)) is not None]
-    if scored:
-        best_score, best_row = max(scored, key=lambda pair: pair[0])  # first max wins ties
-        row.best_score, row.best_epoch = best_score, best_row.get("epoch")
-        row.success_rate = row_success(best_row)
-    elif isinstance(summary.get("best_score"), (int, float)):
+    log = summarize_log(rows)
+    done = summary.get("epochs_done")
+    row.final_epoch = done if log.final_epoch is None else log.final_epoch
+    row.best_score, row.best_epoch = log.best_score, log.best_epoch
+    row.success_rate = log.success_rate
+    if row.best_score is None and isinstance(summary.get("best_score"), (int, float)):
         row.best_score, row.best_epoch = float(summary["best_score"]), summary.get("best_epoch")
     if row.success_rate is None and isinstance(summary.get("best_success_rate"), (int, float)):
         row.success_rate = float(summary["best_success_rate"])
@@ -136,11 +134,10 @@ def _read_sweep(sweep_dir: Path, notices: list[str]) -> list[TrialRow]:
     rows = [_read_run(d, d.relative_to(sweep_dir).as_posix(), sweep, notices)
             for d in find_run_dirs(sweep_dir)]
     seen = {r.id for r in rows}
-    if (sweep_dir / "scoreboard.json").is_file():
-        for record in ScoreboardStore(sweep_dir).read():
-            if record["id"] not in seen:  # recorded, but its folder is not here
-                rows.append(_from_scoreboard(record, sweep))
-                seen.add(record["id"])
+    for record in ScoreboardStore(sweep_dir).read():
+        if record["id"] not in seen:  # recorded, but its folder is not here
+            rows.append(_from_scoreboard(record, sweep))
+            seen.add(record["id"])
     for trial_id, state in sweep.items():
         if trial_id not in seen:  # planned or queued, no folder yet
             row = TrialRow(id=trial_id, run_dir=None, source="imf", queue=state.get("queue"),
@@ -321,8 +318,9 @@ def render_text(report: Report) -> str:
 def render_markdown(report: Report, heatmap_png: bool) -> str:
     """report.md: the same content as the terminal, as markdown."""
     out = ["# imf report", "",
-           f"{_counts(report)}, from {', '.join(report.sources)} ({report.created}). Score: max {METRIC} over the "
-           "evaluated epochs; success: the test success rate at that epoch.", "",
+           f"{_counts(report)}, from {', '.join(report.sources)} ({report.created}). "
+           f"Score: max {METRIC} over the evaluated epochs; success: the test success rate "
+           "at that epoch.", "",
            "## Ranking", ""]
     out += _table(*_ranking_rows(report), markdown=True)
     out += ["", "## Trends", ""] + [f"- {line}" for line in trend_lines(report.trends)]

@@ -92,7 +92,7 @@ def test_warm_start_counts_and_full_from_causal_loads_everything(demo_cache, tmp
     assert summary["warm_started"] is True
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if ln.startswith("warm start from"))
-    n_tensors = len(load_checkpoint(ckpt)["policy"])
+    n_tensors = sum(isinstance(v, torch.Tensor) for v in load_checkpoint(ckpt)["policy"].values())
     assert f"{n_tensors} tensors loaded, 0 missing, 0 unexpected, 0 shape-mismatched" in line
 
 

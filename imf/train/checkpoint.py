@@ -140,16 +140,13 @@ class TopK:
 
 # ------------------------------------------------------------------ warm start
 
-@dataclass
-class WarmStartReport:
-    loaded: int
-    missing: list[str]
-    unexpected: list[str]
-    shape_mismatched: list[str]
-
-    def line(self, source: Path) -> str:
-        return (f"warm start from {source}: {self.loaded} tensors loaded, {len(self.missing)} missing, "
-                f"{len(self.unexpected)} unexpected, {len(self.shape_mismatched)} shape-mismatched")
+def warm_start_line(report: Any, source: Path) -> str:
+    """One line with the counts of a ``LoadReport`` (the normaliser's extra state is no tensor)."""
+    def tensors(names: list[str]) -> int:
+        return sum(1 for n in names if not n.endswith("_extra_state"))
+    return (f"warm start from {source}: {tensors(report.loaded)} tensors loaded, "
+            f"{tensors(report.missing)} missing, {tensors(report.unexpected)} unexpected, "
+            f"{tensors(report.shape_mismatched)} shape-mismatched")
 
 
 def check_compatible(ckpt: dict[str, Any], policy_cfg: Any, source: Path) -> None:

@@ -1,7 +1,6 @@
 """``imf eval``: rebuild a policy from a checkpoint and score it on the test seeds."""
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -32,15 +31,14 @@ def policy_from_checkpoint(state: dict[str, Any], device: torch.device) -> tuple
 
 def best_checkpoint(folder: Path) -> Path:
     """The checkpoint the scoreboard in ``folder`` names as best."""
-    path = folder / "scoreboard.json"
-    if not path.exists():
+    from imf.store.scoreboard import ScoreboardStore
+
+    board = ScoreboardStore(folder)
+    if not board.path.exists():
         raise StoreError(f"--best: no scoreboard.json in {folder}")
-    try:
-        best = json.loads(path.read_text()).get("best") or {}
-    except json.JSONDecodeError as exc:
-        raise StoreError(f"--best: {path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    best = board.best() or {}
     if not best.get("checkpoint"):
-        raise StoreError(f"--best: {path} has no best trial with a checkpoint yet")
+        raise StoreError(f"--best: {board.path} has no best trial with a checkpoint yet")
     ckpt = Path(best["checkpoint"])
     return ckpt if ckpt.is_absolute() else folder / ckpt
 

@@ -98,7 +98,7 @@ class Trial:
         self.last_score: float | None = None
         self.status = "running"
         self.reason = ""
-        self.warm_report: ckpt_io.WarmStartReport | None = None
+        self.warm_report: Any = None
         self.started = _now()
 
     # ------------------------------------------------------------ public
@@ -171,9 +171,7 @@ class Trial:
         if init is not None:
             weights = init.get("ema") or init["policy"]
             self.warm_report = load_weights_partial(self.policy, weights)
-            self.say(ckpt_io.WarmStartReport(self.warm_report.loaded, self.warm_report.missing,
-                                             self.warm_report.unexpected,
-                                             self.warm_report.shape_mismatched).line(self.opts.init_from))
+            self.say(ckpt_io.warm_start_line(self.warm_report, self.opts.init_from))
         self.ema = EMAModel(self.policy, power=t.ema_power, max_value=t.ema_max) if t.use_ema else None
         self.optimizer = torch.optim.AdamW(self.policy.optimizer_groups(t), lr=t.lr, betas=tuple(t.betas))
         self.shuffle = torch.Generator()

@@ -1,0 +1,84 @@
+"""Checking and converting config values: the type rules behind every override."""
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from typing import Any
+
+import yaml
+
+from imf.errors import ConfigError
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def coerce(value: Any, tp: Any, key: str) -> Any:
+    """Return ``value`` as type ``tp`` or raise a ConfigError naming ``key``."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, getattr(types, "UnionType", None)):
+        if value is None and type(None) in args:
+            return None
+        if isinstance(value, str) and value.lower() in ("null", "none") and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return coerce(value, inner[0], key)
+    if origin is list:
+        if isinstance(value, str):
+            value = parse_scalar(value)
+            if isinstance(value, str):
+                value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"config key '{key}': expected a list, got {value!r}")
+        return [coerce(v, args[0], f"{key}[{i}]") for i, v in enumerate(value)]
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "yes", "1", "on"):
+            return True
+        if isinstance(value, str) and value.lower() in ("false", "no", "0", "off"):
+            return False
+        raise ConfigError(f"config key '{key}': expected true or false, got {value!r}")
+    if tp is int:
+        if isinstance(value, bool):
+            raise ConfigError(f"config key '{key}': expected an integer, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"config key '{key}': expected an integer, got {value!r}")
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"config key '{key}': expected a number, got {value!r}")
+    if tp is str:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise ConfigError(f"config key '{key}': expected a string, got {value!r}")
+    raise ConfigError(f"config key '{key}': unsupported type {_type_name(tp)}")
+
+
+def parse_scalar(text: str) -> Any:
+    """Parse the right-hand side of ``key=value`` the way YAML would (safely)."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def suggest(key: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(key, choices, n=1, cutoff=0.5)
+    return f" (did you mean '{close[0]}'?)" if close else ""

@@ -1,0 +1,115 @@
+"""Scripted demonstrations: run the expert, record the reference replay-buffer layout, cache it.
+
+`ensure_demo_dataset(n_episodes, seed)` makes the data set once per (episodes, seed, format
+version) under $IMF_CACHE (or ~/.cache/imf) and returns its path; a lock keeps parallel trials
+from making it twice, and the store is written under a temporary name and renamed.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from imf.data.replay_buffer import ReplayBuffer, write_replay_buffer
+from imf.errors import DataError
+from imf.pusht.env import PushTEnv
+from imf.pusht.planner import ScriptedExpert
+
+DEMO_FORMAT_VERSION = 1
+DEMO_SEED_BASE = 1_000_000  # episode seeds start here: far from the test (100000+) and train (0-5) seeds
+MAX_STEPS = 300
+
+
+@dataclass
+class ExpertEpisode:
+    seed: int
+    success: bool
+    max_coverage: float
+    steps: int
+    seconds: float
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def run_expert_episode(seed: int, expert: ScriptedExpert | None = None, max_steps: int = MAX_STEPS,
+                       record: bool = False, legacy: bool = False) -> ExpertEpisode:
+    """One expert episode from reset(seed); with record=True, the replay-buffer rows."""
+    expert = expert or ScriptedExpert()
+    env = PushTEnv("state", legacy=legacy)
+    obs, info = env.reset(seed=seed)
+    rows: dict[str, list] = {k: [] for k in ("img", "state", "action", "keypoint", "n_contacts")}
+    started = time.perf_counter()
+    max_cov, steps, done = info["coverage"], 0, False
+    for action in expert.actions(env):
+        if record:
+            image = env.render_obs_image()  # (3, 96, 96) in [0, 1]
+            rows["img"].append(np.rint(np.moveaxis(image, 0, -1) * 255.0).astype(np.uint8))
+            rows["state"].append(obs)
+            rows["action"].append(np.asarray(action, dtype=np.float32))
+            rows["keypoint"].append(env.keypoints())
+            rows["n_contacts"].append(np.float32([info["n_contacts"]]))
+        obs, _, done, _, info = env.step(action)
+        steps += 1
+        max_cov = max(max_cov, info["coverage"])
+        if done or steps >= max_steps:
+            break
+    arrays = {k: np.stack(v) for k, v in rows.items()} if record and rows["img"] else {}
+    return ExpertEpisode(seed, bool(done), float(max_cov), steps, time.perf_counter() - started, arrays)
+
+
+def make_demo_dataset(path: str | os.PathLike, n_episodes: int, seed: int = 0,
+                      progress: Callable[[ExpertEpisode], None] | None = None) -> Path:
+    """Record n_episodes successful expert episodes (failures are skipped) into a zarr store."""
+    if n_episodes < 1:
+        raise DataError(f"a demo data set needs at least 1 episode, got {n_episodes}")
+    expert = ScriptedExpert()
+    episodes: list[dict[str, np.ndarray]] = []
+    episode_seed = DEMO_SEED_BASE * (seed + 1)
+    attempts_left = 2 * n_episodes + 20
+    while len(episodes) < n_episodes:
+        if attempts_left == 0:
+            raise DataError(f"the scripted expert failed too often: {len(episodes)} of "
+                            f"{n_episodes} demo episodes after {2 * n_episodes + 20} tries")
+        attempts_left -= 1
+        episode = run_expert_episode(episode_seed, expert, record=True)
+        episode_seed += 1
+        if episode.success and episode.arrays:
+            episodes.append(episode.arrays)
+        if progress is not None:
+            progress(episode)
+    arrays = {k: np.concatenate([ep[k] for ep in episodes]) for k in episodes[0]}
+    ends = np.cumsum([len(ep["action"]) for ep in episodes])
+    return write_replay_buffer(path, arrays, ends)
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("IMF_CACHE") or Path.home() / ".cache" / "imf")
+
+
+def demo_dataset_path(n_episodes: int, seed: int = 0, cache_dir: str | os.PathLike | None = None) -> Path:
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    return root / f"pusht_demo_v{DEMO_FORMAT_VERSION}_n{n_episodes}_s{seed}.zarr"
+
+
+def ensure_demo_dataset(n_episodes: int, seed: int = 0, cache_dir: str | os.PathLike | None = None,
+                        progress: Callable[[ExpertEpisode], None] | None = None) -> Path:
+    """The cached scripted demo data set, made first if missing."""
+    from filelock import FileLock
+    path = demo_dataset_path(n_episodes, seed, cache_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock"):
+        if _is_complete(path, n_episodes):
+            return path
+        return make_demo_dataset(path, n_episodes, seed, progress)
+
+
+def _is_complete(path: Path, n_episodes: int) -> bool:
+    if not path.exists():
+        return False
+    try:
+        return ReplayBuffer.open(path).n_episodes == n_episodes
+    except DataError:
+        return False

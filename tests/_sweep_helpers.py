@@ -1,0 +1,113 @@
+"""Helpers of the sweep tests: the stand-in trial command, a real sshd on 127.0.0.1, waits."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+FAKE = HERE / "fake_trial.py"
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+
+
+def fake_command(*options: str) -> str:
+    """An IMF_TRIAL_COMMAND prefix running the stand-in trial with ``options``."""
+    return " ".join(["{python}", str(FAKE), *options])
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class SshServer:
+    port: int
+    proc: subprocess.Popen
+    key: Path
+    known_hosts: Path
+    log: Path
+
+    @property
+    def user(self) -> str:
+        import getpass
+        return getpass.getuser()
+
+    def spec(self, device: str = "gpu:0") -> str:
+        return f"ssh://{self.user}@127.0.0.1:{self.port}/{device}"
+
+    def host_options(self, workdir: Path) -> dict:
+        return {"workdir": str(workdir), "python": sys.executable,
+                "ssh_options": ["-F", "/dev/null", "-i", str(self.key), "-o", "IdentitiesOnly=yes",
+                                "-o", f"UserKnownHostsFile={self.known_hosts}",
+                                "-o", "StrictHostKeyChecking=yes"]}
+
+    def hosts_file(self, path: Path, workdir: Path, queues: list[str] | None = None) -> Path:
+        data = {"hosts": {"127.0.0.1": self.host_options(workdir)}}
+        if queues:
+            data["queues"] = queues
+        path.write_text(yaml.safe_dump(data))
+        return path
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def _keygen(path: Path) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+
+
+def start_sshd(folder: Path) -> SshServer:
+    """sshd -D on 127.0.0.1:<free port> accepting one generated key, with a known_hosts file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    _keygen(folder / "host_key")
+    _keygen(folder / "user_key")
+    (folder / "authorized_keys").write_text((folder / "user_key.pub").read_text())
+    port = free_port()
+    config = folder / "sshd_config"
+    config.write_text("\n".join([
+        f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {folder / 'host_key'}",
+        f"PidFile {folder / 'sshd.pid'}", f"AuthorizedKeysFile {folder / 'authorized_keys'}",
+        "PermitRootLogin prohibit-password", "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no", "StrictModes no", "UsePAM no", "MaxSessions 50",
+        "MaxStartups 50", ""]))
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
+    log = folder / "sshd.log"
+    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL,
+                            stderr=open(log, "w"))
+    host_pub = (folder / "host_key.pub").read_text().split()
+    known = folder / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
+    server = SshServer(port, proc, folder / "user_key", known, log)
+
+    def listening() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"sshd exited: {log.read_text()}")
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", port)) == 0
+    wait_for(listening, timeout=15)
+    return server

@@ -1,0 +1,111 @@
+"""The ssh scheduler against a real sshd on 127.0.0.1 (started here with generated keys)."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from _sweep_helpers import SSHD, fake_command, free_port, start_sshd, wait_for
+
+from imf.errors import QueueError
+from imf.scheduler.base import Job, scheduler_for
+from imf.scheduler.queues import load_hosts
+from imf.scheduler.sweep import SweepRequest, start_sweep
+from imf.store.scoreboard import ScoreboardStore
+
+pytestmark = pytest.mark.skipif(not os.path.exists(SSHD), reason=f"no sshd at {SSHD} "
+                                "(apt-get install -y openssh-server openssh-client)")
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.stop()
+
+
+def test_a_sweep_with_a_local_and_an_ssh_slot_runs_to_the_end(sshd, tmp_path, monkeypatch):
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.1"))
+    remote = tmp_path / "remote"
+    hosts = sshd.hosts_file(tmp_path / "hosts.yaml", remote, [sshd.spec("gpu:1"), "local:cpu"])
+    req = SweepRequest(config="smoke", grids=["64,128x1,2"], hosts=str(hosts), name="mix",
+                       out=tmp_path / "runs", epochs=3, poll=0.1, stall_timeout=30,
+                       overrides=["logging.project=it's a \"quoted\" $HOME `x`"])
+    start_sweep(req, lambda s: None)
+    sweep_dir = tmp_path / "runs" / "mix"
+    data = json.loads((sweep_dir / "sweep.json").read_text())
+    assert data["status"] == "finished"
+    assert all(t["state"] == "completed" and t["attempts"] == 1 for t in data["trials"])
+    on_ssh = [t for t in data["trials"] if t["queue"].startswith("ssh://")]
+    assert on_ssh and len(on_ssh) < 4
+    for t in on_ssh:
+        home = sweep_dir / t["id"]
+        assert (remote / "mix" / t["id"] / "summary.json").is_file()  # ran in the remote folder
+        for name in ("summary.json", "logs.json.txt", "stdout.log", "checkpoints/best.pt", "exit_code"):
+            assert (home / name).is_file(), name  # and came home
+        config = json.loads((home / "config.yaml").read_text())
+        assert "logging.project=it's a \"quoted\" $HOME `x`" in config["overrides"]
+        assert t["handle"]["host"].endswith("@127.0.0.1")
+    records = {r["id"]: r for r in ScoreboardStore(sweep_dir).read()}
+    assert sorted(records) == sorted(t["id"] for t in data["trials"])
+    for t in on_ssh:  # the controller recorded the remote trials with their home checkpoint
+        assert records[t["id"]]["checkpoint"] == str((sweep_dir / t["id"] / "checkpoints/best.pt").resolve())
+    assert (sweep_dir / "report.md").is_file()
+
+
+def test_an_unreachable_host_is_down_and_its_trials_move_to_the_live_queue(sshd, tmp_path, monkeypatch):
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.02"))
+    dead = f"ssh://{sshd.user}@127.0.0.1:{free_port()}/gpu:0"
+    hosts = sshd.hosts_file(tmp_path / "hosts.yaml", tmp_path / "remote")
+    req = SweepRequest(config="smoke", grids=["64x1,2,3,4"], queues=[dead, "local:cpu"],
+                       hosts=str(hosts), name="down", out=tmp_path, epochs=2, poll=0.1)
+    start_sweep(req, lambda s: None)
+    data = json.loads((tmp_path / "down" / "sweep.json").read_text())
+    assert data["queues"][0]["state"] == "down" and "unreachable" in data["queues"][0]["reason"]
+    assert all(t["state"] == "completed" and t["queue"] == "local:cpu" for t in data["trials"])
+    assert len(ScoreboardStore(tmp_path / "down").read()) == 4
+    assert "is down" in (tmp_path / "down" / "sweep.log").read_text()
+
+
+def test_remote_jobs_are_detached_reattached_and_stopped_as_a_tree(sshd, tmp_path):
+    options = sshd.host_options(tmp_path / "remote")
+    job = Job("hang", "s", tmp_path / "home" / "hang",
+              ["sh", "-c", "sleep 300 & echo '{\"epoch\": 0}' > logs.json.txt; wait"], "smoke")
+    first = scheduler_for(sshd.spec("cpu"), options)
+    handle = first.start(job)
+    first.close()
+    again = scheduler_for(sshd.spec("cpu"), options)  # a new controller: only the saved handle
+    status = again.reattach(handle)
+    assert status.state == "running" and status.pid == handle["pid"]
+    status = wait_for(lambda: (s := again.poll(handle)).log_size and s)
+    assert json.loads(status.new_log)["epoch"] == 0
+    started = time.monotonic()
+    again.stop(handle)
+    assert time.monotonic() - started < 10
+    assert again.poll(handle).state == "lost"
+    leftover = os.popen(f"pgrep -g {handle['pid']}").read().strip()
+    assert leftover == ""  # the sleep in the background died with its group
+
+
+def test_unknown_remote_python_and_refused_host_keys_are_queue_errors(sshd, tmp_path):
+    options = {**sshd.host_options(tmp_path), "python": "/no/such/python"}
+    with pytest.raises(QueueError, match="python '/no/such/python' not found"):
+        scheduler_for(sshd.spec(), options).check()
+    strict = sshd.host_options(tmp_path)
+    strict["ssh_options"] = [o.replace(str(sshd.known_hosts), "/dev/null") for o in strict["ssh_options"]]
+    with pytest.raises(QueueError, match="unreachable"):  # host key checking stays on
+        scheduler_for(sshd.spec(), strict).check()
+
+
+def test_ssh_command_line_keeps_user_options_first_and_shares_one_connection(tmp_path):
+    hosts = tmp_path / "h.yaml"
+    hosts.write_text("hosts:\n  box: {ssh_options: '-o ConnectTimeout=3 -J jump', port: 2222}\n")
+    options = load_hosts(hosts)["hosts"]["box"]
+    argv = scheduler_for("ssh://me@box/gpu:0", options).ssh_argv()
+    assert argv[:5] == ["ssh", "-o", "ConnectTimeout=3", "-J", "jump"]
+    for opt in ("BatchMode=yes", "ControlMaster=auto", "ServerAliveInterval=15", "ConnectTimeout=10"):
+        assert opt in argv
+    assert any(a.startswith("ControlPath=") for a in argv) and argv[-3:] == ["-p", "2222", "me@box"]
+    assert "StrictHostKeyChecking=no" not in " ".join(argv)

@@ -1,0 +1,189 @@
+"""The queue loop with real processes (the stand-in trial) on local:cpu slots, and fault drills."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from _sweep_helpers import fake_command, wait_for
+
+from imf.scheduler.status import render_status
+from imf.scheduler.sweep import SweepRequest, resume_sweep, start_sweep
+from imf.store.scoreboard import ScoreboardStore
+
+REPORT_FILES = ("report.md", "report.json", "report.csv", "heatmap.png")
+
+
+def request(tmp_path: Path, **kw) -> SweepRequest:
+    base = dict(config="smoke", grids=["64,128x1,2"], queues=["local:cpu", "local:cpu"], name="t",
+                out=tmp_path, epochs=4, poll=0.1, stall_timeout=20.0)
+    return SweepRequest(**{**base, **kw})
+
+
+def sweep_json(sweep_dir: Path) -> dict:
+    return json.loads((sweep_dir / "sweep.json").read_text())
+
+
+def assert_finished(sweep_dir: Path, states: dict[str, str] | None = None, n: int = 4) -> dict:
+    """sweep.json, stores and report agree that every trial ended once, as expected."""
+    data = sweep_json(sweep_dir)
+    assert data["status"] == "finished"
+    assert len(data["trials"]) == n
+    want = states or {}
+    for t in data["trials"]:
+        assert t["state"] == want.get(t["id"], "completed"), t
+        assert t["recorded"]
+    records = ScoreboardStore(sweep_dir).read()
+    assert sorted(r["id"] for r in records) == sorted(t["id"] for t in data["trials"])
+    for r in records:
+        assert r["status"] == want.get(r["id"], "completed")
+    log = (sweep_dir / "ITERATION_LOG.md").read_text()
+    assert all(t["id"] in log for t in data["trials"])
+    for name in REPORT_FILES:
+        assert (sweep_dir / name).is_file(), name
+    return data
+
+
+def test_a_sweep_runs_every_trial_records_reports_and_notifies(tmp_path, monkeypatch):
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.05"))
+    lines: list[str] = []
+    notify = f"{sys.executable} -c \"import sys, pathlib; pathlib.Path(sys.argv[1] + '.seen').write_text('x')\""
+    engine = start_sweep(request(tmp_path, notify=notify), lines.append)
+    sweep_dir = tmp_path / "t"
+    data = assert_finished(sweep_dir)
+    assert all(t["attempts"] == 1 and t["epoch"] == 4 and t["best_score"] for t in data["trials"])
+    assert {t["queue"] for t in data["trials"]} == {"local:cpu", "local:cpu#2"}
+    assert engine.report_text and "t-causal-e128-l2-s42" in engine.report_text
+    assert any("rank" in line for line in lines)  # the report is printed
+    assert (sweep_dir / "report.md.seen").exists()
+    log = (sweep_dir / "sweep.log").read_text()
+    assert log.count(" start ") == 4 and "report written" in log and "notified" in log
+    record = next(r for r in ScoreboardStore(sweep_dir).read() if r["id"] == "t-causal-e64-l1-s42")
+    assert Path(record["checkpoint"]).is_file()
+    table = render_status(__import__("imf.scheduler.state", fromlist=["SweepDir"]).SweepDir(sweep_dir))
+    assert "4/4 ended" in table and "t-causal-e64-l2-s42" in table and "4/4" in table
+
+
+def test_local_cpu_slots_set_threads_and_hide_gpus(tmp_path, monkeypatch):
+    script = tmp_path / "envtrial.py"
+    script.write_text(
+        "import json, os, sys\n"
+        "out = sys.argv[sys.argv.index('--out') + 1]\n"
+        "tid = sys.argv[sys.argv.index('--id') + 1]\n"
+        "env = {k: os.environ.get(k) for k in ('CUDA_VISIBLE_DEVICES', 'OMP_NUM_THREADS')}\n"
+        "open(os.path.join(out, 'logs.json.txt'), 'w').write(json.dumps({'epoch': 0, 'test_mean_score': 0.5}) + '\\n')\n"
+        "json.dump({'id': tid, 'status': 'completed', 'best_score': 0.5, 'epochs_done': 1, 'env': env},"
+        " open(os.path.join(out, 'summary.json'), 'w'))\n")
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", f"{{python}} {script}")
+    start_sweep(request(tmp_path, grids=["64x1"], queues=["local:cpu", "local:cpu"]), lambda s: None)
+    summary = json.loads((tmp_path / "t" / "t-causal-e64-l1-s42" / "summary.json").read_text())
+    assert summary["env"]["CUDA_VISIBLE_DEVICES"] == ""
+    assert summary["env"]["OMP_NUM_THREADS"] == str(max(1, (os.cpu_count() or 1) // 2))
+
+
+def test_a_trial_killed_with_sigkill_is_retried(tmp_path, monkeypatch):
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.3"))
+    req = request(tmp_path, grids=["64x1,2"], queues=["local:cpu"], epochs=3)
+    errors: list[BaseException] = []
+    thread = threading.Thread(target=lambda: _run(req, errors))
+    thread.start()
+    victim = tmp_path / "t" / "t-causal-e64-l2-s42"
+    pid = int(wait_for(lambda: (victim / "fake.pid").is_file() and (victim / "fake.pid").read_text()))
+    wait_for(lambda: (victim / "logs.json.txt").is_file())
+    os.kill(pid, signal.SIGKILL)
+    thread.join(60)
+    assert not errors and not thread.is_alive()
+    data = assert_finished(tmp_path / "t", n=2)
+    trial = next(t for t in data["trials"] if t["id"] == victim.name)
+    assert trial["attempts"] == 2
+    assert trial["history"][0]["outcome"] == "failed" and trial["history"][0]["exit_code"] == 137
+    assert (victim / "attempts" / "1" / "stdout.log").is_file()
+
+
+def _run(req: SweepRequest, errors: list[BaseException]) -> None:
+    try:
+        start_sweep(req, lambda s: None)
+    except BaseException as exc:  # surfaced by the test thread
+        errors.append(exc)
+
+
+def test_a_hanging_trial_is_stalled_within_the_timeout_then_retried(tmp_path, monkeypatch):
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.05", "--hang-on", "e64-l1"))
+    start_sweep(request(tmp_path, grids=["64x1,2"], stall_timeout=1.5), lambda s: None)
+    data = assert_finished(tmp_path / "t", n=2)
+    trial = next(t for t in data["trials"] if t["id"] == "t-causal-e64-l1-s42")
+    first = trial["history"][0]
+    assert first["outcome"] == "stalled" and trial["attempts"] == 2
+    run_dir = tmp_path / "t" / trial["id"] / "attempts" / "1"
+    hung_since = (run_dir / "logs.json.txt").stat().st_mtime
+    stalled_at = os.stat(run_dir).st_mtime  # the folder is made when the retry starts
+    assert 1.5 <= stalled_at - hung_since < 1.5 + 3.0
+    pid = int((run_dir / "fake.pid").read_text())
+    assert not _alive(pid)  # the hanging process was killed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_retries_exhausted_end_failed_and_stalled_with_their_summaries(tmp_path, monkeypatch):
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command(
+        "--epoch-s", "0.05", "--fail-on", "e64-l1", "--hang-on", "e64-l2", "--fail-times", "9"))
+    start_sweep(request(tmp_path, grids=["64x1,2,3"], retries=0, stall_timeout=1.0), lambda s: None)
+    states = {"t-causal-e64-l1-s42": "failed", "t-causal-e64-l2-s42": "stalled"}
+    data = assert_finished(tmp_path / "t", states, n=3)
+    for tid, state in states.items():
+        summary = json.loads((tmp_path / "t" / tid / "summary.json").read_text())
+        assert summary["status"] == state and summary["id"] == tid
+        assert next(t for t in data["trials"] if t["id"] == tid)["attempts"] == 1
+    failed = next(t for t in data["trials"] if t["id"] == "t-causal-e64-l1-s42")
+    assert "exit code 3" in failed["reason"] and "failing on purpose" in failed["reason"]
+
+
+def test_the_controller_killed_mid_sweep_and_resumed_runs_every_trial_once(tmp_path):
+    env = {**os.environ, "IMF_TRIAL_COMMAND": fake_command("--epoch-s", "0.4")}
+    cmd = [sys.executable, "-m", "imf", "sweep", "smoke", "--grid", "64x1,2,3", "--queue", "local:cpu",
+           "--queue", "local:cpu", "--name", "t", "--out", str(tmp_path), "--epochs", "3",
+           "--poll", "0.1", "--stall-timeout", "30"]
+    controller = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sweep_dir = tmp_path / "t"
+
+    def some_done_some_running() -> bool:
+        try:
+            states = [t["state"] for t in sweep_json(sweep_dir)["trials"]]
+        except (OSError, ValueError):
+            return False
+        return "completed" in states and "running" in states
+    wait_for(some_done_some_running, timeout=60, interval=0.02)
+    controller.kill()
+    controller.wait()
+    running = [t["id"] for t in sweep_json(sweep_dir)["trials"] if t["state"] == "running"]
+    assert running
+    lines: list[str] = []
+    resume_sweep(sweep_dir, lines.append)
+    data = assert_finished(sweep_dir, n=3)
+    for t in data["trials"]:
+        assert t["attempts"] == 1 and not t["history"][1:], t
+        assert not (sweep_dir / t["id"] / "attempts").exists()
+    log = (sweep_dir / "sweep.log").read_text()
+    assert log.count(" start ") == 3
+    assert all(f"re-attached {tid}" in log for tid in running)
+
+
+def test_resume_of_a_finished_sweep_starts_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.01"))
+    start_sweep(request(tmp_path, grids=["64x1"], queues=["local:cpu"]), lambda s: None)
+    resume_sweep(tmp_path / "t", lambda s: None)
+    assert (tmp_path / "t" / "sweep.log").read_text().count(" start ") == 1
+    assert_finished(tmp_path / "t", n=1)
+    with pytest.raises(Exception, match="already holds a sweep"):
+        start_sweep(request(tmp_path, grids=["64x1"], queues=["local:cpu"]), lambda s: None)
