@@ -93,6 +93,7 @@ class TrainingConfig:
     divergence_factor: float = 20.0  # loss above factor x running median -> diverged
     divergence_warmup_steps: int = 200
     max_train_steps: int | None = None  # per epoch; None: the whole data set
+    max_val_steps: int | None = None  # validation batches per epoch; None: all
     num_workers: int = 0
     bf16: bool = True  # autocast on CUDA only
     resume: bool = False

@@ -12,8 +12,13 @@ from pathlib import Path
 import pytest
 from _sweep_helpers import fake_command, wait_for
 
+from imf.errors import QueueError
+from imf.scheduler.base import Job
+from imf.scheduler.engine import Engine
+from imf.scheduler.local import LocalScheduler
+from imf.scheduler.state import SweepDir
 from imf.scheduler.status import render_status
-from imf.scheduler.sweep import SweepRequest, resume_sweep, start_sweep
+from imf.scheduler.sweep import SweepRequest, plan_sweep, resume_sweep, start_sweep
 from imf.store.scoreboard import ScoreboardStore
 
 REPORT_FILES = ("report.md", "report.json", "report.csv", "heatmap.png")
@@ -65,7 +70,7 @@ def test_a_sweep_runs_every_trial_records_reports_and_notifies(tmp_path, monkeyp
     assert log.count(" start ") == 4 and "report written" in log and "notified" in log
     record = next(r for r in ScoreboardStore(sweep_dir).read() if r["id"] == "t-causal-e64-l1-s42")
     assert Path(record["checkpoint"]).is_file()
-    table = render_status(__import__("imf.scheduler.state", fromlist=["SweepDir"]).SweepDir(sweep_dir))
+    table = render_status(SweepDir(sweep_dir))
     assert "4/4 ended" in table and "t-causal-e64-l2-s42" in table and "4/4" in table
 
 
@@ -187,3 +192,67 @@ def test_resume_of_a_finished_sweep_starts_nothing(tmp_path, monkeypatch):
     assert_finished(tmp_path / "t", n=1)
     with pytest.raises(Exception, match="already holds a sweep"):
         start_sweep(request(tmp_path, grids=["64x1"], queues=["local:cpu"]), lambda s: None)
+
+
+class _VanishingHost(LocalScheduler):
+    """A slot whose machine stops answering after its first job started (that job only sleeps)."""
+
+    def start(self, job):
+        if getattr(self, "started", None):
+            raise QueueError(f"queue '{self.spec}': host unreachable: gone")
+        self.started = super().start(Job(job.trial_id, job.sweep, job.run_dir, ["sleep", "60"], job.config))
+        return self.started
+
+    def poll(self, handle, offset=0):
+        raise QueueError(f"queue '{self.spec}': host unreachable: gone")
+
+
+def test_a_host_lost_mid_sweep_goes_down_and_its_trials_finish_on_the_live_queue(tmp_path, monkeypatch):
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.05"))
+    sdir, state, _ = plan_sweep(request(tmp_path, grids=["64x1,2,3,4"]))
+    sdir.save(state)
+    engine = Engine(sdir, state, lambda s: None)
+    lost = engine.schedulers["local:cpu#2"] = _VanishingHost("local:cpu", {})
+    try:
+        engine.run()
+    finally:
+        if getattr(lost, "started", None):  # its folder was taken over: kill by pid
+            os.killpg(lost.started["pid"], signal.SIGKILL)
+    data = assert_finished(sdir.path)
+    assert data["queues"][1]["state"] == "down" and "unreachable" in data["queues"][1]["reason"]
+    assert all(t["queue"] == "local:cpu" for t in data["trials"])
+    moved = [t for t in data["trials"] if t["history"] and t["history"][0]["outcome"] == "queue down"]
+    assert len(moved) == 1 and moved[0]["history"][-1]["outcome"] == "completed"
+
+
+def test_status_command_prints_the_table_and_watch_returns_when_done(tmp_path, monkeypatch):
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.01"))
+    start_sweep(request(tmp_path, grids=["64x1"], queues=["local:cpu"]), lambda s: None)
+    for extra in ([], ["--watch", "--interval", "0.1"]):
+        proc = subprocess.run([sys.executable, "-m", "imf", "status", str(tmp_path), *extra],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        header, columns, row = proc.stdout.strip().splitlines()[:3]
+        assert "1/1 ended" in header and columns.split()[:4] == ["queue", "trial", "state", "epoch"]
+        assert row.split()[:4] == ["local:cpu", "t-causal-e64-l1-s42", "completed", "4/4"]
+
+
+def test_ctrl_c_stops_launching_leaves_trials_running_and_resume_finishes(tmp_path):
+    env = {**os.environ, "IMF_TRIAL_COMMAND": fake_command("--epoch-s", "0.5")}
+    cmd = [sys.executable, "-m", "imf", "sweep", "smoke", "--grid", "64x1,2", "--queue", "local:cpu",
+           "--name", "t", "--out", str(tmp_path), "--epochs", "4", "--poll", "0.1"]
+    controller = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    sweep_dir = tmp_path / "t"
+    wait_for(lambda: (sweep_dir / "sweep.json").is_file()
+             and any(t["state"] == "running" for t in sweep_json(sweep_dir)["trials"]), timeout=60)
+    controller.send_signal(signal.SIGINT)
+    _, err = controller.communicate(timeout=30)
+    assert controller.returncode == 130 and "--resume" in err
+    data = sweep_json(sweep_dir)
+    assert data["status"] == "interrupted"
+    running = [t for t in data["trials"] if t["state"] == "running"]
+    assert len(running) == 1 and [t["state"] for t in data["trials"]].count("pending") == 1
+    assert _alive(running[0]["handle"]["pid"])  # the trial goes on without its controller
+    resume_sweep(sweep_dir, lambda s: None)
+    data = assert_finished(sweep_dir, n=2)
+    assert all(t["attempts"] == 1 for t in data["trials"])

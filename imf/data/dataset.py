@@ -69,7 +69,7 @@ class PushTImageDataset(Dataset):
     def __getitem__(self, index: int) -> dict[str, Any]:
         frames = self.sampler.frame_indices(index)  # (horizon,)
         image = self.images[frames[:self.n_obs_steps]]  # (n_obs, 96, 96, 3) uint8
-        image = np.moveaxis(image, -1, 1).astype(np.float32) / 255.0  # (n_obs, 3, 96, 96)
+        image = np.moveaxis(image, -1, 1).astype(np.float32) / np.float32(255.0)  # (n_obs, 3, 96, 96)
         return {"obs": {"image": torch.from_numpy(image),
                         "agent_pos": torch.from_numpy(self.agent_pos[frames])},
                 "action": torch.from_numpy(self.actions[frames])}

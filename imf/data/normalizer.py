@@ -40,7 +40,7 @@ class MinMaxNormalizer:
         if key not in self.scale:
             raise DataError(f"normaliser has no key '{key}'; keys: {', '.join(sorted(self.scale))}")
         scale, offset = self.scale[key], self.offset[key]
-        if hasattr(x, "device"):  # a torch tensor: move the parameters next to it
+        if hasattr(x, "detach"):  # a torch tensor (numpy >= 2 arrays also have .device)
             import torch
             scale = torch.as_tensor(scale, device=x.device, dtype=x.dtype)
             offset = torch.as_tensor(offset, device=x.device, dtype=x.dtype)

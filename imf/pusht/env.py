@@ -32,13 +32,14 @@ class PushTEnv:
     """
 
     def __init__(self, obs_type: str = "state", legacy: bool = False, render_size: int = 96,
-                 max_episode_steps: int | None = None) -> None:
+                 max_episode_steps: int | None = None, count_contacts: bool = True) -> None:
         if obs_type not in OBS_TYPES:
             raise ImfError(f"PushTEnv obs_type '{obs_type}' is unknown; allowed: {', '.join(OBS_TYPES)}")
         self.obs_type = obs_type
         self.legacy = legacy
         self.render_size = render_size
         self.max_episode_steps = max_episode_steps
+        self.count_contacts = count_contacts  # info["n_contacts"]; planners can skip the cost
         self.goal_pose = geo.GOAL_POSE
         self._seed_rng = np.random.default_rng()
         self._renderer = None
@@ -67,7 +68,8 @@ class PushTEnv:
             shape.friction = 0.0
             shape.elasticity = 0.0
         space.add(agent, agent_shape, block, *block_shapes)
-        space.on_collision(post_solve=self._count_contacts)
+        if self.count_contacts:
+            space.on_collision(post_solve=self._count_contacts)
         self.space, self.agent, self.block = space, agent, block
 
     def _count_contacts(self, arbiter: pymunk.Arbiter, space: pymunk.Space, data: Any) -> None:

@@ -70,7 +70,7 @@ class PushPlanner:
     """Simulates candidate pushes on a private copy of the world."""
 
     def __init__(self, goal_pose=geo.GOAL_POSE) -> None:
-        self.sim = PushTEnv("state")
+        self.sim = PushTEnv("state", count_contacts=False)
         self.goal_pose = goal_pose
 
     def simulate_push(self, pose, start, normal, best_known: float) -> tuple[float, float]:

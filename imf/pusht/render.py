@@ -41,33 +41,52 @@ def _to_body(xs: np.ndarray, ys: np.ndarray, pose: Sequence[float]) -> tuple[np.
 
 
 def _box_masks(lx: np.ndarray, ly: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(inside the T, within EDGE_RADIUS of either box's outline) for body-frame points."""
-    inside = np.zeros(lx.shape, dtype=bool)
-    edge = np.zeros(lx.shape, dtype=bool)
-    for box in geo.T_BOXES:
-        x0, y0 = box[0]
-        x1, y1 = box[2]
-        ox = np.maximum(np.maximum(x0 - lx, lx - x1), 0.0)
-        oy = np.maximum(np.maximum(y0 - ly, ly - y1), 0.0)
-        depth = np.minimum(np.minimum(lx - x0, x1 - lx), np.minimum(ly - y0, y1 - ly))
-        in_box = depth >= 0.0
-        inside |= in_box
-        edge |= np.where(in_box, depth <= EDGE_RADIUS, ox * ox + oy * oy <= EDGE_RADIUS ** 2)
-    return inside, edge
+    """(drawn at all, drawn in the edge colour) for body-frame points of the T.
 
-
-def _t_coverage_and_edge(lx: np.ndarray, ly: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(drawn at all, drawn in the edge colour) for body-frame points, via signed distances."""
+    Each box is filled and outlined by a band of EDGE_RADIUS on both sides of its sides (the
+    reference's fat segments; their 2-unit round caps are drawn square here).
+    """
     covered = np.zeros(lx.shape, dtype=bool)
     edge = np.zeros(lx.shape, dtype=bool)
-    for box in geo.T_BOXES:
-        (x0, y0), (x1, y1) = box[0], box[2]
+    for (x0, y0), _, (x1, y1), _ in geo.T_BOXES:
         ax = np.abs(lx - (x0 + x1) / 2) - (x1 - x0) / 2  # > 0 outside along x
         ay = np.abs(ly - (y0 + y1) / 2) - (y1 - y0) / 2
-        outside_sq = np.square(np.maximum(ax, 0.0)) + np.square(np.maximum(ay, 0.0))
-        near = outside_sq <= EDGE_RADIUS ** 2
+        far = np.maximum(ax, ay)
+        near = far <= EDGE_RADIUS
         covered |= near
-        edge |= near & (np.maximum(ax, ay) >= -EDGE_RADIUS)
+        edge |= near & (far >= -EDGE_RADIUS)
+    return covered, edge
+
+
+def _row_interval(coef: float, offset: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the dx with lo <= coef * dx + offset <= hi, as (left, right) arrays."""
+    if abs(coef) < 1e-12:
+        inside = (offset >= lo) & (offset <= hi)
+        return np.where(inside, -np.inf, np.inf), np.where(inside, np.inf, -np.inf)
+    a, b = (lo - offset) / coef, (hi - offset) / coef
+    return np.minimum(a, b), np.maximum(a, b)
+
+
+def t_row_masks(dxs: np.ndarray, dys: np.ndarray, angle: float) -> tuple[np.ndarray, np.ndarray]:
+    """`_box_masks` on the grid dys x dxs (offsets from the block origin), row by row.
+
+    A rotated box meets each row in one interval, so each mask is a pair of comparisons
+    against per-row bounds instead of a dozen operations per point.
+    """
+    c, s = math.cos(angle), math.sin(angle)
+    covered = np.zeros((len(dys), len(dxs)), dtype=bool)
+    edge = np.zeros_like(covered)
+    for (x0, y0), _, (x1, y1), _ in geo.T_BOXES:
+        masks = []
+        for grow in (EDGE_RADIUS, -EDGE_RADIUS):
+            # lx = c dx + s dy in [x0 - grow, x1 + grow]; ly = -s dx + c dy in [y0 - grow, y1 + grow]
+            l1, r1 = _row_interval(c, s * dys, x0 - grow, x1 + grow)
+            l2, r2 = _row_interval(-s, c * dys, y0 - grow, y1 + grow)
+            left, right = np.maximum(l1, l2)[:, None], np.minimum(r1, r2)[:, None]
+            masks.append((dxs[None, :] >= left) & (dxs[None, :] <= right))
+        outer, inner = masks
+        covered |= outer
+        edge |= outer & ~inner
     return covered, edge
 
 
@@ -82,7 +101,10 @@ def static_layer(xs: np.ndarray, ys: np.ndarray, goal_pose: Sequence[float]) -> 
     """(..., 3) colours of the background: white, the goal T, the walls."""
     rgb = np.empty(xs.shape + (3,), dtype=np.float32)
     rgb[...] = WHITE
-    goal_inside, _ = _box_masks(*_to_body(xs, ys, goal_pose))
+    lx, ly = _to_body(xs, ys, goal_pose)
+    goal_inside = np.zeros(xs.shape, dtype=bool)
+    for (x0, y0), _, (x1, y1), _ in geo.T_BOXES:
+        goal_inside |= (lx >= x0) & (lx <= x1) & (ly >= y0) & (ly <= y1)
     rgb[goal_inside] = GOAL_GREEN
     for a, b in WALL_SEGMENTS:
         rgb[_segment_distance(xs, ys, a, b) <= WALL_RADIUS] = WALL_GRAY
@@ -91,11 +113,11 @@ def static_layer(xs: np.ndarray, ys: np.ndarray, goal_pose: Sequence[float]) -> 
 
 def block_layer(xs: np.ndarray, ys: np.ndarray, pose: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     """(colours (..., 3), coverage mask (...)) of the block T at `pose`."""
-    inside, edge = _box_masks(*_to_body(xs, ys, pose))
+    covered, edge = _box_masks(*_to_body(xs, ys, pose))
     rgb = np.zeros(xs.shape + (3,), dtype=np.float32)
-    rgb[inside] = BLOCK_FILL
+    rgb[covered] = BLOCK_FILL
     rgb[edge] = BLOCK_EDGE
-    return rgb, inside | edge
+    return rgb, covered
 
 
 def agent_layer(xs: np.ndarray, ys: np.ndarray, pos: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -155,6 +177,8 @@ class Renderer:
         last = int(math.ceil((self.period_units + AGENT_RADIUS + 1) / scale + 1.5))
         self._sprite_span = last - self._sprite_first
         self._agent_sprites: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._tap_weights = (self.weights.T[:, :, None, None]
+                             * self.weights.T[None, None, :, :])  # (S, 2, S, 2)
 
     def _pixel_range(self, lo: float, hi: float) -> tuple[int, int]:
         scale = CANVAS / self.size
@@ -177,16 +201,11 @@ class Renderer:
                                    max(p[0] for p in corners) + EDGE_RADIUS)
         if r1 <= r0 or c1 <= c0:
             return None
-        x, y, angle = pose
-        c, s = math.cos(angle), math.sin(angle)
-        xs = self.taps[:, c0:c1].T.reshape(-1) - x  # (2w,) tap columns, interleaved lo/hi
-        ys = self.taps[:, r0:r1].T.reshape(-1) - y  # (2h,)
-        lx = (c * xs)[None, :] + (s * ys)[:, None]  # (2h, 2w) body frame
-        ly = (-s * xs)[None, :] + (c * ys)[:, None]
-        covered, edge = _t_coverage_and_edge(lx, ly)
+        dxs = self.taps[:, c0:c1].T.reshape(-1) - pose[0]  # (2w,) tap columns, lo/hi interleaved
+        dys = self.taps[:, r0:r1].T.reshape(-1) - pose[1]  # (2h,)
+        covered, edge = t_row_masks(dxs, dys, pose[2])     # (2h, 2w)
         h, w = r1 - r0, c1 - c0
-        weights = (self.weights[:, r0:r1].T[:, :, None, None]
-                   * self.weights[:, c0:c1].T[None, None, :, :])  # (h, 2, w, 2)
+        weights = self._tap_weights[r0:r1, :, c0:c1, :]    # (h, 2, w, 2)
         alpha = (covered.reshape(h, 2, w, 2) * weights).sum(axis=(1, 3))  # (h, w)
         edge_alpha = (edge.reshape(h, 2, w, 2) * weights).sum(axis=(1, 3))
         fill = np.asarray(BLOCK_FILL, dtype=np.float32)[:, None, None] / 255.0

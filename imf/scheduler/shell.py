@@ -22,10 +22,11 @@ from imf.scheduler.base import Job, JobStatus, Scheduler
 _CD = r'''case $1 in "~/"*) d="$HOME/${1#"~/"}";; *) d=$1;; esac
 '''
 
-# Runs the job: records "PID STARTTIME", runs the command, records its exit code.
+# Runs the job: records "PID STARTTIME", runs the command (output appended to stdout.log,
+# which a trial may append to as well), records its exit code.
 WRAPPER = r'''st=$(sed 's/^.*) //' /proc/$$/stat | cut -d' ' -f20)
 echo "$$ $st" > pid.tmp && mv pid.tmp pid
-"$@" > stdout.log 2>&1
+"$@" >> stdout.log 2>&1
 echo $? > exit_code.tmp && mv exit_code.tmp exit_code
 '''
 

@@ -256,8 +256,9 @@ class Trial:
         self.policy.eval()
         gen = torch.Generator(device=self.device).manual_seed(self.cfg.training.seed)
         losses = []
+        limit = self.cfg.training.max_val_steps or len(self.val_loader)
         for i, batch in enumerate(self.val_loader):
-            if i >= self.steps_per_epoch:
+            if i >= limit:
                 break
             loss, _ = self.policy.compute_loss(_to_device(batch, self.device), generator=gen)
             losses.append(float(loss))

@@ -1,0 +1,114 @@
+"""PushT environment speed: control steps/s (state vs image observations, one process and N
+workers), expert demos per minute, and the scripted expert's success on 200 reset seeds.
+
+    python benchmarks/env_speed.py [--workers 1,2,4] [--expert-seeds 200]
+
+Writes its section of benchmarks/RESULTS.md (other sections are kept).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+
+from imf.pusht.env import PushTEnv
+from imf.pusht.expert import run_expert_episode
+from imf.pusht.scorer import score_policy
+
+SECTION = "## PushT environment (benchmarks/env_speed.py)"
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+
+
+def expert_action_sequences(seeds) -> list[tuple[int, np.ndarray]]:
+    return [(s, run_expert_episode(s, record=True).arrays["action"]) for s in seeds]
+
+
+def replay_rate(sequences, obs_type: str) -> float:
+    """Control steps per second replaying expert actions (contact-rich, like real episodes)."""
+    env = PushTEnv(obs_type)
+    steps, started = 0, time.perf_counter()
+    for seed, actions in sequences:
+        env.reset(seed=seed)
+        for action in actions:
+            env.step(action)
+        steps += len(actions)
+    return steps / (time.perf_counter() - started)
+
+
+def drift_policy(obs):
+    pos = obs["agent_pos"][:, -1]
+    return pos[:, None, :] + np.arange(1, 9)[None, :, None] * np.array([3.0, -2.0])
+
+
+def scoring_rate(n_workers: int, obs_type: str, n_episodes: int = 50, max_steps: int = 300) -> float:
+    started = time.perf_counter()
+    score_policy(drift_policy, list(range(100000, 100000 + n_episodes)), max_steps=max_steps,
+                 n_workers=n_workers, obs_type=obs_type)
+    return n_episodes * max_steps / (time.perf_counter() - started)
+
+
+def expert_quality(n_seeds: int) -> dict[str, float]:
+    episodes = [run_expert_episode(seed) for seed in range(n_seeds)]
+    return {"seeds": n_seeds, "success": np.mean([e.success for e in episodes]),
+            "coverage": np.mean([e.max_coverage for e in episodes]),
+            "steps": np.mean([e.steps for e in episodes]),
+            "seconds": np.mean([e.seconds for e in episodes])}
+
+
+def demos_per_minute(n: int = 10) -> float:
+    started = time.perf_counter()
+    for seed in range(1000, 1000 + n):
+        run_expert_episode(seed, record=True)
+    return 60.0 * n / (time.perf_counter() - started)
+
+
+def write_section(lines: list[str]) -> None:
+    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
+    body = SECTION + "\n\n" + "\n".join(lines) + "\n"
+    pattern = re.compile(re.escape(SECTION) + r"\n.*?(?=\n## |\Z)", re.S)
+    text = pattern.sub(body.rstrip("\n"), text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + body
+    RESULTS.write_text(text if text.endswith("\n") else text + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--expert-seeds", type=int, default=200)
+    args = parser.parse_args()
+    workers = [int(w) for w in args.workers.split(",")]
+
+    sequences = expert_action_sequences(range(500, 510))
+    state_rate = replay_rate(sequences, "state")
+    image_rate = replay_rate(sequences, "image")
+    scoring = {(w, o): scoring_rate(w, o) for o in ("state", "image") for w in workers}
+    quality = expert_quality(args.expert_seeds)
+    demos = demos_per_minute()
+
+    lines = [f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()}, "
+             f"{os.cpu_count()} CPUs visible (shared with other jobs), Python {platform.python_version()}.",
+             "",
+             "| measurement | value |", "|---|---|",
+             f"| state-obs control steps/s, one process (replaying expert actions) | {state_rate:,.0f} |",
+             f"| image-obs control steps/s, one process (same actions) | {image_rate:,.0f} |",
+             f"| image step cost / state step cost (target <= 1.5) | {state_rate / image_rate:.2f} |"]
+    base = {o: scoring[(workers[0], o)] for o in ("state", "image")}
+    for (w, o), rate in scoring.items():
+        lines.append(f"| scoring 50 x 300 steps, {o} obs, {w} worker(s): steps/s (speed-up vs {workers[0]}) "
+                     f"| {rate:,.0f} ({rate / base[o]:.2f}x) |")
+    lines += [f"| expert demos per minute (recorded, one process) | {demos:.0f} |",
+              f"| expert success on reset seeds 0..{quality['seeds'] - 1} (coverage > 0.95 within 300 steps) "
+              f"| {quality['success']:.1%} |",
+              f"| expert mean max coverage | {quality['coverage']:.3f} |",
+              f"| expert mean steps per episode | {quality['steps']:.1f} |",
+              f"| expert seconds per episode (one core) | {quality['seconds']:.3f} |"]
+    write_section(lines)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""Sweep overhead: wall time against the ideal schedule, and the cost of watching a trial.
+
+Runs the seed grid (128,256,384 x 6,12,18) with stand-in trials whose length is known (the
+planner's cost model times --unit seconds) on three local:cpu slots, at a few poll intervals.
+The ideal schedule is the plan's own makespan with those exact lengths (and, below it, the
+longest-processing-time lower bound). The poll cost is the controller's time spent in
+``Scheduler.poll`` per running trial per minute, measured, and extrapolated to the default 5 s
+poll; with an sshd on this machine (``/usr/sbin/sshd``) an ssh poll is measured too.
+
+    python benchmarks/sweep_overhead.py [--unit 0.25] [--polls 0.1,0.5] [--no-write]
+
+Writes its section of benchmarks/RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from _sweep_helpers import SSHD, fake_command, start_sshd  # noqa: E402
+
+from imf.scheduler.base import Job, scheduler_for  # noqa: E402
+from imf.scheduler.engine import Engine  # noqa: E402
+from imf.scheduler.sweep import SweepRequest, plan_sweep  # noqa: E402
+
+SECTION = "## Sweep (benchmarks/sweep_overhead.py)"
+EPOCHS = 4
+
+
+class TimedEngine(Engine):
+    """The engine, with its polls timed and the report left out of the wall time."""
+
+    poll_s = 0.0
+    polls = 0
+
+    def scheduler(self, queue):
+        sch = super().scheduler(queue)
+        if not getattr(sch, "_timed", False):
+            inner = sch.poll
+
+            def timed(handle, offset=0, _inner=inner):
+                t0 = time.perf_counter()
+                try:
+                    return _inner(handle, offset)
+                finally:
+                    TimedEngine.poll_s += time.perf_counter() - t0
+                    TimedEngine.polls += 1
+            sch.poll, sch._timed = timed, True
+        return sch
+
+    def _complete(self):
+        self.loop_end = time.perf_counter()
+        super()._complete()
+
+
+def run_once(folder: Path, unit: float, poll: float) -> dict:
+    os.environ["IMF_TRIAL_COMMAND"] = fake_command("--cost-scaled", "--epoch-s", str(unit))
+    req = SweepRequest(config="pusht_image_imf", grids=["128,256,384x6,12,18"], mask="full",
+                       queues=["local:cpu"] * 3, name=f"p{poll:g}", out=folder, epochs=EPOCHS,
+                       poll=poll, stall_timeout=600)
+    sdir, state, plan = plan_sweep(req)
+    sdir.save(state)
+    seconds = unit  # a cost unit is one epoch x factor; a stand-in epoch lasts unit x factor s
+    ideal = max(plan.finish().values()) * seconds
+    bound = plan.lower_bound() * seconds
+    TimedEngine.poll_s, TimedEngine.polls = 0.0, 0
+    engine = TimedEngine(sdir, state, lambda s: None)
+    t0 = time.perf_counter()
+    engine.run()
+    wall = engine.loop_end - t0
+    busy = sum(t.cost for t in state.trials) * seconds  # trial-seconds of running jobs
+    per_poll = TimedEngine.poll_s / max(1, TimedEngine.polls)
+    return {"poll": poll, "wall": wall, "ideal": ideal, "bound": bound, "gap": wall - ideal,
+            "per_trial": (wall - ideal) / len(state.trials), "per_poll_ms": per_poll * 1e3,
+            "measured": TimedEngine.poll_s / busy * 60, "at_5s": per_poll * 60 / 5}
+
+
+def ssh_poll_ms(folder: Path, n: int = 20) -> float | None:
+    if not os.path.exists(SSHD):
+        return None
+    server = start_sshd(folder / "sshd")
+    try:
+        sch = scheduler_for(server.spec("cpu"), server.host_options(folder / "remote"))
+        handle = sch.start(Job("j", "b", folder / "home", ["sleep", "30"], "smoke"))
+        sch.poll(handle)  # opens the shared connection
+        t0 = time.perf_counter()
+        for _ in range(n):
+            sch.poll(handle)
+        per = (time.perf_counter() - t0) / n
+        sch.stop(handle)
+        return per * 1e3
+    finally:
+        server.stop()
+
+
+def render(rows: list[dict], ssh_ms: float | None, unit: float) -> str:
+    lines = [SECTION, "",
+             f"Seed grid (9 stand-in trials, {EPOCHS} epochs of {unit:g} s x cost factor) on 3 "
+             f"local:cpu slots; `python benchmarks/sweep_overhead.py`; {time.strftime('%Y-%m-%d')}, "
+             f"{os.cpu_count()} cores.", "",
+             "| poll s | sweep wall s | ideal (plan) s | LPT bound s | gap s | gap per trial s | "
+             "poll ms | poll s per trial-minute (measured) | at 5 s poll |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['poll']:g} | {r['wall']:.2f} | {r['ideal']:.2f} | {r['bound']:.2f} | "
+                     f"{r['gap']:.2f} | {r['per_trial']:.3f} | {r['per_poll_ms']:.1f} | "
+                     f"{r['measured']:.3f} | {r['at_5s']:.4f} |")
+    if ssh_ms is not None:
+        lines += ["", f"ssh poll through the shared connection (sshd on 127.0.0.1): {ssh_ms:.1f} ms, "
+                      f"i.e. {ssh_ms / 1e3 * 12:.3f} s of controller time per trial-minute at a 5 s poll."]
+    lines += ["", "The gap is launch latency (half a poll on average per trial, plus process start) "
+                  "and is paid once per trial; the poll cost is one `sh` (or one ssh round trip) per "
+                  "running trial per poll.", ""]
+    return "\n".join(lines)
+
+
+def write_section(text: str, path: Path = ROOT / "benchmarks" / "RESULTS.md") -> None:
+    old = path.read_text() if path.exists() else "# Benchmark results\n\n"
+    start = old.find(SECTION)
+    if start < 0:
+        new = old.rstrip("\n") + "\n\n" + text
+    else:
+        end = old.find("\n## ", start + len(SECTION))
+        new = old[:start] + text + ("" if end < 0 else old[end + 1:])
+    path.write_text(new)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--unit", type=float, default=0.25, help="seconds per epoch per cost unit")
+    parser.add_argument("--polls", default="0.1,0.5", help="poll intervals to measure")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = [run_once(Path(tmp), args.unit, float(p)) for p in args.polls.split(",")]
+        ssh_ms = ssh_poll_ms(Path(tmp))
+    text = render(rows, ssh_ms, args.unit)
+    print(text)
+    if not args.no_write:
+        write_section(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""PushT: simulator, renderer, exact coverage, scripted expert and rollout scorer."""

@@ -1,0 +1,137 @@
+"""Reading replay-buffer zarr stores: the reference v2 layout, v3, zip; and bad data."""
+import zipfile
+
+import numpy as np
+import pytest
+import zarr
+
+from imf.data.replay_buffer import ReplayBuffer, describe, write_replay_buffer
+from imf.errors import DataError
+
+ENDS = np.array([4, 9, 15], dtype=np.int64)
+
+
+def _reference_arrays(n=15, seed=0):
+    rng = np.random.default_rng(seed)
+    return {
+        "img": rng.integers(0, 256, size=(n, 96, 96, 3)).astype(np.float32),  # float32 0..255
+        "state": rng.uniform(0, 512, size=(n, 5)).astype(np.float32),
+        "action": rng.uniform(0, 512, size=(n, 2)).astype(np.float32),
+        "keypoint": rng.uniform(0, 512, size=(n, 9, 2)).astype(np.float32),
+        "n_contacts": rng.integers(0, 3, size=(n, 1)).astype(np.float32),
+    }
+
+
+def _write_store(path, arrays, ends=ENDS, zarr_format=2, skip=()):
+    """A store built by hand with zarr itself, exactly in the reference's layout and dtypes."""
+    root = zarr.open_group(str(path), mode="w", zarr_format=zarr_format)
+    data = root.require_group("data")
+    for name, values in arrays.items():
+        if name not in skip:
+            data.create_array(name, data=values, chunks=(5,) + values.shape[1:])
+    root.require_group("meta").create_array("episode_ends", data=np.asarray(ends))
+    return path
+
+
+def test_reads_the_reference_v2_layout(tmp_path):
+    arrays = _reference_arrays()
+    path = _write_store(tmp_path / "pusht_cchi_v7_replay.zarr", arrays)
+    assert (path / ".zgroup").exists()
+    buf = ReplayBuffer.open(path)
+    assert buf.zarr_format == 2
+    assert buf.n_episodes == 3 and buf.n_steps == 15
+    np.testing.assert_array_equal(buf.episode_lengths, [4, 5, 6])
+    assert buf.arrays["img"].dtype == np.uint8
+    np.testing.assert_array_equal(buf.arrays["img"], arrays["img"].astype(np.uint8))
+    for name in ("state", "action", "keypoint", "n_contacts"):
+        np.testing.assert_array_equal(buf.arrays[name], arrays[name])
+    text = describe(buf)
+    assert "episodes   3" in text and "(15, 96, 96, 3)" in text
+
+
+def test_reads_v3_and_uint8_images(tmp_path):
+    arrays = _reference_arrays()
+    arrays["img"] = arrays["img"].astype(np.uint8)
+    buf = ReplayBuffer.open(_write_store(tmp_path / "v3.zarr", arrays, zarr_format=3))
+    assert buf.zarr_format == 3
+    np.testing.assert_array_equal(buf.arrays["img"], arrays["img"])
+
+
+def test_reads_a_zipped_store(tmp_path):
+    folder = _write_store(tmp_path / "x.zarr", _reference_arrays())
+    archive = tmp_path / "x.zarr.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for file in folder.rglob("*"):
+            if file.is_file():
+                zf.write(file, file.relative_to(folder).as_posix())
+    buf = ReplayBuffer.open(archive)
+    assert buf.n_steps == 15 and buf.arrays["img"].shape == (15, 96, 96, 3)
+
+
+def test_write_then_read_round_trip(tmp_path):
+    arrays = _reference_arrays()
+    arrays["img"] = arrays["img"].astype(np.uint8)
+    path = write_replay_buffer(tmp_path / "out.zarr", arrays, ENDS)
+    buf = ReplayBuffer.open(path)
+    for name, values in arrays.items():
+        np.testing.assert_array_equal(buf.arrays[name], values)
+    assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_missing_array_is_named(tmp_path):
+    path = _write_store(tmp_path / "s.zarr", _reference_arrays(), skip=("action",))
+    with pytest.raises(DataError, match="data/action"):
+        ReplayBuffer.open(path)
+
+
+def test_wrong_shape_is_named(tmp_path):
+    arrays = _reference_arrays()
+    arrays["state"] = arrays["state"][:, :4]
+    with pytest.raises(DataError, match=r"data/state has shape \(15, 4\)"):
+        ReplayBuffer.open(_write_store(tmp_path / "s.zarr", arrays))
+
+
+def test_length_mismatch_with_episode_ends(tmp_path):
+    path = _write_store(tmp_path / "s.zarr", _reference_arrays(), ends=[4, 9, 14])
+    with pytest.raises(DataError, match="data/img has shape"):
+        ReplayBuffer.open(path)
+
+
+def test_wrong_dtype_is_named(tmp_path):
+    arrays = _reference_arrays()
+    arrays["action"] = np.array([["a", "b"]] * 15)
+    with pytest.raises(DataError, match="data/action has dtype"):
+        ReplayBuffer.open(_write_store(tmp_path / "s.zarr", arrays))
+
+
+def test_non_increasing_episode_ends(tmp_path):
+    path = _write_store(tmp_path / "s.zarr", _reference_arrays(), ends=[9, 4, 15])
+    with pytest.raises(DataError, match="episode_ends must be strictly increasing"):
+        ReplayBuffer.open(path)
+
+
+def test_empty_store(tmp_path):
+    arrays = {k: v[:0] for k, v in _reference_arrays().items()}
+    path = _write_store(tmp_path / "s.zarr", arrays, ends=np.zeros(0, dtype=np.int64))
+    with pytest.raises(DataError, match="empty"):
+        ReplayBuffer.open(path)
+
+
+def test_paths_that_are_not_stores(tmp_path):
+    with pytest.raises(DataError, match="does not exist"):
+        ReplayBuffer.open(tmp_path / "nothing.zarr")
+    with pytest.raises(DataError, match="not a zarr store"):
+        ReplayBuffer.open(tmp_path)
+    text = tmp_path / "notes.txt"
+    text.write_text("hello")
+    with pytest.raises(DataError, match="not a zarr store"):
+        ReplayBuffer.open(text)
+
+
+def test_writer_rejects_bad_input_and_leaves_nothing(tmp_path):
+    arrays = _reference_arrays()
+    with pytest.raises(DataError, match="strictly increasing"):
+        write_replay_buffer(tmp_path / "w.zarr", arrays, [4, 4, 15])
+    with pytest.raises(DataError, match="'state' has shape"):
+        write_replay_buffer(tmp_path / "w.zarr", {"state": arrays["state"][:3]}, ENDS)
+    assert list(tmp_path.iterdir()) == []

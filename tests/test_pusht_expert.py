@@ -1,0 +1,44 @@
+"""The scripted expert succeeds, and its demonstrations round-trip through the reader."""
+import numpy as np
+import pytest
+
+from imf.data.dataset import PushTImageDataset
+from imf.data.replay_buffer import ReplayBuffer
+from imf.pusht import planner
+from imf.pusht.expert import ensure_demo_dataset, run_expert_episode
+
+
+def test_expert_solves_an_episode_with_mouse_like_targets():
+    episode = run_expert_episode(100000, record=True)
+    assert episode.success and episode.max_coverage > 0.95 and episode.steps <= 300
+    actions = episode.arrays["action"]
+    assert np.abs(np.diff(actions, axis=0)).max() <= planner.MAX_TARGET_STEP + 1e-3
+
+
+def test_route_keeps_clear_of_the_block():
+    pose = (256.0, 256.0, 0.3)
+    targets = planner.route((256.0, 120.0), (256.0, 420.0), (0.0, -1.0), pose)
+    steps = np.diff(np.array([(256.0, 120.0)] + targets), axis=0)
+    assert np.hypot(*steps.T).max() <= planner.MAX_TARGET_STEP + 1e-9
+    for a, b in zip(targets[:-1], targets[1:]):
+        assert planner._clear(a, b, pose, margin=planner.AGENT_RADIUS)
+
+
+def test_demo_dataset_is_cached_and_round_trips(tmp_path):
+    path = ensure_demo_dataset(2, seed=5, cache_dir=tmp_path)
+    stamp = (path / "meta" / "episode_ends" / ".zarray").stat().st_mtime_ns
+    assert ensure_demo_dataset(2, seed=5, cache_dir=tmp_path) == path
+    assert (path / "meta" / "episode_ends" / ".zarray").stat().st_mtime_ns == stamp
+    buf = ReplayBuffer.open(path)
+    assert buf.n_episodes == 2 and set(buf.arrays) == {"img", "state", "action", "keypoint", "n_contacts"}
+    assert buf.arrays["img"].shape == (buf.n_steps, 96, 96, 3) and buf.arrays["img"].dtype == np.uint8
+    ds = PushTImageDataset(buf, horizon=10, n_obs_steps=2, n_action_steps=8)
+    item = ds[len(ds) - 1]
+    assert item["obs"]["image"].shape == (2, 3, 96, 96) and item["action"].shape == (10, 2)
+    assert not [p for p in tmp_path.iterdir() if "tmp" in p.name]
+
+
+@pytest.mark.slow
+def test_expert_success_rate_on_20_seeds():
+    episodes = [run_expert_episode(seed) for seed in range(200, 220)]
+    assert sum(e.success for e in episodes) >= 19

@@ -1,0 +1,87 @@
+"""The local scheduler: detached jobs in their folder, process-group stops, pid + start time."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from _sweep_helpers import wait_for
+
+from imf.errors import QueueError
+from imf.scheduler.base import Job, scheduler_for
+from imf.scheduler.shell import parse_probe
+
+
+def make_job(tmp_path, script: str, tid: str = "j") -> Job:
+    return Job(tid, "s", tmp_path / tid, ["sh", "-c", script], "smoke")
+
+
+def test_local_gpu_slot_sets_cuda_visible_devices_and_keeps_stdout(tmp_path):
+    sch = scheduler_for("local:1", {})
+    handle = sch.start(make_job(tmp_path, 'echo "gpu=$CUDA_VISIBLE_DEVICES"; exit 5'))
+    status = wait_for(lambda: (s := sch.poll(handle)).done and s)
+    assert status.state == "exited" and status.exit_code == 5
+    assert (tmp_path / "j" / "stdout.log").read_text() == "gpu=1\n"
+    assert "gpu=1" in sch.tail(handle)
+
+
+def test_stop_kills_the_whole_process_tree(tmp_path):
+    sch = scheduler_for("local:cpu", {"threads": 1})
+    handle = sch.start(make_job(tmp_path, "sleep 300 & echo $! > child; sleep 300; wait"))
+    child = int(wait_for(lambda: (tmp_path / "j" / "child").is_file()
+                         and (tmp_path / "j" / "child").read_text().strip()))
+    assert os.getpgid(child) == handle["pid"]  # the job is its own process group
+    sch.stop(handle)
+    assert sch.poll(handle).state == "lost"
+    wait_for(lambda: not _alive(child), timeout=5)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def test_progress_is_read_from_the_offset_and_a_new_attempt_archives_the_old(tmp_path):
+    sch = scheduler_for("local:cpu", {})
+    job = make_job(tmp_path, "for i in 0 1 2; do echo \"{\\\"epoch\\\": $i}\" >> logs.json.txt; done")
+    handle = sch.start(job)
+    first = wait_for(lambda: (s := sch.poll(handle)).done and s)
+    assert [json.loads(x)["epoch"] for x in first.new_log.splitlines()] == [0, 1, 2]
+    offset = len(first.new_log.splitlines()[0]) + 1
+    assert sch.poll(handle, offset).new_log.splitlines()[0] == '{"epoch": 1}'
+    handle = sch.start(job)
+    wait_for(lambda: sch.poll(handle).done)
+    assert (tmp_path / "j" / "attempts" / "1" / "logs.json.txt").is_file()
+    assert len((tmp_path / "j" / "logs.json.txt").read_text().splitlines()) == 3
+
+
+def test_reattach_checks_the_start_time_of_the_pid(tmp_path):
+    sch = scheduler_for("local:cpu", {})
+    handle = sch.start(make_job(tmp_path, "sleep 30"))
+    assert sch.reattach(dict(handle)).state == "running"
+    pid_file = tmp_path / "j" / "pid"
+    pid, start = pid_file.read_text().split()
+    pid_file.write_text(f"{pid} {int(start) + 1}\n")  # as if the pid now named another process
+    assert sch.reattach(dict(handle)).state == "lost"
+    pid_file.write_text(f"{pid} {start}\n")
+    sch.stop(handle)
+
+
+def test_probe_parsing_treats_zombies_and_missing_folders():
+    assert parse_probe("nodir\n--\n").state == "absent"
+    assert parse_probe("pid 10 99\nproc Z 99\n--\n").state == "lost"
+    assert parse_probe("pid 10 99\nproc S 98\n--\n").state == "lost"
+    alive = parse_probe("pid 10 99\nproc S 99\nlogsize 12\n--\n{\"epoch\": 0}")
+    assert alive.state == "running" and alive.log_size == 12 and alive.new_log == '{"epoch": 0}'
+    done = parse_probe("pid 10 99\nexit 137\n--\n")
+    assert done.state == "exited" and done.exit_code == 137
+
+
+def test_bad_environment_names_and_specs_are_rejected(tmp_path):
+    with pytest.raises(QueueError):
+        scheduler_for("local:cpu", {"env": {"BAD NAME": "x"}}).start(make_job(tmp_path, "true"))
+    with pytest.raises(QueueError, match="local:N"):
+        scheduler_for("local:", {})
+    assert not (tmp_path / "j").exists()  # nothing started
