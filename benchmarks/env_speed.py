@@ -90,7 +90,8 @@ def main() -> None:
     demos = demos_per_minute()
 
     lines = [f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()}, "
-             f"{os.cpu_count()} CPUs visible (shared with other jobs), Python {platform.python_version()}.",
+             f"{os.cpu_count()} CPUs visible, load average {os.getloadavg()[0]:.1f} at the end "
+             f"(other jobs share the machine: absolute rates are pessimistic), Python {platform.python_version()}.",
              "",
              "| measurement | value |", "|---|---|",
              f"| state-obs control steps/s, one process (replaying expert actions) | {state_rate:,.0f} |",

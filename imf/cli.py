@@ -121,6 +121,11 @@ def sweep(
     from imf.scheduler import sweep as sweep_lib
     try:
         if resume is not None:
+            fixed = {"CONFIG/overrides": args, "--mask": mask, "--grid": grid, "--queue": queue,
+                     "--hosts": hosts, "--name": name, "--epochs": epochs, "--seed": seed, "--dry-run": dry_run}
+            given = [flag for flag, value in fixed.items() if value]
+            if given:
+                raise sweep_lib.SweepError(f"--resume continues a sweep as it was planned; drop {', '.join(given)}")
             sweep_lib.resume_sweep(resume, typer.echo, poll=poll, stall_timeout=stall_timeout,
                                    retries=retries, notify=notify)
             return

@@ -56,3 +56,25 @@ def test_pip_install_example_plugin_into_temp_venv(tmp_path):
     assert "imf-window-mask 0.1.0" in line and "BROKEN" not in line
     # The plain imf environment does not have it.
     assert "window" not in registry.names("imf.masks")
+
+
+def test_window_mask_drives_a_real_policy(tmp_path, monkeypatch):
+    """A third-party mask plugs into the model by name, through config alone."""
+    import torch
+
+    from imf.config import load_config
+    from imf.data.normalizer import MinMaxNormalizer
+    from imf.policy import ImfPolicy
+
+    _fake_install_window(tmp_path, monkeypatch)
+    monkeypatch.setenv("IMF_WINDOW_WIDTH", "1")
+    norm = MinMaxNormalizer()
+    for key in ("action", "agent_pos"):
+        norm.fit(key, np.array([[0.0, 0.0], [512.0, 512.0]]))
+    norm.set_identity_range("image", 0.0, 1.0)
+    torch.manual_seed(0)
+    policy = ImfPolicy(load_config("smoke", ["policy.mask=window"]), norm).eval()
+    obs = {"image": torch.rand(2, 2, 3, 96, 96), "agent_pos": torch.rand(2, 2, 2) * 512}
+    with torch.no_grad():
+        actions = policy.predict_action(obs, generator=torch.Generator().manual_seed(0))
+    assert actions.shape == (2, 8, 2) and torch.isfinite(actions).all()

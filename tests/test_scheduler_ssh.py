@@ -30,7 +30,9 @@ def test_a_sweep_with_a_local_and_an_ssh_slot_runs_to_the_end(sshd, tmp_path, mo
     monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.1"))
     remote = tmp_path / "remote"
     hosts = sshd.hosts_file(tmp_path / "hosts.yaml", remote, [sshd.spec("gpu:1"), "local:cpu"])
-    req = SweepRequest(config="smoke", grids=["64,128x1,2"], hosts=str(hosts), name="mix",
+    config = tmp_path / "mine.yaml"  # a config file (with a base: chain) travels to the host
+    config.write_text("base: smoke\ntraining:\n  lr: 0.002\n")
+    req = SweepRequest(config=str(config), grids=["64,128x1,2"], hosts=str(hosts), name="mix",
                        out=tmp_path / "runs", epochs=3, poll=0.1, stall_timeout=30,
                        overrides=["logging.project=it's a \"quoted\" $HOME `x`"])
     start_sweep(req, lambda s: None)
@@ -47,6 +49,8 @@ def test_a_sweep_with_a_local_and_an_ssh_slot_runs_to_the_end(sshd, tmp_path, mo
             assert (home / name).is_file(), name  # and came home
         config = json.loads((home / "config.yaml").read_text())
         assert "logging.project=it's a \"quoted\" $HOME `x`" in config["overrides"]
+        assert config["config"] == str(remote / "mix" / "sweep_config.yaml")
+        assert "lr: 0.002" in Path(config["config"]).read_text()
         assert t["handle"]["host"].endswith("@127.0.0.1")
     records = {r["id"]: r for r in ScoreboardStore(sweep_dir).read()}
     assert sorted(records) == sorted(t["id"] for t in data["trials"])

@@ -58,8 +58,14 @@ def _box_masks(lx: np.ndarray, ly: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return covered, edge
 
 
-def _row_interval(coef: float, offset: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the dx with lo <= coef * dx + offset <= hi, as (left, right) arrays."""
+# The T's boxes grown by the outline's band and shrunk by it: (4, 1) bounds in the body frame.
+_BANDS = [(box, grow) for box in geo.T_BOXES for grow in (EDGE_RADIUS, -EDGE_RADIUS)]
+_BAND_X = np.array([[[b[0][0] - g], [b[2][0] + g]] for b, g in _BANDS]).transpose(1, 0, 2)
+_BAND_Y = np.array([[[b[0][1] - g], [b[2][1] + g]] for b, g in _BANDS]).transpose(1, 0, 2)
+
+
+def _row_intervals(coef: float, offset: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+    """Per band and row, the dx with lo <= coef * dx + offset <= hi: (left, right) (4, rows)."""
     if abs(coef) < 1e-12:
         inside = (offset >= lo) & (offset <= hi)
         return np.where(inside, -np.inf, np.inf), np.where(inside, np.inf, -np.inf)
@@ -68,25 +74,23 @@ def _row_interval(coef: float, offset: np.ndarray, lo: float, hi: float) -> tupl
 
 
 def t_row_masks(dxs: np.ndarray, dys: np.ndarray, angle: float) -> tuple[np.ndarray, np.ndarray]:
-    """`_box_masks` on the grid dys x dxs (offsets from the block origin), row by row.
+    """`_box_masks` on the grid dys x dxs (offsets from the block origin, dxs ascending).
 
-    A rotated box meets each row in one interval, so each mask is a pair of comparisons
-    against per-row bounds instead of a dozen operations per point.
+    A rotated box meets each row in one interval, so each mask is two comparisons against
+    per-row bounds instead of a dozen operations per point.
     """
     c, s = math.cos(angle), math.sin(angle)
-    covered = np.zeros((len(dys), len(dxs)), dtype=bool)
-    edge = np.zeros_like(covered)
-    for (x0, y0), _, (x1, y1), _ in geo.T_BOXES:
-        masks = []
-        for grow in (EDGE_RADIUS, -EDGE_RADIUS):
-            # lx = c dx + s dy in [x0 - grow, x1 + grow]; ly = -s dx + c dy in [y0 - grow, y1 + grow]
-            l1, r1 = _row_interval(c, s * dys, x0 - grow, x1 + grow)
-            l2, r2 = _row_interval(-s, c * dys, y0 - grow, y1 + grow)
-            left, right = np.maximum(l1, l2)[:, None], np.minimum(r1, r2)[:, None]
-            masks.append((dxs[None, :] >= left) & (dxs[None, :] <= right))
-        outer, inner = masks
-        covered |= outer
-        edge |= outer & ~inner
+    # lx = c dx + s dy and ly = -s dx + c dy must lie in each band's bounds
+    l1, r1 = _row_intervals(c, s * dys[None, :], _BAND_X[0], _BAND_X[1])
+    l2, r2 = _row_intervals(-s, c * dys[None, :], _BAND_Y[0], _BAND_Y[1])
+    left, right = np.maximum(l1, l2), np.minimum(r1, r2)  # (4, rows)
+    # dxs ascend, so each interval is an index range; small integer compares are cheapest
+    first = np.searchsorted(dxs, left.ravel(), "left").astype(np.int16).reshape(left.shape)
+    stop = np.searchsorted(dxs, right.ravel(), "right").astype(np.int16).reshape(left.shape)
+    index = np.arange(len(dxs), dtype=np.int16)
+    bands = (index >= first[:, :, None]) & (index < stop[:, :, None])  # (4, rows, cols)
+    covered = bands[0] | bands[2]
+    edge = (bands[0] & ~bands[1]) | (bands[2] & ~bands[3])
     return covered, edge
 
 
@@ -177,8 +181,10 @@ class Renderer:
         last = int(math.ceil((self.period_units + AGENT_RADIUS + 1) / scale + 1.5))
         self._sprite_span = last - self._sprite_first
         self._agent_sprites: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-        self._tap_weights = (self.weights.T[:, :, None, None]
-                             * self.weights.T[None, None, :, :])  # (S, 2, S, 2)
+        self._row_blend = np.zeros((size, 2 * size), dtype=np.float32)  # pixel <- its two taps
+        self._row_blend[np.arange(size), 2 * np.arange(size)] = self.weights[0]
+        self._row_blend[np.arange(size), 2 * np.arange(size) + 1] = self.weights[1]
+        self._col_blend = np.ascontiguousarray(self._row_blend.T)
 
     def _pixel_range(self, lo: float, hi: float) -> tuple[int, int]:
         scale = CANVAS / self.size
@@ -203,11 +209,9 @@ class Renderer:
             return None
         dxs = self.taps[:, c0:c1].T.reshape(-1) - pose[0]  # (2w,) tap columns, lo/hi interleaved
         dys = self.taps[:, r0:r1].T.reshape(-1) - pose[1]  # (2h,)
-        covered, edge = t_row_masks(dxs, dys, pose[2])     # (2h, 2w)
-        h, w = r1 - r0, c1 - c0
-        weights = self._tap_weights[r0:r1, :, c0:c1, :]    # (h, 2, w, 2)
-        alpha = (covered.reshape(h, 2, w, 2) * weights).sum(axis=(1, 3))  # (h, w)
-        edge_alpha = (edge.reshape(h, 2, w, 2) * weights).sum(axis=(1, 3))
+        masks = np.stack(t_row_masks(dxs, dys, pose[2])).astype(np.float32)  # (2, 2h, 2w)
+        # the bilinear blend as two thin matrix products: (h, 2h) @ masks @ (2w, w)
+        alpha, edge_alpha = self._row_blend[r0:r1, 2 * r0:2 * r1] @ masks @ self._col_blend[2 * c0:2 * c1, c0:c1]
         fill = np.asarray(BLOCK_FILL, dtype=np.float32)[:, None, None] / 255.0
         line = np.asarray(BLOCK_EDGE, dtype=np.float32)[:, None, None] / 255.0
         colour = (alpha - edge_alpha) * fill + edge_alpha * line  # (3, h, w)

@@ -105,6 +105,11 @@ class Engine:
                 self.log(f"interrupted: no new trial starts, running ones go on; continue with "
                          f"imf sweep --resume {self.sdir.path}")
                 raise
+            except SweepError as exc:
+                self.state.status = "stopped"
+                self.save()
+                self.log(f"stopped: {exc}")
+                raise
             self._complete()
         return self.state
 

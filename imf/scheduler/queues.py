@@ -106,7 +106,7 @@ def resolve_queues(specs: list[Any], hosts: dict[str, Any]) -> list[QueueState]:
     """Queue states for ``specs`` (else the hosts file's, else detected); checked, not contacted."""
     entries = list(specs) or list(hosts.get("queues") or []) or detect_queues()
     parsed = [_split_speed(e) for e in entries]
-    n_cpu = sum(1 for spec, _ in parsed if spec.endswith("/cpu") or spec == "local:cpu")
+    n_cpu = sum(1 for spec, _ in parsed if spec == "local:cpu")
     queues: list[QueueState] = []
     for spec, speed in parsed:
         options = host_options(spec, hosts)

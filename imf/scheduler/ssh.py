@@ -63,6 +63,7 @@ class SshScheduler(ShellScheduler):
         extra = self.options.get("ssh_options") or []
         self.extra = shlex.split(extra) if isinstance(extra, str) else [str(a) for a in extra]
         self.workdir = str(self.options.get("workdir") or "~/imf-runs").rstrip("/")
+        self._home: str | None = None
 
     @property
     def target(self) -> str:
@@ -121,10 +122,21 @@ class SshScheduler(ShellScheduler):
     def job_dir(self, job: Job) -> str:
         return f"{self.sweep_dir(job)}/{job.trial_id}"
 
+    def remote_path(self, path: str) -> str:
+        """``path`` with a leading ``~/`` replaced by the remote home (asked once)."""
+        if not path.startswith("~/"):
+            return path
+        if self._home is None:
+            rc, out, err = self._sh('printf %s "$HOME"', [])
+            if rc != 0 or not out.strip():
+                raise QueueError(f"queue '{self.spec}': cannot read $HOME on {self.host}: {err.strip()}")
+            self._home = out.decode().strip()
+        return self._home + path[1:]
+
     def config_path(self, job: Job) -> str:
         if job.config_text is None:
             return job.config
-        return f"{self.sweep_dir(job)}/{Path(job.config).name}"
+        return self.remote_path(f"{self.sweep_dir(job)}/{Path(job.config).name}")
 
     def start(self, job: Job) -> dict[str, Any]:
         if job.config_text is not None:

@@ -21,6 +21,8 @@ from imf.scheduler.plan import Plan, build_trials, make_plan, render_plan
 from imf.scheduler.queues import load_hosts, resolve_queues
 from imf.scheduler.state import SweepDir, SweepState, TrialState
 
+__all__ = ["SweepError", "SweepRequest", "describe", "plan_sweep", "resume_sweep", "start_sweep"]
+
 DEFAULT_CONFIG = "pusht_image_imf"
 DEFAULT_COMMAND = "{python} -m imf trial"
 COMMAND_ENV = "IMF_TRIAL_COMMAND"  # a stand-in trial command prefix (tests, benchmarks)
