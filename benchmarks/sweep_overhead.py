@@ -127,7 +127,8 @@ def write_section(text: str, path: Path = ROOT / "benchmarks" / "RESULTS.md") ->
         new = old.rstrip("\n") + "\n\n" + text
     else:
         end = old.find("\n## ", start + len(SECTION))
-        new = old[:start] + text + ("" if end < 0 else old[end + 1:])
+        rest = "" if end < 0 else "\n" + old[end + 1:]
+        new = old[:start] + text.rstrip("\n") + "\n" + rest
     path.write_text(new)
 
 

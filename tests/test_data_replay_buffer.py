@@ -49,6 +49,18 @@ def test_reads_the_reference_v2_layout(tmp_path):
     assert "episodes   3" in text and "(15, 96, 96, 3)" in text
 
 
+def test_reads_blosc_compressed_v2(tmp_path):
+    from numcodecs import Blosc
+    arrays = _reference_arrays()
+    root = zarr.open_group(str(tmp_path / "b.zarr"), mode="w", zarr_format=2)
+    for name, values in arrays.items():
+        root.require_group("data").create_array(name, data=values, chunks=(5,) + values.shape[1:],
+                                                compressors=Blosc(cname="lz4", clevel=5))
+    root.require_group("meta").create_array("episode_ends", data=ENDS)
+    buf = ReplayBuffer.open(tmp_path / "b.zarr")
+    np.testing.assert_array_equal(buf.arrays["keypoint"], arrays["keypoint"])
+
+
 def test_reads_v3_and_uint8_images(tmp_path):
     arrays = _reference_arrays()
     arrays["img"] = arrays["img"].astype(np.uint8)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -119,3 +121,38 @@ def test_ssh_command_line_keeps_user_options_first_and_shares_one_connection(tmp
         assert opt in argv
     assert any(a.startswith("ControlPath=") for a in argv) and argv[-3:] == ["-p", "2222", "me@box"]
     assert "StrictHostKeyChecking=no" not in " ".join(argv)
+
+
+def test_a_host_lost_mid_sweep_goes_down_and_its_trials_finish_locally(tmp_path, monkeypatch):
+    server = start_sshd(tmp_path / "sshd")  # its own sshd: this test takes it away
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.3"))
+    hosts = server.hosts_file(tmp_path / "hosts.yaml", tmp_path / "remote")
+    req = SweepRequest(config="smoke", grids=["64x1,2,3"], queues=[server.spec(), "local:cpu"],
+                       hosts=str(hosts), name="lost", out=tmp_path / "runs", epochs=4, poll=0.1)
+    errors: list[BaseException] = []
+    thread = threading.Thread(target=lambda: _sweep(req, errors))
+    thread.start()
+    state_file = tmp_path / "runs" / "lost" / "sweep.json"
+    try:
+        wait_for(lambda: state_file.is_file() and any(
+            t["state"] == "running" and t["queue"].startswith("ssh://")
+            for t in json.loads(state_file.read_text())["trials"]), timeout=60)
+        server.stop()
+        argv = scheduler_for(server.spec(), server.host_options(tmp_path)).ssh_argv()
+        subprocess.run([*argv[:-1], "-O", "exit", argv[-1]], capture_output=True, timeout=30)
+        thread.join(120)
+    finally:
+        server.stop()
+    assert not errors and not thread.is_alive()
+    data = json.loads(state_file.read_text())
+    assert data["status"] == "finished" and data["queues"][0]["state"] == "down"
+    assert all(t["state"] == "completed" and t["queue"] == "local:cpu" for t in data["trials"])
+    assert any(h["outcome"] == "queue down" for t in data["trials"] for h in t["history"])
+    assert len(ScoreboardStore(tmp_path / "runs" / "lost").read()) == 3
+
+
+def _sweep(req: SweepRequest, errors: list[BaseException]) -> None:
+    try:
+        start_sweep(req, lambda s: None)
+    except BaseException as exc:  # surfaced by the test thread
+        errors.append(exc)

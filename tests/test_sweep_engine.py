@@ -256,3 +256,16 @@ def test_ctrl_c_stops_launching_leaves_trials_running_and_resume_finishes(tmp_pa
     resume_sweep(sweep_dir, lambda s: None)
     data = assert_finished(sweep_dir, n=2)
     assert all(t["attempts"] == 1 for t in data["trials"])
+
+
+def test_a_second_controller_on_the_same_sweep_is_refused(tmp_path, monkeypatch):
+    from filelock import FileLock
+
+    from imf.errors import SweepError
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.01"))
+    sdir, state, _ = plan_sweep(request(tmp_path, grids=["64x1"], queues=["local:cpu"]))
+    sdir.save(state)
+    with FileLock(str(sdir.path / "sweep.lock")):
+        with pytest.raises(SweepError, match="another controller"):
+            resume_sweep(sdir.path, lambda s: None)
+    assert sweep_json(sdir.path)["trials"][0]["state"] == "pending"

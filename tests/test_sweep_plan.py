@@ -9,7 +9,7 @@ import pytest
 
 from imf.errors import ConfigError, QueueError, SweepError, UnknownPluginError
 from imf.scheduler.plan import assign, build_trials, cost_of, make_plan, parse_grids, render_plan
-from imf.scheduler.queues import load_hosts, resolve_queues
+from imf.scheduler.queues import detect_queues, load_hosts, resolve_queues
 from imf.scheduler.sweep import SweepRequest, describe, plan_sweep
 
 SEED_GRID = "128,256,384x6,12,18"
@@ -127,3 +127,27 @@ def test_render_plan_with_unequal_speeds():
     trials = build_trials("s", "smoke", ["64,128x1,2"], [])
     text = render_plan(make_plan(trials, {"a": 1.0, "b": 3.0}))
     assert "speed 3" in text and text.count("  1. ") == 2
+
+
+@pytest.mark.parametrize("visible, queues", [("2,3", ["local:2", "local:3"]), ("", ["local:cpu"]),
+                                             ("-1", ["local:cpu"])])
+def test_default_queues_follow_the_visible_gpus(monkeypatch, visible, queues):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert detect_queues() == queues
+
+
+def test_without_gpus_the_default_queue_is_local_cpu(monkeypatch, tmp_path):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi
+    assert [q.name for q in resolve_queues([], load_hosts(None))] == ["local:cpu"]
+
+
+def test_dry_run_from_the_command_line_prints_the_plan_and_writes_nothing(tmp_path):
+    cmd = [sys.executable, "-m", "imf", "sweep", "--mask", "full", "--grid", SEED_GRID, "--epochs", "350",
+           "--queue", "local:0", "--queue", "ssh://me@gpubox/gpu:0", "--queue", "ssh://me@gpubox/gpu:1",
+           "--name", "seed", "--out", str(tmp_path), "--dry-run"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "queue ssh://me@gpubox/gpu:1 (speed 1): 3 trials" in proc.stdout
+    assert "--epochs 350 policy.mask=full" in proc.stdout and "lower bound" in proc.stdout
+    assert list(tmp_path.iterdir()) == []

@@ -67,6 +67,15 @@ class ReplayBuffer:
         return slice(int(self.episode_starts[index]), int(self.episode_ends[index]))
 
 
+def read_episode_ends(path: str | os.PathLike) -> np.ndarray:
+    """Only meta/episode_ends of a store (cheap: no data arrays are read)."""
+    group, _, closer = _open_group(Path(path))
+    try:
+        return _read_episode_ends(group, path)
+    finally:
+        closer()
+
+
 def _open_group(path: Path):
     """(zarr group, zarr format, close function) for a directory or zip store."""
     import zarr

@@ -14,6 +14,8 @@ import torch.autograd.forward_ad as fwAD
 import torch.nn as nn
 import torch.nn.functional as F
 
+from imf.model.jvp_ops import LayerNorm, Linear
+
 # Flow time t lives in [0, 1]; the embedding sees t * TIME_SCALE so the sinusoid
 # frequencies resolve the small time differences a 100-step DDPM or a short r..t
 # interval needs (the usual DiT/SiT convention).
@@ -43,9 +45,9 @@ class Attention(nn.Module):
     def __init__(self, n_emb: int, n_head: int, p_drop: float) -> None:
         super().__init__()
         self.n_head = n_head
-        self.q_proj = nn.Linear(n_emb, n_emb)
-        self.kv_proj = nn.Linear(n_emb, 2 * n_emb)
-        self.out_proj = nn.Linear(n_emb, n_emb)
+        self.q_proj = Linear(n_emb, n_emb)
+        self.kv_proj = Linear(n_emb, 2 * n_emb)
+        self.out_proj = Linear(n_emb, n_emb)
         self.p_drop = p_drop
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
@@ -84,12 +86,12 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, n_emb: int, n_head: int, p_drop: float, cross: bool = True) -> None:
         super().__init__()
-        self.ln1, self.ln3 = nn.LayerNorm(n_emb), nn.LayerNorm(n_emb)
+        self.ln1, self.ln3 = LayerNorm(n_emb), LayerNorm(n_emb)
         self.self_attn = Attention(n_emb, n_head, p_drop)
-        self.ln2 = nn.LayerNorm(n_emb) if cross else None
+        self.ln2 = LayerNorm(n_emb) if cross else None
         self.cross_attn = Attention(n_emb, n_head, p_drop) if cross else None
-        self.ffn = nn.Sequential(nn.Linear(n_emb, 4 * n_emb), nn.GELU(), nn.Dropout(p_drop),
-                                 nn.Linear(4 * n_emb, n_emb))
+        self.ffn = nn.Sequential(Linear(n_emb, 4 * n_emb), nn.GELU(), nn.Dropout(p_drop),
+                                 Linear(4 * n_emb, n_emb))
         self.drop = nn.Dropout(p_drop)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None,

@@ -15,6 +15,7 @@ import torch
 import torch.nn as nn
 
 from imf import registry
+from imf.model.jvp_ops import LayerNorm, Linear
 from imf.model.layers import TIME_SCALE, DecoderLayer, sinusoidal_embedding
 
 N_TIME_TOKENS = 2  # t and h = t - r
@@ -33,17 +34,17 @@ class ImfTransformer(nn.Module):
         self.horizon, self.n_obs, self.n_emb, self.action_dim = horizon, n_obs, n_emb, cfg.action_dim
         self.mask_name = cfg.mask
         self.time_scale = float(getattr(cfg, "time_scale", TIME_SCALE))
-        self.input_emb = nn.Linear(cfg.action_dim, n_emb)
+        self.input_emb = Linear(cfg.action_dim, n_emb)
         self.pos_emb = nn.Parameter(torch.zeros(1, horizon, n_emb))
-        self.cond_obs_emb = nn.Linear(cond_dim, n_emb)
+        self.cond_obs_emb = Linear(cond_dim, n_emb)
         self.cond_pos_emb = nn.Parameter(torch.zeros(1, N_TIME_TOKENS + n_obs, n_emb))
         self.drop = nn.Dropout(cfg.p_drop_emb)
         self.cond_encoder = self._make_cond_encoder(cfg)
         self.layers = nn.ModuleList(
             DecoderLayer(n_emb, cfg.n_head, cfg.p_drop_attn) for _ in range(cfg.n_layer))
-        self.ln_f = nn.LayerNorm(n_emb)
-        self.head = nn.Linear(n_emb, cfg.action_dim)
-        self.v_head = nn.Linear(n_emb, cfg.action_dim) if v_head else None
+        self.ln_f = LayerNorm(n_emb)
+        self.head = Linear(n_emb, cfg.action_dim)
+        self.v_head = Linear(n_emb, cfg.action_dim) if v_head else None
         self._register_masks(cfg.mask)
         self.apply(self._init_weights)
 
@@ -51,7 +52,7 @@ class ImfTransformer(nn.Module):
     def _make_cond_encoder(cfg) -> nn.Module:
         n_emb = cfg.n_emb
         if cfg.n_cond_layers <= 0:  # the reference's token-wise MLP
-            return nn.Sequential(nn.Linear(n_emb, 4 * n_emb), nn.Mish(), nn.Linear(4 * n_emb, n_emb))
+            return nn.Sequential(Linear(n_emb, 4 * n_emb), nn.Mish(), Linear(4 * n_emb, n_emb))
         return nn.ModuleList(
             DecoderLayer(n_emb, cfg.n_head, cfg.p_drop_attn, cross=False)
             for _ in range(cfg.n_cond_layers))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol
 
 import torch
+import torch.autograd.forward_ad as fwAD
 
 from imf.errors import ConfigError
 
@@ -73,16 +74,19 @@ def jvp(fn: Callable[..., torch.Tensor], primals: tuple, tangents: tuple
         ) -> tuple[torch.Tensor, torch.Tensor]:
     """Forward-mode JVP in float32: (fn(*primals), d fn . tangents).
 
-    The primal output keeps its autograd graph (gradients reach the weights and any
-    tensors fn closes over, such as the encoder features, which get zero tangent).
-    Autocast is switched off inside: a bf16 tangent of a quantity multiplied by (t - r)
-    is too coarse, and forward AD through autocast casts is not worth the risk.
+    Uses torch.autograd.forward_ad dual tensors (measured faster here than torch.func.jvp,
+    which the model also supports). The primal output keeps its autograd graph, so gradients
+    reach the weights and any tensors fn closes over (the encoder features, which carry no
+    tangent: the encoder stays outside the JVP). Autocast is off inside: the tangent is
+    multiplied by (t - r) and bf16 is too coarse for it.
     """
     device_type = primals[0].device.type
-    with torch.autocast(device_type=device_type, enabled=False):
-        primals = tuple(p.float() for p in primals)
-        tangents = tuple(tg.float() for tg in tangents)
-        return torch.func.jvp(fn, primals, tangents)
+    with torch.autocast(device_type=device_type, enabled=False), fwAD.dual_level():
+        duals = [fwAD.make_dual(p.float(), tg.float()) for p, tg in zip(primals, tangents)]
+        out = fwAD.unpack_dual(fn(*duals))
+    if out.tangent is None:  # fn does not depend on the primals at all
+        return out.primal, torch.zeros_like(out.primal)
+    return out.primal, out.tangent
 
 
 def average_velocity_sampler(model, cond: torch.Tensor, n_steps: int,

@@ -146,8 +146,12 @@ class PushTEnv:
             self.block.position = (state[2], state[3])
         self.space.step(SIM_DT)
 
-    def step(self, action: Sequence[float] | None) -> tuple[Any, float, bool, bool, dict]:
-        """Drive the agent toward the target `action` (world units) for one control step."""
+    def step(self, action: Sequence[float] | None, observe: bool = True) -> tuple[Any, float, bool, bool, dict]:
+        """Drive the agent toward the target `action` (world units) for one control step.
+
+        observe=False returns None for the observation (a caller that will not look at it
+        saves the rendering).
+        """
         self.n_contacts = 0
         if action is not None:
             tx, ty = _finite_vector(action, 2, "action")
@@ -161,7 +165,8 @@ class PushTEnv:
         cov = geo.coverage(self.block_pose, self.goal_pose)
         terminated = cov > geo.SUCCESS_COVERAGE
         truncated = self.max_episode_steps is not None and self.elapsed_steps >= self.max_episode_steps
-        return self._observation(), geo.reward_from_coverage(cov), terminated, truncated, self._info(cov)
+        obs = self._observation() if observe else None
+        return obs, geo.reward_from_coverage(cov), terminated, truncated, self._info(cov)
 
     # ----- observations --------------------------------------------------------------------
     def _observation(self) -> Any:

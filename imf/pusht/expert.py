@@ -14,12 +14,12 @@ from typing import Callable
 
 import numpy as np
 
-from imf.data.replay_buffer import ReplayBuffer, write_replay_buffer
+from imf.data.replay_buffer import read_episode_ends, write_replay_buffer
 from imf.errors import DataError
 from imf.pusht.env import PushTEnv
 from imf.pusht.planner import ScriptedExpert
 
-DEMO_FORMAT_VERSION = 1
+DEMO_FORMAT_VERSION = 2  # 2: targets clipped to the arena
 DEMO_SEED_BASE = 1_000_000  # episode seeds start here: far from the test (100000+) and train (0-5) seeds
 MAX_STEPS = 300
 
@@ -110,6 +110,6 @@ def _is_complete(path: Path, n_episodes: int) -> bool:
     if not path.exists():
         return False
     try:
-        return ReplayBuffer.open(path).n_episodes == n_episodes
+        return len(read_episode_ends(path)) == n_episodes
     except DataError:
         return False

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from imf.pusht import geometry as geo
-from imf.pusht.env import AGENT_RADIUS, K_P, K_V, SIM_DT, SUBSTEPS, PushTEnv
+from imf.pusht.env import AGENT_RADIUS, K_P, K_V, SIM_DT, SUBSTEPS, WORLD_SIZE, PushTEnv
 
 MAX_TARGET_STEP = 30.0   # world units between consecutive targets ("mouse-like")
 PUSH_SPEED = 20.0        # units per control step while pushing
@@ -111,7 +111,7 @@ class PushPlanner:
             nw = _rotate(normal_b, pose[2])
             start = (cw[0] - nw[0] * (AGENT_RADIUS + APPROACH_GAP),
                      cw[1] - nw[1] * (AGENT_RADIUS + APPROACH_GAP))
-            if not (0.0 <= start[0] <= 512.0 and 0.0 <= start[1] <= 512.0):
+            if not (0.0 <= start[0] <= WORLD_SIZE and 0.0 <= start[1] <= WORLD_SIZE):
                 continue
             err, depth = self.simulate_push(pose, start, nw, best.predicted_error if best else current)
             if depth <= 0.0:
@@ -193,6 +193,11 @@ class ScriptedExpert:
         self.planner = PushPlanner(goal_pose)
 
     def actions(self, env: PushTEnv) -> Iterator[tuple[float, float]]:
+        """Targets inside the arena [0, 512]^2, like a mouse in the reference's window."""
+        for x, y in self._targets(env):
+            yield (min(max(x, 0.0), WORLD_SIZE), min(max(y, 0.0), WORLD_SIZE))
+
+    def _targets(self, env: PushTEnv) -> Iterator[tuple[float, float]]:
         while True:
             pose = env.block_pose
             push = self.planner.plan(env.agent_pos, pose)

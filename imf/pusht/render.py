@@ -9,6 +9,7 @@ layer is reused while the block does not move.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
@@ -161,30 +162,42 @@ def _blend(values: np.ndarray, wy: np.ndarray, wx: np.ndarray) -> np.ndarray:
     return (values * w).sum(axis=(0, 2))
 
 
+@functools.lru_cache(maxsize=8)
+def _shared_parts(size: int, goal_pose: tuple[float, float, float]) -> dict:
+    """What every renderer of one size and goal shares: taps, background, agent sprites."""
+    taps, weights = resize_taps(size)  # (2, size) each
+    gx, gy = tap_grid(taps, taps)
+    background = _blend(static_layer(gx, gy, goal_pose), weights, weights)  # (S, S, 3)
+    row_blend = np.zeros((size, 2 * size), dtype=np.float32)  # pixel <- its two taps
+    row_blend[np.arange(size), 2 * np.arange(size)] = weights[0]
+    row_blend[np.arange(size), 2 * np.arange(size) + 1] = weights[1]
+    # Taps repeat every `period` pixels, shifted by `period_units` canvas units.
+    period = size // math.gcd(size, CANVAS)
+    scale = CANVAS / size
+    first = int(math.floor(-(AGENT_RADIUS + 1) / scale - 1.5))
+    last = int(math.ceil((period * CANVAS // size + AGENT_RADIUS + 1) / scale + 1.5))
+    return {"taps": taps, "weights": weights, "row_blend": row_blend,
+            "col_blend": np.ascontiguousarray(row_blend.T),
+            "background": np.ascontiguousarray(background.transpose(2, 0, 1) / 255.0),  # (3, S, S)
+            "period": period, "period_units": period * CANVAS // size,
+            "sprite_first": first, "sprite_span": last - first, "agent_sprites": {}}
+
+
 class Renderer:
     """Fast policy images: float32 (3, size, size) in [0, 1]."""
 
     def __init__(self, size: int = 96, goal_pose: Sequence[float] = geo.GOAL_POSE) -> None:
         self.size = size
-        self.goal_pose = tuple(goal_pose)
-        self.taps, self.weights = resize_taps(size)  # (2, size) each
-        gx, gy = tap_grid(self.taps, self.taps)
-        background = _blend(static_layer(gx, gy, self.goal_pose), self.weights, self.weights)
-        self.background = np.ascontiguousarray(background.transpose(2, 0, 1) / 255.0)  # (3, S, S)
+        self.goal_pose = tuple(float(v) for v in goal_pose)
+        parts = _shared_parts(size, self.goal_pose)
+        self.taps, self.weights = parts["taps"], parts["weights"]
+        self.background = parts["background"]
+        self._row_blend, self._col_blend = parts["row_blend"], parts["col_blend"]
+        self.period, self.period_units = parts["period"], parts["period_units"]
+        self._sprite_first, self._sprite_span = parts["sprite_first"], parts["sprite_span"]
+        self._agent_sprites: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = parts["agent_sprites"]
         self._block_key: tuple | None = None
         self._block_image: tuple | None = None
-        # Taps repeat every `period` pixels, shifted by `period_units` canvas units.
-        self.period = size // math.gcd(size, CANVAS)
-        self.period_units = self.period * CANVAS // size
-        scale = CANVAS / size
-        self._sprite_first = int(math.floor(-(AGENT_RADIUS + 1) / scale - 1.5))
-        last = int(math.ceil((self.period_units + AGENT_RADIUS + 1) / scale + 1.5))
-        self._sprite_span = last - self._sprite_first
-        self._agent_sprites: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-        self._row_blend = np.zeros((size, 2 * size), dtype=np.float32)  # pixel <- its two taps
-        self._row_blend[np.arange(size), 2 * np.arange(size)] = self.weights[0]
-        self._row_blend[np.arange(size), 2 * np.arange(size) + 1] = self.weights[1]
-        self._col_blend = np.ascontiguousarray(self._row_blend.T)
 
     def _pixel_range(self, lo: float, hi: float) -> tuple[int, int]:
         scale = CANVAS / self.size

@@ -73,11 +73,13 @@ class EnvGroup:
         for index, chunk in chunks.items():
             env, report = self.envs[index], self.reports[index]
             recent: deque = deque(maxlen=self.keep_obs)
-            for action in chunk:
+            for k, action in enumerate(chunk):
                 if report.finished:
                     break
-                obs, reward, terminated, _, info = env.step(action)
-                recent.append(self._compact(obs))
+                # only the chunk's last observations reach the policy
+                obs, reward, terminated, _, info = env.step(action, observe=k >= len(chunk) - self.keep_obs)
+                if obs is not None:
+                    recent.append(self._compact(obs))
                 report.steps += 1
                 report.max_reward = max(report.max_reward, reward)
                 report.max_coverage = max(report.max_coverage, info["coverage"])

@@ -20,7 +20,8 @@ FIXED_COST = 0.5  # per epoch, in units of n_layer * n_emb^2 / 1e6 (encoder, dat
 SHAPE_GRID = re.compile(r"^\s*(\d+(?:\s*,\s*\d+)*)\s*x\s*(\d+(?:\s*,\s*\d+)*)\s*$")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 SEED_KEYS = ("training.seed", "seed")
-GRID_HELP = "expected N_EMB,..xN_LAYER,.. (e.g. 128,256,384x6,12,18) or key=v1,v2 (e.g. training.lr=1e-4,3e-4)"
+GRID_HELP = ("expected N_EMB,..xN_LAYER,.. (e.g. 128,256,384x6,12,18) or key=v1,v2 "
+             "(e.g. training.lr=1e-4,3e-4)")
 
 
 @dataclass

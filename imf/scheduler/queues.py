@@ -29,7 +29,14 @@ FILE_KEYS = ("defaults", "hosts", "queues")
 
 
 def detect_queues() -> list[str]:
-    """``local:0..N-1`` for the GPUs ``nvidia-smi -L`` lists, else ``local:cpu``."""
+    """``local:N`` per visible GPU (CUDA_VISIBLE_DEVICES, else ``nvidia-smi -L``), else ``local:cpu``."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        ids = [v.strip() for v in visible.split(",") if v.strip()]
+        if not ids or any(i.startswith("-") for i in ids):  # "" or "-1": no GPU
+            return ["local:cpu"]
+        if all(i.isdigit() for i in ids):  # GPU UUIDs fall through to nvidia-smi
+            return [f"local:{i}" for i in ids]
     exe = shutil.which("nvidia-smi")
     if exe:
         try:

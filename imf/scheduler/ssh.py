@@ -83,7 +83,8 @@ class SshScheduler(ShellScheduler):
             proc = subprocess.run([*self.ssh_argv(), remote], input=data, capture_output=True,
                                   timeout=timeout, stdin=None if data is not None else subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
-            raise QueueError(f"queue '{self.spec}': ssh to {self.target} timed out after {timeout:g}s") from None
+            raise QueueError(f"queue '{self.spec}': ssh to {self.target} timed out after "
+                             f"{timeout:g}s") from None
         except OSError as exc:
             raise QueueError(f"queue '{self.spec}': cannot run ssh: {exc}") from None
         err = proc.stderr.decode(errors="replace")
@@ -143,7 +144,8 @@ class SshScheduler(ShellScheduler):
             rc, _, err = self._sh(UPLOAD, [self.sweep_dir(job), Path(job.config).name],
                                   data=job.config_text.encode())
             if rc != 0:
-                raise QueueError(f"queue '{self.spec}': cannot write the config on {self.host}: {err.strip()}")
+                raise QueueError(f"queue '{self.spec}': cannot write the config on {self.host}: "
+                                 f"{err.strip()}")
         handle = super().start(job)
         handle["host"] = self.target
         return handle

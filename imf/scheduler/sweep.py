@@ -118,8 +118,8 @@ def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print) -> Engin
         resolved.write_text(yaml.safe_dump(load_preset_dict(req.config), sort_keys=False))
         state.config = str(resolved.resolve())
     sdir.save(state)
-    for line in render_plan(plan, f"plan of sweep {state.name}").splitlines():
-        sdir.log(line)
+    for line in render_plan(plan, f"plan of sweep {state.name} in {sdir.path}").splitlines():
+        echo(sdir.log(line))
     engine = Engine(sdir, state, echo)
     engine.run()
     return engine
