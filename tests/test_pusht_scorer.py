@@ -70,6 +70,8 @@ def test_non_finite_actions_hold_the_agent():
 def test_bad_policy_output_is_a_typed_error():
     with pytest.raises(ImfError, match="expected"):
         score_policy(lambda obs: np.zeros((1, 3, 2)), [0], max_steps=8)
+    with pytest.raises(ImfError, match="not an array of numbers"):
+        score_policy(lambda obs: [["left"] * 2] * 8, [0], max_steps=8, n_workers=2)
 
 
 def test_works_when_the_caller_holds_torch():
@@ -81,3 +83,28 @@ def test_works_when_the_caller_holds_torch():
 
     result = score_policy(torch_policy, [5, 6], max_steps=8, n_workers=2)
     assert set(result.per_seed) == {5, 6}
+
+
+@pytest.mark.slow
+def test_a_competent_policy_scores_high_and_a_trivial_one_low():
+    """The scripted expert, replanned open-loop from each chunk's last state, as a policy."""
+    import itertools
+
+    from imf.pusht.planner import ScriptedExpert
+
+    expert = ScriptedExpert()
+
+    def expert_policy(obs):
+        chunks = []
+        for state in obs["state"][:, -1]:
+            env = PushTEnv("state")
+            env.set_state(state.astype(np.float64))
+            chunk = list(itertools.islice(expert.actions(env), 8))
+            chunks.append(chunk + [chunk[-1]] * (8 - len(chunk)))
+        return np.array(chunks)
+
+    seeds = list(range(100000, 100006))
+    good = score_policy(expert_policy, seeds, obs_type="state", n_workers=2)
+    bad = score_policy(drift_policy, seeds, obs_type="state", n_workers=2)
+    assert good.mean_score > 0.6 and bad.mean_score < 0.3
+    assert good.success_rate == np.mean(list(good.per_seed_success.values()))

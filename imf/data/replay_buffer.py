@@ -163,6 +163,10 @@ def write_replay_buffer(path: str | os.PathLike, arrays: dict[str, np.ndarray],
     path = Path(path)
     ends = np.asarray(episode_ends, dtype=np.int64)
     _check_for_write(arrays, ends)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataError(f"cannot create the folder for replay buffer '{path}': {exc}") from None
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
@@ -173,8 +177,10 @@ def write_replay_buffer(path: str | os.PathLike, arrays: dict[str, np.ndarray],
             chunks = (min(len(values), 1024 if name != "img" else 256),) + values.shape[1:]
             data.create_array(name, data=values, chunks=chunks)
         root.require_group("meta").create_array("episode_ends", data=ends, chunks=(max(len(ends), 1),))
-        if path.exists():
+        if path.is_dir():
             shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
         os.replace(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

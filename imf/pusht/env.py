@@ -41,7 +41,8 @@ class PushTEnv:
         self.max_episode_steps = max_episode_steps
         self.count_contacts = count_contacts  # info["n_contacts"]; planners can skip the cost
         self.goal_pose = geo.GOAL_POSE
-        self._seed_rng = np.random.default_rng()
+        self._seed_rng = np.random.default_rng()  # seeds for reset(seed=None)
+        self.seed_used: int | None = None
         self._renderer = None
         self.n_contacts = 0
         self.elapsed_steps = 0

@@ -99,7 +99,11 @@ def ensure_demo_dataset(n_episodes: int, seed: int = 0, cache_dir: str | os.Path
     """The cached scripted demo data set, made first if missing."""
     from filelock import FileLock
     path = demo_dataset_path(n_episodes, seed, cache_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataError(f"cannot create the demo cache folder '{path.parent}' ({exc}); "
+                        f"set IMF_CACHE or data.cache_dir to a writable folder") from None
     with FileLock(str(path) + ".lock"):
         if _is_complete(path, n_episodes):
             return path

@@ -3,8 +3,8 @@
 Each decision simulates a straight push along the inward normal of points on the T's outer
 faces (frictionless, quasi-static: the block's pose depends only on how deep the agent has
 gone, so one simulation per contact point gives every push depth), and picks the push whose
-result is closest to the goal (keypoint RMS error), with a small charge per control step.
-The agent then travels to the push's start around a safe circle, pushes, and replans.
+result is closest to the goal (`pose_error`), with a small charge per control step. The
+agent then travels to the push's start around a safe circle, pushes, settles and replans.
 """
 from __future__ import annotations
 

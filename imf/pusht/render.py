@@ -29,6 +29,8 @@ EDGE_RADIUS = 2.0                           # the block's outline: fat segments 
 WALL_RADIUS = 2.0
 AGENT_RADIUS, AGENT_INNER_RADIUS = 15.0, 11.0
 AGENT_QUANT = 1  # the reference draws at integer pixels: agent sprites every canvas unit
+_FILL = np.asarray(BLOCK_FILL, dtype=np.float32)[:, None, None] / 255.0
+_EDGE_MINUS_FILL = (np.asarray(BLOCK_EDGE, dtype=np.float32)[:, None, None] - _FILL * 255.0) / 255.0
 WALL_SEGMENTS = (((5, 506), (5, 5)), ((5, 5), (506, 5)), ((506, 5), (506, 506)),
                  ((5, 506), (506, 506)))
 
@@ -74,25 +76,25 @@ def _row_intervals(coef: float, offset: np.ndarray, lo: np.ndarray, hi: np.ndarr
     return np.minimum(a, b), np.maximum(a, b)
 
 
-def t_row_masks(dxs: np.ndarray, dys: np.ndarray, angle: float) -> tuple[np.ndarray, np.ndarray]:
+def t_row_masks(dxs: np.ndarray, dys: np.ndarray, angle: float) -> np.ndarray:
     """`_box_masks` on the grid dys x dxs (offsets from the block origin, dxs ascending).
 
-    A rotated box meets each row in one interval, so each mask is two comparisons against
-    per-row bounds instead of a dozen operations per point.
+    Returns float32 (2, rows, cols) of 0/1: (drawn at all, in the outline). A rotated box
+    meets each row in one interval, i.e. an index range of the sorted taps, so each mask is
+    two small-integer comparisons instead of a dozen float operations per point.
     """
     c, s = math.cos(angle), math.sin(angle)
     # lx = c dx + s dy and ly = -s dx + c dy must lie in each band's bounds
     l1, r1 = _row_intervals(c, s * dys[None, :], _BAND_X[0], _BAND_X[1])
     l2, r2 = _row_intervals(-s, c * dys[None, :], _BAND_Y[0], _BAND_Y[1])
     left, right = np.maximum(l1, l2), np.minimum(r1, r2)  # (4, rows)
-    # dxs ascend, so each interval is an index range; small integer compares are cheapest
     first = np.searchsorted(dxs, left.ravel(), "left").astype(np.int16).reshape(left.shape)
     stop = np.searchsorted(dxs, right.ravel(), "right").astype(np.int16).reshape(left.shape)
     index = np.arange(len(dxs), dtype=np.int16)
     bands = (index >= first[:, :, None]) & (index < stop[:, :, None])  # (4, rows, cols)
-    covered = bands[0] | bands[2]
+    covered = bands[0] | bands[2]  # bar out, bar in, stem out, stem in
     edge = (bands[0] & ~bands[1]) | (bands[2] & ~bands[3])
-    return covered, edge
+    return np.stack([covered, edge]).astype(np.float32)
 
 
 def _segment_distance(xs: np.ndarray, ys: np.ndarray, a: Sequence[float], b: Sequence[float]) -> np.ndarray:
@@ -176,9 +178,10 @@ def _shared_parts(size: int, goal_pose: tuple[float, float, float]) -> dict:
     scale = CANVAS / size
     first = int(math.floor(-(AGENT_RADIUS + 1) / scale - 1.5))
     last = int(math.ceil((period * CANVAS // size + AGENT_RADIUS + 1) / scale + 1.5))
+    background = np.ascontiguousarray(background.transpose(2, 0, 1) / 255.0)  # (3, S, S)
+    background.setflags(write=False)  # shared by every renderer: copied, never changed
     return {"taps": taps, "weights": weights, "row_blend": row_blend,
-            "col_blend": np.ascontiguousarray(row_blend.T),
-            "background": np.ascontiguousarray(background.transpose(2, 0, 1) / 255.0),  # (3, S, S)
+            "col_blend": np.ascontiguousarray(row_blend.T), "background": background,
             "period": period, "period_units": period * CANVAS // size,
             "sprite_first": first, "sprite_span": last - first, "agent_sprites": {}}
 
@@ -222,13 +225,11 @@ class Renderer:
             return None
         dxs = self.taps[:, c0:c1].T.reshape(-1) - pose[0]  # (2w,) tap columns, lo/hi interleaved
         dys = self.taps[:, r0:r1].T.reshape(-1) - pose[1]  # (2h,)
-        masks = np.stack(t_row_masks(dxs, dys, pose[2])).astype(np.float32)  # (2, 2h, 2w)
+        masks = t_row_masks(dxs, dys, pose[2])  # (2, 2h, 2w)
         # the bilinear blend as two thin matrix products: (h, 2h) @ masks @ (2w, w)
         alpha, edge_alpha = self._row_blend[r0:r1, 2 * r0:2 * r1] @ masks @ self._col_blend[2 * c0:2 * c1, c0:c1]
-        fill = np.asarray(BLOCK_FILL, dtype=np.float32)[:, None, None] / 255.0
-        line = np.asarray(BLOCK_EDGE, dtype=np.float32)[:, None, None] / 255.0
-        colour = (alpha - edge_alpha) * fill + edge_alpha * line  # (3, h, w)
-        return slice(r0, r1), slice(c0, c1), colour.astype(np.float32), alpha.astype(np.float32)
+        colour = alpha * _FILL + edge_alpha * _EDGE_MINUS_FILL  # (3, h, w)
+        return slice(r0, r1), slice(c0, c1), colour, alpha
 
     def _agent(self, agent_pos: Sequence[float]):
         """The agent's layer from a cache of sprites, one per sub-pixel phase.

@@ -134,7 +134,11 @@ class _WorkerPool:
 def _actions_array(raw: Any, batch: int, n_action_steps: int) -> np.ndarray:
     if hasattr(raw, "detach"):  # a torch tensor, wherever it lives
         raw = raw.detach().cpu().numpy()
-    actions = np.asarray(raw, dtype=np.float64)
+    try:
+        actions = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ImfError(f"policy returned {type(raw).__name__}, not an array of numbers "
+                       f"of shape ({batch}, >= {n_action_steps}, 2)") from None
     if actions.ndim != 3 or actions.shape[0] != batch or actions.shape[1] < n_action_steps \
             or actions.shape[2] != 2:
         raise ImfError(f"policy returned actions of shape {actions.shape}; expected "
@@ -168,6 +172,10 @@ def score_policy(policy: Policy, seeds: list[int], *, max_steps: int = 300, n_ob
     if not seeds or n_obs_steps < 1 or n_action_steps < 1 or max_steps < 1:
         raise ImfError(f"score_policy needs seeds and positive step counts; got {len(seeds)} seeds, "
                        f"n_obs_steps={n_obs_steps}, n_action_steps={n_action_steps}, max_steps={max_steps}")
+    if len(set(seeds)) != len(seeds):
+        raise ImfError(f"score_policy seeds must be distinct; got {seeds}")
+    if obs_type not in ("image", "state"):
+        raise ImfError(f"score_policy obs_type '{obs_type}' is unknown; allowed: image, state")
     args = (legacy, obs_type, max_steps, n_obs_steps)
     n_workers = min(max(int(n_workers), 1), len(seeds))
     if n_workers == 1:
