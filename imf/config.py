@@ -43,7 +43,7 @@ class PolicyConfig:
     num_keypoints: int = 32
     crop_shape: int = 84
     image_size: int = 96
-    time_scale: float = 1000.0  # the time embedding sees t * time_scale (t in [0, 1])
+    time_scale: float = 1.0  # the time embedding sees t * time_scale, t in [0, 1] (docs/policy.md)
 
 
 @dataclass

@@ -29,8 +29,6 @@ EDGE_RADIUS = 2.0                           # the block's outline: fat segments 
 WALL_RADIUS = 2.0
 AGENT_RADIUS, AGENT_INNER_RADIUS = 15.0, 11.0
 AGENT_QUANT = 1  # the reference draws at integer pixels: agent sprites every canvas unit
-_FILL = np.asarray(BLOCK_FILL, dtype=np.float32)[:, None, None] / 255.0
-_EDGE_MINUS_FILL = (np.asarray(BLOCK_EDGE, dtype=np.float32)[:, None, None] - _FILL * 255.0) / 255.0
 WALL_SEGMENTS = (((5, 506), (5, 5)), ((5, 5), (506, 5)), ((506, 5), (506, 506)),
                  ((5, 506), (506, 506)))
 
@@ -61,10 +59,18 @@ def _box_masks(lx: np.ndarray, ly: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return covered, edge
 
 
-# The T's boxes grown by the outline's band and shrunk by it: (4, 1) bounds in the body frame.
+# The T's boxes grown by the outline's band and shrunk by it, in the body frame:
+# (lo/hi, axis lx/ly, band, 1), bands = bar out, bar in, stem out, stem in.
 _BANDS = [(box, grow) for box in geo.T_BOXES for grow in (EDGE_RADIUS, -EDGE_RADIUS)]
-_BAND_X = np.array([[[b[0][0] - g], [b[2][0] + g]] for b, g in _BANDS]).transpose(1, 0, 2)
-_BAND_Y = np.array([[[b[0][1] - g], [b[2][1] + g]] for b, g in _BANDS]).transpose(1, 0, 2)
+_BOUNDS = np.array([[[[b[0][k] - g] for b, g in _BANDS] for k in (0, 1)],
+                    [[[b[2][k] + g] for b, g in _BANDS] for k in (0, 1)]])
+# The same bounds ordered so that dividing by the coefficients (c, -s) of dx gives (left,
+# right) ends, for each pair of coefficient signs: {(c > 0, -s > 0): (end, axis, band, 1)}.
+_ORDERED_BOUNDS = {(cx, cy): np.stack([_BOUNDS[[1 - cx, 1 - cy], [0, 1]], _BOUNDS[[cx, cy], [0, 1]]])
+                   for cx in (0, 1) for cy in (0, 1)}
+# The boxes' centres and half sizes, for the block's bounding box.
+_BOX_FRAMES = [((x0 + x1) / 2, (y0 + y1) / 2, (x1 - x0) / 2, (y1 - y0) / 2)
+               for (x0, y0), _, (x1, y1), _ in geo.T_BOXES]
 
 
 def _row_intervals(coef: float, offset: np.ndarray, lo: np.ndarray, hi: np.ndarray):
@@ -76,25 +82,51 @@ def _row_intervals(coef: float, offset: np.ndarray, lo: np.ndarray, hi: np.ndarr
     return np.minimum(a, b), np.maximum(a, b)
 
 
-def t_row_masks(dxs: np.ndarray, dys: np.ndarray, angle: float) -> np.ndarray:
-    """`_box_masks` on the grid dys x dxs (offsets from the block origin, dxs ascending).
-
-    Returns float32 (2, rows, cols) of 0/1: (drawn at all, in the outline). A rotated box
-    meets each row in one interval, i.e. an index range of the sorted taps, so each mask is
-    two small-integer comparisons instead of a dozen float operations per point.
-    """
-    c, s = math.cos(angle), math.sin(angle)
+def _band_ranges(dys: np.ndarray, c: float, s: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per band and row dy, the dx range inside the band: (left, right), each (4, rows)."""
     # lx = c dx + s dy and ly = -s dx + c dy must lie in each band's bounds
-    l1, r1 = _row_intervals(c, s * dys[None, :], _BAND_X[0], _BAND_X[1])
-    l2, r2 = _row_intervals(-s, c * dys[None, :], _BAND_Y[0], _BAND_Y[1])
-    left, right = np.maximum(l1, l2), np.minimum(r1, r2)  # (4, rows)
-    first = np.searchsorted(dxs, left.ravel(), "left").astype(np.int16).reshape(left.shape)
-    stop = np.searchsorted(dxs, right.ravel(), "right").astype(np.int16).reshape(left.shape)
-    index = np.arange(len(dxs), dtype=np.int16)
-    bands = (index >= first[:, :, None]) & (index < stop[:, :, None])  # (4, rows, cols)
-    covered = bands[0] | bands[2]  # bar out, bar in, stem out, stem in
-    edge = (bands[0] & ~bands[1]) | (bands[2] & ~bands[3])
-    return np.stack([covered, edge]).astype(np.float32)
+    if min(abs(c), abs(s)) < 1e-12:  # box sides parallel to the rows
+        l1, r1 = _row_intervals(c, s * dys[None, :], _BOUNDS[0, 0], _BOUNDS[1, 0])
+        l2, r2 = _row_intervals(-s, c * dys[None, :], _BOUNDS[0, 1], _BOUNDS[1, 1])
+        return np.maximum(l1, l2), np.minimum(r1, r2)
+    bounds = _ORDERED_BOUNDS[(c > 0, -s > 0)]
+    ends = (bounds - np.array((s, c))[:, None, None] * dys) / np.array((c, -s))[:, None, None]
+    return np.maximum(ends[0, 0], ends[0, 1]), np.minimum(ends[1, 0], ends[1, 1])
+
+
+def t_tap_runs(dxs: np.ndarray, dys: np.ndarray, c: float, s: float) -> np.ndarray:
+    """The T's taps on the grid dys x dxs (offsets from the block origin, dxs ascending).
+
+    A rotated box meets each row in one run of taps. Returns intp (16, rows): the first taps
+    of the runs of the bands bar out, bar in, stem out, stem in and of the bar-stem overlaps
+    out-out, out-in, in-out, in-in, then the 8 runs' stops (a band "in" lies inside its "out").
+    """
+    left, right = _band_ranges(dys, c, s)
+    first = np.searchsorted(dxs, left.ravel(), "left").reshape(left.shape)
+    stop = np.searchsorted(dxs, right.ravel(), "right").reshape(left.shape)
+    np.maximum(stop, first, out=stop)  # empty runs
+    rows = left.shape[1]
+    pair_first = np.maximum(first[:2, None], first[None, 2:]).reshape(4, rows)
+    pair_stop = np.maximum(np.minimum(stop[:2, None], stop[None, 2:]).reshape(4, rows), pair_first)
+    return np.concatenate([first, pair_first, stop, pair_stop])
+
+
+def _run_weights() -> np.ndarray:
+    """float32 (4, 16): the block's layers (-alpha, r, g, b) from the runs of t_tap_runs.
+
+    Per run, the blend of its taps is prefix(stop) - prefix(first); the T's coverage and
+    outline, (bar out | stem out) and (bar out - bar in) | (stem out - stem in), are sums of
+    runs by inclusion-exclusion.
+    """
+    covered = np.array([1, 0, 1, 0, -1, 0, 0, 0], dtype=np.float64)
+    outline = np.array([1, -1, 1, -1, -1, 1, 1, -1], dtype=np.float64)
+    fill = np.asarray(BLOCK_FILL)[:, None] / 255.0
+    edge = np.asarray(BLOCK_EDGE)[:, None] / 255.0
+    layers = np.concatenate([-covered[None], fill * covered + (edge - fill) * outline])  # (4, 8)
+    return np.concatenate([-layers, layers], axis=1).astype(np.float32)
+
+
+_RUN_WEIGHTS = _run_weights()
 
 
 def _segment_distance(xs: np.ndarray, ys: np.ndarray, a: Sequence[float], b: Sequence[float]) -> np.ndarray:
@@ -164,30 +196,41 @@ def _blend(values: np.ndarray, wy: np.ndarray, wx: np.ndarray) -> np.ndarray:
     return (values * w).sum(axis=(0, 2))
 
 
+# A layer: (r0, r1, c0, c1, values (4, r1 - r0, c1 - c0) float32: 1 - alpha, then r, g, b
+# premultiplied by alpha), painted over an image as image * (1 - alpha) + colour.
+Layer = tuple[int, int, int, int, np.ndarray]
+
+
 @functools.lru_cache(maxsize=8)
 def _shared_parts(size: int, goal_pose: tuple[float, float, float]) -> dict:
     """What every renderer of one size and goal shares: taps, background, agent sprites."""
     taps, weights = resize_taps(size)  # (2, size) each
     gx, gy = tap_grid(taps, taps)
     background = _blend(static_layer(gx, gy, goal_pose), weights, weights)  # (S, S, 3)
-    row_blend = np.zeros((size, 2 * size), dtype=np.float32)  # pixel <- its two taps
+    row_blend = np.zeros((size, 2 * size))  # pixel <- its two taps
     row_blend[np.arange(size), 2 * np.arange(size)] = weights[0]
     row_blend[np.arange(size), 2 * np.arange(size) + 1] = weights[1]
+    # col_prefix[k, j]: the weight of column j's taps among the first k taps, (2S + 1, S)
+    col_prefix = np.concatenate([np.zeros((1, size)), np.cumsum(row_blend.T, axis=0)])
     # Taps repeat every `period` pixels, shifted by `period_units` canvas units.
     period = size // math.gcd(size, CANVAS)
     scale = CANVAS / size
     first = int(math.floor(-(AGENT_RADIUS + 1) / scale - 1.5))
     last = int(math.ceil((period * CANVAS // size + AGENT_RADIUS + 1) / scale + 1.5))
-    background = np.ascontiguousarray(background.transpose(2, 0, 1) / 255.0)  # (3, S, S)
+    background = np.ascontiguousarray(background.transpose(2, 0, 1) / 255.0, dtype=np.float32)
     background.setflags(write=False)  # shared by every renderer: copied, never changed
-    return {"taps": taps, "weights": weights, "row_blend": row_blend,
-            "col_blend": np.ascontiguousarray(row_blend.T), "background": background,
-            "period": period, "period_units": period * CANVAS // size,
+    return {"taps": taps, "weights": weights, "taps_flat": taps.T.reshape(-1),
+            "row_blend": row_blend.astype(np.float32), "col_prefix": col_prefix.astype(np.float32),
+            "background": background, "period": period, "period_units": period * CANVAS // size,
             "sprite_first": first, "sprite_span": last - first, "agent_sprites": {}}
 
 
 class Renderer:
-    """Fast policy images: float32 (3, size, size) in [0, 1]."""
+    """Fast policy images: float32 (3, size, size) in [0, 1].
+
+    Keeps the background with the block painted on (`_base`), updated when the block moves;
+    each image is a copy of it with the agent painted under the block.
+    """
 
     def __init__(self, size: int = 96, goal_pose: Sequence[float] = geo.GOAL_POSE) -> None:
         self.size = size
@@ -195,12 +238,41 @@ class Renderer:
         parts = _shared_parts(size, self.goal_pose)
         self.taps, self.weights = parts["taps"], parts["weights"]
         self.background = parts["background"]
-        self._row_blend, self._col_blend = parts["row_blend"], parts["col_blend"]
+        self._taps_flat = parts["taps_flat"]  # (2S,) tap coordinates, lo/hi interleaved
+        self._row_blend, self._col_prefix = parts["row_blend"], parts["col_prefix"]
         self.period, self.period_units = parts["period"], parts["period_units"]
         self._sprite_first, self._sprite_span = parts["sprite_first"], parts["sprite_span"]
-        self._agent_sprites: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = parts["agent_sprites"]
+        self._agent_sprites: dict[tuple[int, int], tuple[int, int, np.ndarray]] = parts["agent_sprites"]
+        self._base = self.background.copy()
         self._block_key: tuple | None = None
-        self._block_image: tuple | None = None
+        self._block_image: Layer | None = None
+
+    def render(self, agent_pos: Sequence[float], block_pose: Sequence[float]) -> np.ndarray:
+        """float32 (3, size, size) in [0, 1]: background, agent, then block (the reference's order)."""
+        block = self._block(tuple(block_pose))
+        image = self._base.copy()
+        agent = self._agent(agent_pos)
+        if agent is not None:
+            r0, r1, c0, c1, values = agent
+            region = image[:, r0:r1, c0:c1]
+            np.multiply(self.background[:, r0:r1, c0:c1], values[0], out=region)
+            region += values[1:]
+            if block is not None:
+                _paint(image, block, (r0, r1, c0, c1))
+        return image
+
+    # ----- the block ---------------------------------------------------------------------
+    def _block(self, pose: tuple[float, float, float]) -> Layer | None:
+        if pose != self._block_key:
+            old = self._block_image
+            if old is not None:
+                rows, cols = slice(old[0], old[1]), slice(old[2], old[3])
+                self._base[:, rows, cols] = self.background[:, rows, cols]
+            self._block_image = self._block_sprite(pose)
+            self._block_key = pose
+            if self._block_image is not None:
+                _paint(self._base, self._block_image)
+        return self._block_image
 
     def _pixel_range(self, lo: float, hi: float) -> tuple[int, int]:
         scale = CANVAS / self.size
@@ -208,30 +280,33 @@ class Renderer:
         last = int(math.ceil((hi + 1.0) / scale + 0.5))
         return max(first, 0), min(last, self.size)
 
-    def _block(self, pose: tuple[float, float, float]):
-        if pose != self._block_key:
-            self._block_image = self._block_sprite(pose)
-            self._block_key = pose
-        return self._block_image
+    def _block_box(self, x: float, y: float, c: float, s: float) -> tuple[int, int, int, int]:
+        """Pixel rows and columns (r0, r1, c0, c1) that the T and its outline can touch."""
+        xs, ys = [], []
+        for cx, cy, hx, hy in _BOX_FRAMES:
+            ex, ey = abs(c) * hx + abs(s) * hy + EDGE_RADIUS, abs(s) * hx + abs(c) * hy + EDGE_RADIUS
+            wx, wy = x + c * cx - s * cy, y + s * cx + c * cy
+            xs += (wx - ex, wx + ex)
+            ys += (wy - ey, wy + ey)
+        return self._pixel_range(min(ys), max(ys)) + self._pixel_range(min(xs), max(xs))
 
-    def _block_sprite(self, pose: tuple[float, float, float]):
-        """Blend the block T inside its bounding box, from separable tap coordinates."""
-        corners = [p for poly in geo.t_polygons(pose) for p in poly]
-        r0, r1 = self._pixel_range(min(p[1] for p in corners) - EDGE_RADIUS,
-                                   max(p[1] for p in corners) + EDGE_RADIUS)
-        c0, c1 = self._pixel_range(min(p[0] for p in corners) - EDGE_RADIUS,
-                                   max(p[0] for p in corners) + EDGE_RADIUS)
+    def _block_sprite(self, pose: tuple[float, float, float]) -> Layer | None:
+        """The block T's layer inside its bounding box, from the runs of taps inside it."""
+        x, y, angle = pose
+        c, s = math.cos(angle), math.sin(angle)
+        r0, r1, c0, c1 = self._block_box(x, y, c, s)
         if r1 <= r0 or c1 <= c0:
             return None
-        dxs = self.taps[:, c0:c1].T.reshape(-1) - pose[0]  # (2w,) tap columns, lo/hi interleaved
-        dys = self.taps[:, r0:r1].T.reshape(-1) - pose[1]  # (2h,)
-        masks = t_row_masks(dxs, dys, pose[2])  # (2, 2h, 2w)
-        # the bilinear blend as two thin matrix products: (h, 2h) @ masks @ (2w, w)
-        alpha, edge_alpha = self._row_blend[r0:r1, 2 * r0:2 * r1] @ masks @ self._col_blend[2 * c0:2 * c1, c0:c1]
-        colour = alpha * _FILL + edge_alpha * _EDGE_MINUS_FILL  # (3, h, w)
-        return slice(r0, r1), slice(c0, c1), colour, alpha
+        runs = t_tap_runs(self._taps_flat[2 * c0:2 * c1] - x, self._taps_flat[2 * r0:2 * r1] - y, c, s)
+        # the column blend of a run of taps is a difference of prefix sums: (16, 2h, w)
+        prefixes = np.take(self._col_prefix[2 * c0:2 * c1 + 1, c0:c1], runs, axis=0)
+        values = (_RUN_WEIGHTS @ prefixes.reshape(16, -1)).reshape(4, 2 * (r1 - r0), c1 - c0)
+        values = self._row_blend[r0:r1, 2 * r0:2 * r1] @ values  # (4, h, w)
+        values[0] += 1.0
+        return r0, r1, c0, c1, values
 
-    def _agent(self, agent_pos: Sequence[float]):
+    # ----- the agent ---------------------------------------------------------------------
+    def _agent(self, agent_pos: Sequence[float]) -> Layer | None:
         """The agent's layer from a cache of sprites, one per sub-pixel phase.
 
         Output pixel i + period reads the canvas points of pixel i shifted by period_units, so
@@ -245,42 +320,44 @@ class Renderer:
         if sprite is None:
             sprite = self._agent_sprite(phase_x / q, phase_y / q)
             self._agent_sprites[(phase_x, phase_y)] = sprite
-        colour, alpha = sprite
-        r0 = self._sprite_first + shift_y * self.period
-        c0 = self._sprite_first + shift_x * self.period
-        return _clip_sprite(r0, c0, colour, alpha, self.size)
+        top, left, values = sprite
+        return _clip(top + shift_y * self.period, left + shift_x * self.period, values, self.size)
 
-    def _agent_sprite(self, x: float, y: float) -> tuple[np.ndarray, np.ndarray]:
+    def _agent_sprite(self, x: float, y: float) -> tuple[int, int, np.ndarray]:
+        """(top row, left column, values (4, h, w)) of the agent at (x, y), trimmed to its disc."""
         idx = np.arange(self._sprite_first, self._sprite_first + self._sprite_span)
         taps, weights = resize_taps(self.size, idx)
         gx, gy = tap_grid(taps, taps)
         rgb, mask = agent_layer(gx, gy, (x, y))
         colour = _blend(rgb * mask[..., None], weights, weights).transpose(2, 0, 1) / 255.0
-        alpha = _blend(mask[..., None].astype(np.float32), weights, weights)[..., 0]
-        return colour.astype(np.float32), alpha.astype(np.float32)
-
-    def render(self, agent_pos: Sequence[float], block_pose: Sequence[float]) -> np.ndarray:
-        """float32 (3, size, size) in [0, 1]: background, agent, then block (the reference's order)."""
-        image = self.background.copy()
-        for layer in (self._agent(agent_pos), self._block(tuple(block_pose))):
-            if layer is None:
-                continue
-            rows, cols, colour, alpha = layer
-            region = image[:, rows, cols]
-            region *= 1.0 - alpha
-            region += colour
-        return image
+        alpha = _blend(mask[..., None].astype(np.float32), weights, weights)[..., 0].astype(np.float32)
+        values = np.concatenate([1.0 - alpha[None], colour.astype(np.float32)])
+        rows, cols = np.flatnonzero(alpha.any(axis=1)), np.flatnonzero(alpha.any(axis=0))
+        values = values[:, rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
+        return self._sprite_first + rows[0], self._sprite_first + cols[0], values
 
 
-def _clip_sprite(r0: int, c0: int, colour: np.ndarray, alpha: np.ndarray, size: int):
-    """Place a sprite with top-left (r0, c0) on a size x size image; None when it is outside."""
-    h, w = alpha.shape
+def _paint(image: np.ndarray, layer: Layer, box: tuple[int, int, int, int] | None = None) -> None:
+    """image (3, S, S) <- the layer over it, inside `box` (r0, r1, c0, c1) when given."""
+    r0, r1, c0, c1, values = layer
+    if box is not None:
+        r0, r1, c0, c1 = max(r0, box[0]), min(r1, box[1]), max(c0, box[2]), min(c1, box[3])
+        if r1 <= r0 or c1 <= c0:
+            return
+        values = values[:, r0 - layer[0]:r1 - layer[0], c0 - layer[2]:c1 - layer[2]]
+    region = image[:, r0:r1, c0:c1]
+    region *= values[0]
+    region += values[1:]
+
+
+def _clip(r0: int, c0: int, values: np.ndarray, size: int) -> Layer | None:
+    """A sprite with top-left (r0, c0) cut to a size x size image; None when it is outside."""
+    h, w = values.shape[1:]
     top, left = max(r0, 0), max(c0, 0)
     bottom, right = min(r0 + h, size), min(c0 + w, size)
     if bottom <= top or right <= left:
         return None
-    sr, sc = slice(top - r0, bottom - r0), slice(left - c0, right - c0)
-    return slice(top, bottom), slice(left, right), colour[:, sr, sc], alpha[sr, sc]
+    return top, bottom, left, right, values[:, top - r0:bottom - r0, left - c0:right - c0]
 
 
 def render_frame(agent_pos: Sequence[float], block_pose: Sequence[float],

@@ -1,0 +1,118 @@
+"""Every objective: loss, gradients, sampling shape and determinism; the iMF construction."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from imf import registry
+from imf.config import ObjectiveConfig, PolicyConfig
+from imf.model import ImfTransformer
+from imf.objectives.base import expand, jvp, sample_t_r
+from imf.objectives.ddpm import DdpmObjective, make_betas
+
+CASES = [("imf", "boundary"), ("imf", "v_head"), ("meanflow", "boundary"), ("flow", "boundary"),
+         ("ddpm", "boundary")]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    torch.set_num_threads(1)
+
+
+def setup(name: str, tangent: str = "boundary", seed: int = 0, **obj_kw):
+    torch.manual_seed(seed)
+    obj = registry.get("imf.objectives", name)(ObjectiveConfig(name=name, tangent=tangent, **obj_kw))
+    cfg = PolicyConfig(n_emb=32, n_layer=2, n_head=2, p_drop_attn=0.0, horizon=5, n_obs_steps=2,
+                       n_action_steps=3)
+    return obj, ImfTransformer(cfg, 4, v_head=obj.uses_v_head)
+
+
+def data(b: int = 6, seed: int = 1):
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand(b, 5, 2, generator=g) * 2 - 1, torch.randn(b, 2, 4, generator=g)
+
+
+@pytest.mark.parametrize("name,tangent", CASES)
+def test_loss_is_finite_and_trains_weights_and_cond(name, tangent):
+    obj, model = setup(name, tangent)
+    x, cond = data()
+    cond.requires_grad_()
+    loss, metrics = obj.loss(model, x, cond, generator=torch.Generator().manual_seed(0))
+    loss.backward()
+    assert torch.isfinite(loss) and metrics["loss"] == pytest.approx(loss.item())
+    assert cond.grad is not None and cond.grad.abs().sum() > 0  # the encoder gets gradients
+    assert model.head.weight.grad.abs().sum() > 0
+    again, _ = obj.loss(model, x, cond, generator=torch.Generator().manual_seed(0))
+    assert again.item() == pytest.approx(loss.item())  # seeded: the same draw
+
+
+@pytest.mark.parametrize("name,tangent", CASES)
+def test_sample_shape_and_determinism_under_a_seed(name, tangent):
+    obj, model = setup(name, tangent)
+    model.eval()
+    _, cond = data(b=3)
+    steps = 2 if name != "ddpm" else 10
+    with torch.no_grad():
+        a = obj.sample(model, cond, n_steps=steps, generator=torch.Generator().manual_seed(7))
+        b = obj.sample(model, cond, n_steps=steps, generator=torch.Generator().manual_seed(7))
+        c = obj.sample(model, cond, n_steps=steps, generator=torch.Generator().manual_seed(8))
+        default = obj.sample(model, cond, generator=torch.Generator().manual_seed(7))
+    assert a.shape == default.shape == (3, 5, 2)
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    assert torch.isfinite(default).all()
+
+
+def test_time_sampling_follows_the_spec():
+    cfg = ObjectiveConfig()
+    t, r, n_eq = sample_t_r(10000, cfg, torch.zeros(1), torch.Generator().manual_seed(0))
+    assert n_eq == 5000 and torch.equal(t[:n_eq], r[:n_eq])
+    assert (r[n_eq:] < t[n_eq:]).all() and ((t > 0) & (t < 1)).all()
+    logit = torch.logit(torch.cat([t[n_eq:], r[n_eq:]]))  # the two draws, pooled
+    assert logit.mean().item() == pytest.approx(-0.4, abs=0.05)
+    assert logit.std().item() == pytest.approx(1.0, abs=0.05)
+
+
+def test_imf_loss_is_the_compound_velocity_with_the_models_own_tangent():
+    """Recompute the iMF loss by hand (boundary tangent) from the same random draws."""
+    obj, model = setup("imf", adaptive_p=0.0)  # p = 0: the plain summed squared error
+    x, cond = data(b=8)
+    loss, _ = obj.loss(model, x, cond, generator=torch.Generator().manual_seed(3))
+    g = torch.Generator().manual_seed(3)
+    e = torch.randn(x.shape, generator=g)
+    t, r, n_eq = sample_t_r(8, obj.cfg, x, g)
+    z, v = (1 - expand(t)) * x + expand(t) * e, e - x
+    with torch.no_grad():
+        tangent = model(z, t, torch.zeros_like(t), cond)  # u(z_t, t, t)
+    ones = torch.ones_like(t)
+    u, dudt = jvp(lambda a, b, c: model(a, b, c, cond), (z, t, t - r), (tangent, ones, ones))
+    compound = u + expand(t - r) * dudt
+    expected = (compound - v).pow(2).sum(dim=(1, 2)).mean()
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert n_eq == 4 and dudt[n_eq:].abs().sum() > 0
+
+
+def test_ddpm_cosine_schedule():
+    betas = make_betas("squaredcos_cap_v2", 100)
+    assert betas.shape == (100,) and (betas > 0).all() and (betas <= 0.999).all()
+    abar = torch.cumprod(1 - betas, 0)
+    assert abar[0] > 0.999 and abar[-1] < 1e-3 and (abar[1:] < abar[:-1]).all()
+    obj = DdpmObjective(ObjectiveConfig(name="ddpm"))
+    assert obj.n_train == 100
+
+
+def test_bad_step_count_is_a_config_error():
+    from imf.errors import ConfigError
+    obj, model = setup("flow")
+    with pytest.raises(ConfigError, match="sample_steps"):
+        obj.sample(model, data()[1], n_steps=0)
+
+
+@pytest.mark.parametrize("name,tangent", CASES)
+def test_loss_runs_under_bf16_autocast(name, tangent):
+    """The trainer may autocast to bf16; the JVP itself stays in float32."""
+    obj, model = setup(name, tangent)
+    x, cond = data()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss, _ = obj.loss(model, x, cond, generator=torch.Generator().manual_seed(0))
+    loss.backward()
+    assert torch.isfinite(loss) and model.head.weight.grad.abs().sum() > 0

@@ -1,0 +1,158 @@
+"""ImfPolicy: loss and action chunks in world units, checkpoints with the normaliser,
+warm-starting across masks, optimizer groups."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from imf.config import load_config
+from imf.data.normalizer import MinMaxNormalizer
+from imf.errors import CheckpointError
+from imf.model import EMAModel
+from imf.policy import ImfPolicy, load_weights_partial
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    torch.set_num_threads(1)
+
+
+def normalizer() -> MinMaxNormalizer:
+    rng = np.random.default_rng(0)
+    norm = MinMaxNormalizer()
+    norm.fit("action", rng.uniform(20, 500, (200, 2)))
+    norm.fit("agent_pos", rng.uniform(20, 500, (200, 2)))
+    norm.set_identity_range("image", 0.0, 1.0)
+    return norm
+
+
+def make_policy(*overrides: str, seed: int = 0) -> ImfPolicy:
+    torch.manual_seed(seed)
+    cfg = load_config("smoke", ["policy.n_emb=32", "policy.n_layer=2", *overrides])
+    return ImfPolicy(cfg, normalizer())
+
+
+def batch(b: int = 3, t: int = 10, seed: int = 0) -> dict:
+    g = torch.Generator().manual_seed(seed)
+    return {"obs": {"image": torch.rand(b, t, 3, 96, 96, generator=g),
+                    "agent_pos": 20 + 480 * torch.rand(b, t, 2, generator=g)},
+            "action": 20 + 480 * torch.rand(b, 10, 2, generator=g)}
+
+
+def obs(b: int = 2, seed: int = 1) -> dict:
+    full = batch(b, t=2, seed=seed)["obs"]
+    return {"image": full["image"], "agent_pos": full["agent_pos"]}
+
+
+@pytest.mark.parametrize("objective", ["imf", "flow", "meanflow", "ddpm"])
+def test_compute_loss_and_predict_action(objective):
+    policy = make_policy(f"objective.name={objective}")
+    loss, metrics = policy.compute_loss(batch())
+    loss.backward()
+    assert torch.isfinite(loss) and isinstance(metrics["loss"], float)
+    assert policy.encoder.proj.weight.grad.abs().sum() > 0
+    policy.eval()
+    steps = {"ddpm": 5}.get(objective)
+    action = policy.predict_action(obs(), generator=torch.Generator().manual_seed(0), n_steps=steps)
+    assert action.shape == (2, policy.n_action_steps, 2) and action.dtype == torch.float32
+    assert torch.isfinite(action).all()
+
+
+def test_predict_action_unnormalises_the_chunk_from_the_last_observation_step():
+    policy = make_policy().eval()
+    g = torch.Generator().manual_seed(0)
+    o = obs()
+    cond = policy.encode_obs(o, slice(-2, None))
+    full = policy.objective.sample(policy.model, cond, generator=g)  # (B, H, 2) normalised
+    action = policy.predict_action(o, generator=torch.Generator().manual_seed(0))
+    expected = policy.normalizer.unnormalize("action", full)[:, 1:9]  # from n_obs_steps - 1
+    torch.testing.assert_close(action, expected)
+    assert policy(o).shape == action.shape  # policy(obs) is predict_action
+
+
+def test_state_dict_round_trip_restores_normaliser_and_outputs():
+    policy = make_policy(seed=1).eval()
+    state = policy.state_dict()
+    fresh = ImfPolicy(policy.cfg, MinMaxNormalizer()).eval()  # an empty normaliser
+    fresh.load_state_dict(state)
+    assert fresh.normalizer.state_dict() == policy.normalizer.state_dict()
+    a = policy.predict_action(obs(), generator=torch.Generator().manual_seed(0))
+    b = fresh.predict_action(obs(), generator=torch.Generator().manual_seed(0))
+    assert torch.equal(a, b)
+    path_state = torch.load(_save(state), weights_only=False)
+    fresh.load_state_dict(path_state)
+
+
+def _save(state):
+    import io
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    buf.seek(0)
+    return buf
+
+
+def test_causal_checkpoint_warm_starts_a_full_attention_policy_completely():
+    causal = make_policy(seed=2).eval()
+    full = make_policy("policy.mask=full", "policy.n_head=1", seed=3).eval()
+    report = load_weights_partial(full, causal.state_dict())
+    assert report.missing == [] and report.unexpected == [] and report.shape_mismatched == []
+    assert len(report.loaded) == len(causal.state_dict())
+    for name, value in causal.model.state_dict().items():
+        assert torch.equal(full.model.state_dict()[name], value)
+    # same weights, different mask: the outputs differ (masks are not parameters)
+    o = obs()
+    a = causal.predict_action(o, generator=torch.Generator().manual_seed(0))
+    b = full.predict_action(o, generator=torch.Generator().manual_seed(0))
+    assert not torch.allclose(a, b)
+
+
+def test_partial_load_reports_shape_mismatch_and_keeps_new_modules_initialised():
+    small = make_policy(seed=4)
+    wide = make_policy("policy.n_emb=64", seed=5)
+    before = wide.model.head.weight.clone()
+    report = load_weights_partial(wide, small.state_dict())
+    assert "model.head.weight" in report.shape_mismatched
+    assert torch.equal(wide.model.head.weight, before)
+    assert "encoder.trunk.0.weight" in report.loaded  # the encoder shapes match
+    old = make_policy(seed=6).eval()  # boundary tangent: no v-head
+    new = make_policy("objective.tangent=v_head", seed=7).eval()
+    report = load_weights_partial(new, old.state_dict())
+    assert report.missing == ["model.v_head.bias", "model.v_head.weight"]
+    o = obs()
+    assert torch.equal(old.predict_action(o, generator=torch.Generator().manual_seed(0)),
+                       new.predict_action(o, generator=torch.Generator().manual_seed(0)))
+    with pytest.raises(CheckpointError):
+        load_weights_partial(new, ["not", "a", "state dict"])
+
+
+def test_optimizer_groups_cover_every_parameter_with_the_configured_decay():
+    policy = make_policy()
+    cfg = policy.cfg.training
+    groups = policy.optimizer_groups(cfg)
+    ids = [id(p) for g in groups for p in g["params"]]
+    assert len(ids) == len(set(ids)) == len(list(policy.parameters()))
+    by_name = {g["name"]: g for g in groups}
+    assert by_name["encoder"]["weight_decay"] == cfg.encoder_weight_decay
+    assert by_name["transformer_decay"]["weight_decay"] == cfg.weight_decay
+    assert by_name["transformer_no_decay"]["weight_decay"] == 0.0
+    torch.optim.AdamW(groups, lr=1e-4, betas=tuple(cfg.betas))  # accepted as is
+
+
+def test_ema_of_a_policy_is_usable_for_inference_and_checkpoints():
+    policy = make_policy()
+    ema = EMAModel(policy)
+    opt = torch.optim.AdamW(policy.optimizer_groups(policy.cfg.training), lr=1e-3)
+    for _ in range(2):
+        loss, _ = policy.compute_loss(batch())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        ema.step(policy)
+    averaged = ema.averaged_model
+    assert not averaged.training
+    action = averaged.predict_action(obs(), generator=torch.Generator().manual_seed(0))
+    assert action.shape == (2, 8, 2)
+    restored = EMAModel(make_policy(seed=9))
+    restored.load_state_dict(ema.state_dict())
+    assert torch.equal(restored.averaged_model.predict_action(obs(), generator=torch.Generator().manual_seed(0)), action)
