@@ -4,10 +4,9 @@ proportion, one-step flow matching collapses to the conditional mean.
 Actions are 2-D: mode A = (+0.7, +0.7), mode B = (-0.7, -0.7), std 0.1. A context bit in the
 observation swaps the odds: P(A | bit 0) = 0.75, P(A | bit 1) = 0.25.
 
-The iMF run uses plain squared error (adaptive_p = 0) and time_mu = 0: with a 2-D target the
-adaptive weight (p >= 0.5) turns the loss into a median-like estimator that drops the
-minority mode (measured, see docs/policy.md), and mu = 0 puts more draws near t = 1, where
-the one-step jump starts. Run this file as a script to redraw docs/imf_bimodal.png.
+The iMF run uses the default objective config (adaptive weight p = 1, logit-normal(-0.4, 1)
+times, r = t on half the batch, boundary tangent). Run this file as a script to redraw
+docs/imf_bimodal.png.
 """
 from __future__ import annotations
 
@@ -53,7 +52,7 @@ def train(name: str, steps: int, seed: int = 0, **objective):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
-        losses.append(metrics["mse"])
+        losses.append(metrics.get("fm_mse", metrics["mse"]))
     return model.eval(), obj, losses
 
 
@@ -80,7 +79,7 @@ def sliced_wasserstein(a: torch.Tensor, b: torch.Tensor, n_dirs: int = 64) -> fl
 @pytest.fixture(scope="module")
 def trained():
     torch.set_num_threads(1)
-    imf = train("imf", steps=2000, adaptive_p=0.0, time_mu=0.0)
+    imf = train("imf", steps=2000)
     flow = train("flow", steps=600)
     return imf, flow
 
@@ -88,10 +87,11 @@ def trained():
 @pytest.mark.slow
 def test_one_step_imf_is_bimodal_in_the_right_proportion(trained):
     (model, obj, losses), _ = trained
-    assert sum(losses[-200:]) / 200 < 0.8 * sum(losses[:200]) / 200  # the loss goes down
+    early, late = sum(losses[:100]) / 100, sum(losses[-200:]) / 200
+    assert late < 0.9 * early, f"flow-matching error {early:.3f} -> {late:.3f}"
     for bit in (0, 1):
         near, p_a = mode_stats(one_step_samples(model, obj, bit))
-        assert near > 0.45, f"bit {bit}: only {near:.2f} of one-step samples near a mode"
+        assert near > 0.6, f"bit {bit}: only {near:.2f} of one-step samples near a mode"
         assert abs(p_a - P_A[bit].item()) < 0.15, f"bit {bit}: P(A) {p_a:.2f} vs {P_A[bit]:.2f}"
 
 
@@ -110,7 +110,7 @@ def test_one_step_flow_collapses_to_the_mean_and_imf_is_closer_to_the_data(train
         assert flow_samples.std(0).max() < 0.5 * data.std(0).min()
         assert imf_samples.std(0).min() > 0.6 * data.std(0).min()  # iMF keeps the spread
         sw_imf, sw_flow = sliced_wasserstein(imf_samples, data), sliced_wasserstein(flow_samples, data)
-        assert sw_imf < 0.7 * sw_flow, f"bit {bit}: SW imf {sw_imf:.3f} vs flow {sw_flow:.3f}"
+        assert sw_imf < 0.85 * sw_flow, f"bit {bit}: SW imf {sw_imf:.3f} vs flow {sw_flow:.3f}"
 
 
 def plot(path: str = "docs/imf_bimodal.png") -> None:
@@ -118,8 +118,8 @@ def plot(path: str = "docs/imf_bimodal.png") -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     torch.set_num_threads(1)
-    runs = {"iMF, 1 step": train("imf", 2000, adaptive_p=0.0, time_mu=0.0),
-            "iMF default (p=1), 1 step": train("imf", 2000),
+    runs = {"iMF default, 1 step": train("imf", 2000),
+            "iMF p=0 mu=0, 1 step": train("imf", 2000, adaptive_p=0.0, time_mu=0.0),
             "flow matching, 1 step": train("flow", 600)}
     fig, axes = plt.subplots(2, len(runs), figsize=(4 * len(runs), 8), sharex=True, sharey=True)
     g = torch.Generator().manual_seed(9)
@@ -131,7 +131,7 @@ def plot(path: str = "docs/imf_bimodal.png") -> None:
             s = one_step_samples(model, obj, bit, 1000)
             near, p_a = mode_stats(s)
             ax.scatter(data[:, 0], data[:, 1], s=3, alpha=0.3, c="grey", label="data")
-            ax.scatter(s[:, 0], s[:, 1], s=3, alpha=0.5, c="C0" if col == 0 else "C3", label="samples")
+            ax.scatter(s[:, 0], s[:, 1], s=3, alpha=0.5, c="C3" if col == 2 else "C0", label="samples")
             ax.set_title(f"{title}, bit {bit}\nnear a mode {near:.2f}, P(A) {p_a:.2f} (true {P_A[bit]:.2f})",
                          fontsize=9)
             ax.set_xlim(-1.6, 1.6)

@@ -42,12 +42,15 @@ class ImfObjective:
             self._jvp_block(model, z[sl], t[sl], r[sl], cond[sl], parts)
         V = torch.cat(parts.V)  # (B, H, A)
         loss = adaptive_loss(V - v, self.cfg.adaptive_p, self.cfg.adaptive_c)
-        metrics = {"imf_loss": loss.item(), "mse": F.mse_loss(V.detach(), v).item()}
+        stats = {"imf_loss": loss.detach(), "mse": F.mse_loss(V.detach(), v)}
+        if n_eq > 0:  # the r = t block is plain flow matching: a smooth progress signal
+            stats["fm_mse"] = F.mse_loss(V[:n_eq].detach(), v[:n_eq])
         if self.uses_v_head:
             v_loss = F.mse_loss(torch.cat(parts.v), v)
             loss = loss + v_loss
-            metrics["v_head_mse"] = v_loss.item()
-        metrics["loss"] = loss.item()
+            stats["v_head_mse"] = v_loss.detach()
+        stats["loss"] = loss.detach()
+        metrics = dict(zip(stats, torch.stack([s.float() for s in stats.values()]).tolist()))  # one sync
         return loss, metrics
 
     def _boundary_block(self, model, z, t, cond, parts) -> None:

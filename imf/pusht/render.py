@@ -4,8 +4,10 @@ The reference draws on a 512 x 512 canvas (one unit = one pixel) and resizes to 
 bilinear interpolation, which reads two canvas pixels per output pixel and axis. This
 renderer evaluates exactly those canvas points from the shapes (no canvas is drawn) and
 blends them with the same weights. The walls and the goal never move: their image is made
-once. The block and the agent are blended on top inside their bounding boxes; the block's
-layer is reused while the block does not move.
+once, and the block is painted on a copy of it when it moves. The block's rectangles meet
+each row of canvas points in one run, so its layer is a few prefix-sum look-ups per row and two
+small matrix products. The agent comes from a cache of sprites (pasted whole where the
+background under it is white).
 """
 from __future__ import annotations
 
@@ -59,11 +61,15 @@ def _box_masks(lx: np.ndarray, ly: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return covered, edge
 
 
-# The T's boxes grown by the outline's band and shrunk by it, in the body frame:
-# (lo/hi, axis lx/ly, band, 1), bands = bar out, bar in, stem out, stem in.
-_BANDS = [(box, grow) for box in geo.T_BOXES for grow in (EDGE_RADIUS, -EDGE_RADIUS)]
-_BOUNDS = np.array([[[[b[0][k] - g] for b, g in _BANDS] for k in (0, 1)],
-                    [[[b[2][k] + g] for b, g in _BANDS] for k in (0, 1)]])
+# The T's boxes grown by the outline's band and shrunk by it (bar out, bar in, stem out,
+# stem in), then the bar-stem overlaps (out-out, out-in, in-out; in-in is always empty) as
+# body-frame rectangles (x0, y0, x1, y1). _BOUNDS: (lo/hi, axis lx/ly, band, 1).
+_BANDS = [(b[0][0] - g, b[0][1] - g, b[2][0] + g, b[2][1] + g)
+          for b in geo.T_BOXES for g in (EDGE_RADIUS, -EDGE_RADIUS)]
+_BANDS += [(max(_BANDS[i][0], _BANDS[j][0]), max(_BANDS[i][1], _BANDS[j][1]),
+            min(_BANDS[i][2], _BANDS[j][2]), min(_BANDS[i][3], _BANDS[j][3]))
+           for i, j in ((0, 2), (0, 3), (1, 2))]
+_BOUNDS = np.array(_BANDS).T.reshape(2, 2, len(_BANDS), 1)
 # The same bounds ordered so that dividing by the coefficients (c, -s) of dx gives (left,
 # right) ends, for each pair of coefficient signs: {(c > 0, -s > 0): (end, axis, band, 1)}.
 _ORDERED_BOUNDS = {(cx, cy): np.stack([_BOUNDS[[1 - cx, 1 - cy], [0, 1]], _BOUNDS[[cx, cy], [0, 1]]])
@@ -74,55 +80,56 @@ _BOX_FRAMES = [((x0 + x1) / 2, (y0 + y1) / 2, (x1 - x0) / 2, (y1 - y0) / 2)
 
 
 def _row_intervals(coef: float, offset: np.ndarray, lo: np.ndarray, hi: np.ndarray):
-    """Per band and row, the dx with lo <= coef * dx + offset <= hi: (left, right) (4, rows)."""
+    """Per band and row, the dx with lo <= coef * dx + offset <= hi: (left, right) (7, rows)."""
     if abs(coef) < 1e-12:
         inside = (offset >= lo) & (offset <= hi)
         return np.where(inside, -np.inf, np.inf), np.where(inside, np.inf, -np.inf)
     a, b = (lo - offset) / coef, (hi - offset) / coef
-    return np.minimum(a, b), np.maximum(a, b)
+    return (a, b) if coef > 0 else (b, a)
 
 
-def _band_ranges(dys: np.ndarray, c: float, s: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per band and row dy, the dx range inside the band: (left, right), each (4, rows)."""
+def _band_ranges(dys: np.ndarray, c: float, s: float) -> np.ndarray:
+    """Per band and row dy, the dx range inside the band: (left / right, 7, rows)."""
     # lx = c dx + s dy and ly = -s dx + c dy must lie in each band's bounds
+    ranges = np.empty((2, len(_BANDS), len(dys)))
     if min(abs(c), abs(s)) < 1e-12:  # box sides parallel to the rows
         l1, r1 = _row_intervals(c, s * dys[None, :], _BOUNDS[0, 0], _BOUNDS[1, 0])
         l2, r2 = _row_intervals(-s, c * dys[None, :], _BOUNDS[0, 1], _BOUNDS[1, 1])
-        return np.maximum(l1, l2), np.minimum(r1, r2)
-    bounds = _ORDERED_BOUNDS[(c > 0, -s > 0)]
-    ends = (bounds - np.array((s, c))[:, None, None] * dys) / np.array((c, -s))[:, None, None]
-    return np.maximum(ends[0, 0], ends[0, 1]), np.minimum(ends[1, 0], ends[1, 1])
+        ends = np.array(((l1, l2), (r1, r2)))
+    else:
+        coefs = np.array(((s,), (c,), (c,), (-s,)))[:, :, None]  # (4, 1, 1): offsets, then dx
+        ends = (_ORDERED_BOUNDS[(c > 0, -s > 0)] - coefs[:2] * dys) / coefs[2:]
+    np.maximum(ends[0, 0], ends[0, 1], out=ranges[0])
+    np.minimum(ends[1, 0], ends[1, 1], out=ranges[1])
+    return ranges
 
 
 def t_tap_runs(dxs: np.ndarray, dys: np.ndarray, c: float, s: float) -> np.ndarray:
     """The T's taps on the grid dys x dxs (offsets from the block origin, dxs ascending).
 
-    A rotated box meets each row in one run of taps. Returns intp (16, rows): the first taps
-    of the runs of the bands bar out, bar in, stem out, stem in and of the bar-stem overlaps
-    out-out, out-in, in-out, in-in, then the 8 runs' stops (a band "in" lies inside its "out").
+    A rotated rectangle meets each row in one run of taps. Returns intp (14, rows): the first
+    taps of the runs of the 7 bands of _BANDS, then the runs' stops.
     """
-    left, right = _band_ranges(dys, c, s)
-    first = np.searchsorted(dxs, left.ravel(), "left").reshape(left.shape)
-    stop = np.searchsorted(dxs, right.ravel(), "right").reshape(left.shape)
-    np.maximum(stop, first, out=stop)  # empty runs
-    rows = left.shape[1]
-    pair_first = np.maximum(first[:2, None], first[None, 2:]).reshape(4, rows)
-    pair_stop = np.maximum(np.minimum(stop[:2, None], stop[None, 2:]).reshape(4, rows), pair_first)
-    return np.concatenate([first, pair_first, stop, pair_stop])
+    ranges = _band_ranges(dys, c, s)
+    np.nextafter(ranges[1], np.inf, out=ranges[1])  # taps <= right are the taps < this
+    n = len(_BANDS)
+    runs = np.searchsorted(dxs, ranges.ravel()).reshape(2 * n, len(dys))
+    np.maximum(runs[n:], runs[:n], out=runs[n:])  # empty runs
+    return runs
 
 
 def _run_weights() -> np.ndarray:
-    """float32 (4, 16): the block's layers (-alpha, r, g, b) from the runs of t_tap_runs.
+    """float32 (4, 14): the block's layers (-alpha, r, g, b) from the runs of t_tap_runs.
 
     Per run, the blend of its taps is prefix(stop) - prefix(first); the T's coverage and
     outline, (bar out | stem out) and (bar out - bar in) | (stem out - stem in), are sums of
     runs by inclusion-exclusion.
     """
-    covered = np.array([1, 0, 1, 0, -1, 0, 0, 0], dtype=np.float64)
-    outline = np.array([1, -1, 1, -1, -1, 1, 1, -1], dtype=np.float64)
+    covered = np.array([1, 0, 1, 0, -1, 0, 0], dtype=np.float64)
+    outline = np.array([1, -1, 1, -1, -1, 1, 1], dtype=np.float64)
     fill = np.asarray(BLOCK_FILL)[:, None] / 255.0
     edge = np.asarray(BLOCK_EDGE)[:, None] / 255.0
-    layers = np.concatenate([-covered[None], fill * covered + (edge - fill) * outline])  # (4, 8)
+    layers = np.concatenate([-covered[None], fill * covered + (edge - fill) * outline])  # (4, 7)
     return np.concatenate([-layers, layers], axis=1).astype(np.float32)
 
 
@@ -219,10 +226,13 @@ def _shared_parts(size: int, goal_pose: tuple[float, float, float]) -> dict:
     last = int(math.ceil((period * CANVAS // size + AGENT_RADIUS + 1) / scale + 1.5))
     background = np.ascontiguousarray(background.transpose(2, 0, 1) / 255.0, dtype=np.float32)
     background.setflags(write=False)  # shared by every renderer: copied, never changed
+    not_white = np.zeros((size + 1, size + 1), dtype=np.int64)
+    not_white[1:, 1:] = (np.abs(background - 1.0) > 1e-6).any(axis=0).cumsum(0).cumsum(1)
     return {"taps": taps, "weights": weights, "taps_flat": taps.T.reshape(-1),
             "row_blend": row_blend.astype(np.float32), "col_prefix": col_prefix.astype(np.float32),
             "background": background, "period": period, "period_units": period * CANVAS // size,
-            "sprite_first": first, "sprite_span": last - first, "agent_sprites": {}}
+            "sprite_first": first, "sprite_span": last - first, "agent_sprites": {},
+            "not_white": not_white.tolist()}
 
 
 class Renderer:
@@ -242,37 +252,44 @@ class Renderer:
         self._row_blend, self._col_prefix = parts["row_blend"], parts["col_prefix"]
         self.period, self.period_units = parts["period"], parts["period_units"]
         self._sprite_first, self._sprite_span = parts["sprite_first"], parts["sprite_span"]
-        self._agent_sprites: dict[tuple[int, int], tuple[int, int, np.ndarray]] = parts["agent_sprites"]
+        self._agent_sprites: dict[tuple[int, int], tuple] = parts["agent_sprites"]
+        self._not_white = parts["not_white"]
         self._base = self.background.copy()
         self._block_key: tuple | None = None
         self._block_image: Layer | None = None
 
     def render(self, agent_pos: Sequence[float], block_pose: Sequence[float]) -> np.ndarray:
         """float32 (3, size, size) in [0, 1]: background, agent, then block (the reference's order)."""
-        block = self._block(tuple(block_pose))
+        pose = tuple(block_pose)
+        block = self._block_image if pose == self._block_key else self._move_block(pose)
         image = self._base.copy()
-        agent = self._agent(agent_pos)
+        agent, on_white = self._agent(agent_pos)
         if agent is not None:
             r0, r1, c0, c1, values = agent
-            region = image[:, r0:r1, c0:c1]
-            np.multiply(self.background[:, r0:r1, c0:c1], values[0], out=region)
-            region += values[1:]
-            if block is not None:
+            if on_white is not None:
+                image[:, r0:r1, c0:c1] = on_white
+            else:
+                region = image[:, r0:r1, c0:c1]
+                np.multiply(self.background[:, r0:r1, c0:c1], values[0], out=region)
+                region += values[1:]
+            if block is not None and block[0] < r1 and r0 < block[1] and block[2] < c1 and c0 < block[3]:
                 _paint(image, block, (r0, r1, c0, c1))
         return image
 
     # ----- the block ---------------------------------------------------------------------
-    def _block(self, pose: tuple[float, float, float]) -> Layer | None:
-        if pose != self._block_key:
-            old = self._block_image
-            if old is not None:
-                rows, cols = slice(old[0], old[1]), slice(old[2], old[3])
-                self._base[:, rows, cols] = self.background[:, rows, cols]
-            self._block_image = self._block_sprite(pose)
-            self._block_key = pose
-            if self._block_image is not None:
-                _paint(self._base, self._block_image)
-        return self._block_image
+    def _move_block(self, pose: tuple[float, float, float]) -> Layer | None:
+        """Make the block's layer at `pose` and paint it on the kept background copy."""
+        old, new = self._block_image, self._block_sprite(pose)
+        if old is not None and (new is None or not _inside(old, new)):
+            rows, cols = slice(old[0], old[1]), slice(old[2], old[3])
+            self._base[:, rows, cols] = self.background[:, rows, cols]
+        if new is not None:  # the block over the background, in place
+            r0, r1, c0, c1, values = new
+            region = self._base[:, r0:r1, c0:c1]
+            np.multiply(self.background[:, r0:r1, c0:c1], values[0], out=region)
+            region += values[1:]
+        self._block_key, self._block_image = pose, new
+        return new
 
     def _pixel_range(self, lo: float, hi: float) -> tuple[int, int]:
         scale = CANVAS / self.size
@@ -298,16 +315,17 @@ class Renderer:
         if r1 <= r0 or c1 <= c0:
             return None
         runs = t_tap_runs(self._taps_flat[2 * c0:2 * c1] - x, self._taps_flat[2 * r0:2 * r1] - y, c, s)
-        # the column blend of a run of taps is a difference of prefix sums: (16, 2h, w)
+        # the column blend of a run of taps is a difference of prefix sums: (14, 2h, w)
         prefixes = np.take(self._col_prefix[2 * c0:2 * c1 + 1, c0:c1], runs, axis=0)
-        values = (_RUN_WEIGHTS @ prefixes.reshape(16, -1)).reshape(4, 2 * (r1 - r0), c1 - c0)
+        values = (_RUN_WEIGHTS @ prefixes.reshape(len(runs), -1)).reshape(4, 2 * (r1 - r0), c1 - c0)
         values = self._row_blend[r0:r1, 2 * r0:2 * r1] @ values  # (4, h, w)
         values[0] += 1.0
         return r0, r1, c0, c1, values
 
     # ----- the agent ---------------------------------------------------------------------
-    def _agent(self, agent_pos: Sequence[float]) -> Layer | None:
-        """The agent's layer from a cache of sprites, one per sub-pixel phase.
+    def _agent(self, agent_pos: Sequence[float]) -> tuple[Layer | None, np.ndarray | None]:
+        """The agent's layer from a cache of sprites, one per sub-pixel phase, and the sprite
+        painted over white when the background under it is white and it is not cut (else None).
 
         Output pixel i + period reads the canvas points of pixel i shifted by period_units, so
         a sprite made for the position's phase (quantised to 1/AGENT_QUANT unit) is reused.
@@ -320,11 +338,18 @@ class Renderer:
         if sprite is None:
             sprite = self._agent_sprite(phase_x / q, phase_y / q)
             self._agent_sprites[(phase_x, phase_y)] = sprite
-        top, left, values = sprite
-        return _clip(top + shift_y * self.period, left + shift_x * self.period, values, self.size)
+        top, left, values, on_white = sprite
+        r0, c0 = top + shift_y * self.period, left + shift_x * self.period
+        r1, c1 = r0 + values.shape[1], c0 + values.shape[2]
+        if r0 < 0 or c0 < 0 or r1 > self.size or c1 > self.size:  # cut at the image's edge
+            return _clip(r0, c0, values, self.size), None
+        n = self._not_white  # 2-D prefix counts of background pixels that are not white
+        white = n[r1][c1] - n[r0][c1] - n[r1][c0] + n[r0][c0] == 0
+        return (r0, r1, c0, c1, values), (on_white if white else None)
 
-    def _agent_sprite(self, x: float, y: float) -> tuple[int, int, np.ndarray]:
-        """(top row, left column, values (4, h, w)) of the agent at (x, y), trimmed to its disc."""
+    def _agent_sprite(self, x: float, y: float) -> tuple[int, int, np.ndarray, np.ndarray]:
+        """(top row, left column, values (4, h, w), the sprite over white (3, h, w)) of the
+        agent at (x, y), trimmed to its disc."""
         idx = np.arange(self._sprite_first, self._sprite_first + self._sprite_span)
         taps, weights = resize_taps(self.size, idx)
         gx, gy = tap_grid(taps, taps)
@@ -334,7 +359,7 @@ class Renderer:
         values = np.concatenate([1.0 - alpha[None], colour.astype(np.float32)])
         rows, cols = np.flatnonzero(alpha.any(axis=1)), np.flatnonzero(alpha.any(axis=0))
         values = values[:, rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
-        return self._sprite_first + rows[0], self._sprite_first + cols[0], values
+        return self._sprite_first + rows[0], self._sprite_first + cols[0], values, values[0] + values[1:]
 
 
 def _paint(image: np.ndarray, layer: Layer, box: tuple[int, int, int, int] | None = None) -> None:
@@ -348,6 +373,11 @@ def _paint(image: np.ndarray, layer: Layer, box: tuple[int, int, int, int] | Non
     region = image[:, r0:r1, c0:c1]
     region *= values[0]
     region += values[1:]
+
+
+def _inside(a: Layer, b: Layer) -> bool:
+    """Whether layer a's box lies inside layer b's."""
+    return a[0] >= b[0] and a[1] <= b[1] and a[2] >= b[2] and a[3] <= b[3]
 
 
 def _clip(r0: int, c0: int, values: np.ndarray, size: int) -> Layer | None:
