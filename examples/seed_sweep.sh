@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HOSTS="${HOSTS:-examples/hosts_seed.yaml}"
-ARGS=(pusht_image_imf --mask full --grid 128,256,384x6,12,18 --epochs 350 --seed 42
+ARGS=(pusht_image_imf_fullattn --mask full --grid 128,256,384x6,12,18 --epochs 350 --seed 42
       --hosts "$HOSTS" --name seed --out runs --retries 1 --stall-timeout 1800)
 imf sweep "${ARGS[@]}" --dry-run
 imf sweep "${ARGS[@]}" "$@"

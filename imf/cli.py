@@ -101,7 +101,7 @@ def report(
 
 @app.command(context_settings={"allow_extra_args": False})
 def sweep(
-    args: list[str] = typer.Argument(None, help="CONFIG (preset or YAML path; default pusht_image_imf), then key=value overrides for every trial."),
+    args: list[str] = typer.Argument(None, help="CONFIG (preset or YAML path; default pusht_image_imf, or pusht_image_imf_fullattn with --mask full), then key=value overrides for every trial."),
     mask: str = typer.Option(None, "--mask", help="Attention mask of every trial (an imf.masks plugin, e.g. full)."),
     grid: list[str] = typer.Option(None, "--grid", help="N_EMB,..xN_LAYER,.. (e.g. 128,256,384x6,12,18) or key=v1,v2; repeatable, multiplied."),
     queue: list[str] = typer.Option(None, "--queue", help="A slot: local:N, local:cpu, ssh://[user@]host[:port]/gpu:N; repeatable (default: local GPUs, else local:cpu)."),
@@ -130,7 +130,7 @@ def sweep(
                                    retries=retries, notify=notify)
             return
         items = list(args or [])
-        config = items.pop(0) if items and "=" not in items[0] else sweep_lib.DEFAULT_CONFIG
+        config = items.pop(0) if items and "=" not in items[0] else sweep_lib.default_config(mask)
         request = sweep_lib.SweepRequest(
             config=config, grids=grid or [], queues=queue or [], hosts=str(hosts) if hosts else None,
             name=name, out=out, epochs=epochs, seed=seed, mask=mask, retries=retries,

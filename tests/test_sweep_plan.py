@@ -151,3 +151,13 @@ def test_dry_run_from_the_command_line_prints_the_plan_and_writes_nothing(tmp_pa
     assert "queue ssh://me@gpubox/gpu:1 (speed 1): 3 trials" in proc.stdout
     assert "--epochs 350 policy.mask=full" in proc.stdout and "lower bound" in proc.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+def test_mask_full_without_config_uses_the_full_attention_preset(tmp_path):
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "imf", "sweep", "--mask", "full", "--grid", "128x6",
+                          "--dry-run", "--out", str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "config pusht_image_imf_fullattn" in out.stdout
+    assert not any(tmp_path.iterdir())  # a dry run writes nothing

@@ -280,7 +280,9 @@ class Renderer:
     def _move_block(self, pose: tuple[float, float, float]) -> Layer | None:
         """Make the block's layer at `pose` and paint it on the kept background copy."""
         old, new = self._block_image, self._block_sprite(pose)
-        if old is not None and (new is None or not _inside(old, new)):
+        covered = new is not None and old is not None and new[0] <= old[0] and old[1] <= new[1] \
+            and new[2] <= old[2] and old[3] <= new[3]  # the new box holds the old one
+        if old is not None and not covered:
             rows, cols = slice(old[0], old[1]), slice(old[2], old[3])
             self._base[:, rows, cols] = self.background[:, rows, cols]
         if new is not None:  # the block over the background, in place
@@ -373,11 +375,6 @@ def _paint(image: np.ndarray, layer: Layer, box: tuple[int, int, int, int] | Non
     region = image[:, r0:r1, c0:c1]
     region *= values[0]
     region += values[1:]
-
-
-def _inside(a: Layer, b: Layer) -> bool:
-    """Whether layer a's box lies inside layer b's."""
-    return a[0] >= b[0] and a[1] <= b[1] and a[2] >= b[2] and a[3] <= b[3]
 
 
 def _clip(r0: int, c0: int, values: np.ndarray, size: int) -> Layer | None:

@@ -24,6 +24,12 @@ from imf.scheduler.state import SweepDir, SweepState, TrialState
 __all__ = ["SweepError", "SweepRequest", "describe", "plan_sweep", "resume_sweep", "start_sweep"]
 
 DEFAULT_CONFIG = "pusht_image_imf"
+FULL_ATTENTION_CONFIG = "pusht_image_imf_fullattn"  # the spec's full-attention variant (n_head 1)
+
+
+def default_config(mask: str | None) -> str:
+    """The preset a sweep uses when none is named: ``--mask full`` means the full-attention one."""
+    return FULL_ATTENTION_CONFIG if mask == "full" else DEFAULT_CONFIG
 DEFAULT_COMMAND = "{python} -m imf trial"
 COMMAND_ENV = "IMF_TRIAL_COMMAND"  # a stand-in trial command prefix (tests, benchmarks)
 CONFIG_FILE = "sweep_config.yaml"
