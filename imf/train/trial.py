@@ -196,14 +196,14 @@ class Trial:
         t = self.cfg.training
         while self.epoch < t.num_epochs:
             epoch = self.epoch
-            train_loss = self._train_epoch(epoch)
-            if self.status == "diverged":
+            train = self._train_epoch(epoch)
+            if train is None:
                 self.log.append({"epoch": epoch, "global_step": self.global_step, "diverged": True,
                                  "reason": self.reason})
                 self.say(f"epoch {epoch}: diverged: {self.reason}; kept the last good checkpoint")
                 return
-            record = {"epoch": epoch, "global_step": self.global_step, "train_loss": train_loss,
-                      "val_loss": self._val_loss(), "lr": self.lr_schedule.get_last_lr()[0]}
+            record = {"epoch": epoch, "global_step": self.global_step, **train,
+                      **self._validate(), "lr": self.lr_schedule.get_last_lr()[0]}
             stop = False
             if (epoch + 1) % t.rollout_every == 0 or epoch == t.num_epochs - 1:
                 stop = self._rollout(record)
@@ -219,17 +219,19 @@ class Trial:
                 return
         self.status = "completed"
 
-    def _train_epoch(self, epoch: int) -> float | None:
+    def _train_epoch(self, epoch: int) -> dict[str, float] | None:
+        """Train one epoch; the mean loss and objective metrics, or None when it diverged."""
         self.policy.train()
         self.shuffle.manual_seed(self.cfg.training.seed * 1_000_003 + epoch)  # same order on resume
         losses: list[float] = []
+        sums: dict[str, float] = {}
         tty = sys.stdout.isatty()
         for i, batch in enumerate(self.train_loader):
             if i >= self.steps_per_epoch:
                 break
             batch = _to_device(batch, self.device)
             with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.autocast):
-                loss, _ = self.policy.compute_loss(batch)
+                loss, metrics = self.policy.compute_loss(batch)
             value = float(loss.detach())
             if self.divergence.update(value):
                 self.status, self.reason = "diverged", self.divergence.reason or "loss diverged"
@@ -243,27 +245,36 @@ class Trial:
                 self.ema.step(self.policy)
             self.global_step += 1
             losses.append(value)
+            for key, metric in metrics.items():
+                sums[key] = sums.get(key, 0.0) + metric
             if tty:
                 _progress(epoch, i + 1, self.steps_per_epoch, value)
         if tty:
             sys.stdout.write("\r\033[K")
-        return float(np.mean(losses)) if losses else None
+        means = {f"train_{k}": v / len(losses) for k, v in sums.items() if k != "loss"}
+        return {"train_loss": float(np.mean(losses)) if losses else None, **means}
 
     @torch.no_grad()
-    def _val_loss(self) -> float | None:
+    def _validate(self) -> dict[str, float | None]:
+        """Mean validation loss (and mse) with fixed noise, so epochs compare fairly."""
         if self.val_loader is None:
-            return None
+            return {"val_loss": None}
         self.policy.eval()
         gen = torch.Generator(device=self.device).manual_seed(self.cfg.training.seed)
-        losses = []
+        losses, mses = [], []
         limit = self.cfg.training.max_val_steps or len(self.val_loader)
         for i, batch in enumerate(self.val_loader):
             if i >= limit:
                 break
-            loss, _ = self.policy.compute_loss(_to_device(batch, self.device), generator=gen)
+            loss, metrics = self.policy.compute_loss(_to_device(batch, self.device), generator=gen)
             losses.append(float(loss))
+            if "mse" in metrics:
+                mses.append(metrics["mse"])
         self.policy.train()
-        return float(np.mean(losses)) if losses else None
+        out = {"val_loss": float(np.mean(losses)) if losses else None}
+        if mses:
+            out["val_mse"] = float(np.mean(mses))
+        return out
 
     def _rollout(self, record: dict[str, Any]) -> bool:
         """Score the EMA policy; return True when early stopping says stop."""
@@ -345,8 +356,10 @@ def _fmt(value: Any) -> str:
 
 def _epoch_line(record: dict[str, Any], total: int) -> str:
     line = (f"epoch {record['epoch'] + 1}/{total} step {record['global_step']} "
-            f"train_loss {_fmt(record['train_loss'])} val_loss {_fmt(record['val_loss'])} "
-            f"lr {record['lr']:.2e}")
+            f"train_loss {_fmt(record['train_loss'])} val_loss {_fmt(record['val_loss'])} ")
+    if "train_mse" in record:
+        line += f"train_mse {_fmt(record['train_mse'])} val_mse {_fmt(record.get('val_mse'))} "
+    line += f"lr {record['lr']:.2e}"
     if "test_mean_score" in record:
         line += (f" test_mean_score {record['test_mean_score']:.4f}"
                  f" success {record['test_success_rate']:.2f}")
