@@ -62,6 +62,7 @@ class Engine:
         config_text = Path(s.config).read_text() if Path(s.config).suffix in (".yaml", ".yml") else None
         argv = [*s.trial_command, "{config}", "--id", trial.id, "--out", "{run_dir}",
                 "--seed", str(trial.seed), "--store", "none", "--epochs", str(trial.epochs),
+                f"sweep.name={s.name}",  # the SwanLab group of every trial of this sweep
                 *s.overrides, *trial.overrides]
         return Job(trial.id, s.name, self.sdir.trial_dir(trial.id), argv, s.config, config_text)
 
