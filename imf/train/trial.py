@@ -279,7 +279,13 @@ class Trial:
     def _rollout(self, record: dict[str, Any]) -> bool:
         """Score the EMA policy; return True when early stopping says stop."""
         policy = self.ema.averaged_model if self.ema is not None else self.policy
+        tty = sys.stdout.isatty()
+        if tty:
+            sys.stdout.write(f"\repoch {record['epoch']}: rollouts on {self.cfg.eval.n_test} test seeds ...")
+            sys.stdout.flush()
         metrics = rollout_metrics(policy, self.cfg, self.device)
+        if tty:
+            sys.stdout.write("\r\033[K")
         record.update(metrics)
         score = metrics["test_mean_score"]
         self.last_score = score
