@@ -266,15 +266,28 @@ class Trial:
         for i, batch in enumerate(self.val_loader):
             if i >= limit:
                 break
-            loss, metrics = self.policy.compute_loss(_to_device(batch, self.device), generator=gen)
+            batch = _to_device(batch, self.device)
+            loss, metrics = self.policy.compute_loss(batch, generator=gen)
             losses.append(float(loss))
             if "mse" in metrics:
                 mses.append(metrics["mse"])
+            if i == 0:
+                rmse = self._action_rmse(batch, gen)
         self.policy.train()
         out = {"val_loss": float(np.mean(losses)) if losses else None}
         if mses:
             out["val_mse"] = float(np.mean(mses))
+        if losses:
+            out["val_action_rmse"] = rmse
         return out
+
+    def _action_rmse(self, batch: dict[str, Any], gen: torch.Generator) -> float:
+        """World-unit RMSE of the sampled action chunk against the demonstration's (one batch)."""
+        n_obs, n_act = self.cfg.policy.n_obs_steps, self.cfg.policy.n_action_steps
+        obs = {"image": batch["obs"]["image"][:, :n_obs], "agent_pos": batch["obs"]["agent_pos"][:, :n_obs]}
+        pred = self.policy.predict_action(obs, generator=gen)  # (B, n_act, 2)
+        truth = batch["action"][:, n_obs - 1: n_obs - 1 + n_act]  # (B, n_act, 2)
+        return float(torch.sqrt(((pred - truth) ** 2).sum(-1).mean()))
 
     def _rollout(self, record: dict[str, Any]) -> bool:
         """Score the EMA policy; return True when early stopping says stop."""
@@ -365,6 +378,8 @@ def _epoch_line(record: dict[str, Any], total: int) -> str:
             f"train_loss {_fmt(record['train_loss'])} val_loss {_fmt(record['val_loss'])} ")
     if "train_mse" in record:
         line += f"train_mse {_fmt(record['train_mse'])} val_mse {_fmt(record.get('val_mse'))} "
+    if record.get("val_action_rmse") is not None:
+        line += f"val_action_rmse {record['val_action_rmse']:.1f} "
     line += f"lr {record['lr']:.2e}"
     if "test_mean_score" in record:
         line += (f" test_mean_score {record['test_mean_score']:.4f}"
