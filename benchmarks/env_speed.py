@@ -139,8 +139,9 @@ def main() -> None:
               "machine disturb the ratio little. The scorer renders only the observations "
               "the policy will see (the last n_obs_steps of each chunk). Worker scaling needs free "
               "cores: each worker is a fresh interpreter (about 0.2 s of CPU to start, visible in the "
-              "CPU column) and the episodes split evenly across workers, so wall time drops only when "
-              "the machine has idle cores; on a shared 2-core machine it cannot."]
+              "CPU column), the episodes split evenly across workers, and the calling process (policy "
+              "and batching) needs a core too, so on a 2-core machine 2 workers can give at most "
+              "about 1.3-1.5x on a run this short, and nothing when other jobs hold the cores."]
     write_section(lines)
     print("\n".join(lines))
 
