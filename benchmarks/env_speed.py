@@ -12,19 +12,17 @@ import argparse
 import math
 import os
 import platform
-import re
 import resource
 import time
-from pathlib import Path
 
 import numpy as np
 
 from imf.pusht.env import PushTEnv
+from results_file import write_section
 from imf.pusht.expert import run_expert_episode
 from imf.pusht.scorer import score_policy
 
 SECTION = "## PushT environment (benchmarks/env_speed.py)"
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
 
 def expert_action_sequences(seeds) -> list[tuple[int, np.ndarray]]:
@@ -88,14 +86,6 @@ def demos_per_minute(n: int = 10) -> float:
     return 60.0 * n / (time.perf_counter() - started)
 
 
-def write_section(lines: list[str]) -> None:
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    body = SECTION + "\n\n" + "\n".join(lines) + "\n"
-    pattern = re.compile(re.escape(SECTION) + r"\n.*?(?=\n## |\Z)", re.S)
-    text = pattern.sub(body.rstrip("\n"), text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + body
-    RESULTS.write_text(text if text.endswith("\n") else text + "\n")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--workers", default="1,2,4")
@@ -142,7 +132,7 @@ def main() -> None:
               "CPU column), the episodes split evenly across workers, and the calling process (policy "
               "and batching) needs a core too, so on a 2-core machine 2 workers can give at most "
               "about 1.3-1.5x on a run this short, and nothing when other jobs hold the cores."]
-    write_section(lines)
+    write_section(SECTION, lines)
     print("\n".join(lines))
 
 

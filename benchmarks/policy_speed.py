@@ -14,17 +14,16 @@ from __future__ import annotations
 import argparse
 import platform
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from imf.config import load_config
+from results_file import write_section
 from imf.data.normalizer import MinMaxNormalizer
 from imf.policy import ImfPolicy
 
 SECTION = "## Policy (benchmarks/policy_speed.py)"
-RESULTS = Path(__file__).parent / "RESULTS.md"
 
 
 def normalizer() -> MinMaxNormalizer:
@@ -157,18 +156,6 @@ def format_section(rows: list[dict], args) -> str:
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
-    old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
-    if SECTION in old:
-        head, rest = old.split(SECTION, 1)
-        nxt = rest.find("\n## ")
-        tail = rest[nxt + 1:] if nxt >= 0 else ""
-        new = head + text + ("\n" + tail if tail else "")
-    else:
-        new = old.rstrip("\n") + "\n\n" + text
-    RESULTS.write_text(new)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", default="128,256,384x6,12,18", help="n_emb list x n_layer list")
@@ -188,7 +175,7 @@ def main() -> None:
     text = format_section(rows, args)
     print(text)
     if not args.no_write:
-        write_section(text)
+        write_section(SECTION, text)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from _sweep_helpers import SSHD, fake_command, start_sshd  # noqa: E402
+from results_file import write_section  # noqa: E402
 
 from imf.scheduler.base import Job, scheduler_for  # noqa: E402
 from imf.scheduler.engine import Engine  # noqa: E402
@@ -120,18 +121,6 @@ def render(rows: list[dict], ssh_ms: float | None, unit: float) -> str:
     return "\n".join(lines)
 
 
-def write_section(text: str, path: Path = ROOT / "benchmarks" / "RESULTS.md") -> None:
-    old = path.read_text() if path.exists() else "# Benchmark results\n\n"
-    start = old.find(SECTION)
-    if start < 0:
-        new = old.rstrip("\n") + "\n\n" + text
-    else:
-        end = old.find("\n## ", start + len(SECTION))
-        rest = "" if end < 0 else "\n" + old[end + 1:]
-        new = old[:start] + text.rstrip("\n") + "\n" + rest
-    path.write_text(new)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--unit", type=float, default=0.25, help="seconds per epoch per cost unit")
@@ -144,7 +133,7 @@ def main() -> None:
     text = render(rows, ssh_ms, args.unit)
     print(text)
     if not args.no_write:
-        write_section(text)
+        write_section(SECTION, text)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from imf.config import load_config
-from imf.errors import CheckpointError, ConfigError
+from imf.errors import CheckpointError
 from imf.train.checkpoint import load_checkpoint
 from imf.train.trial import TrialOptions, run_trial
 

@@ -4,7 +4,6 @@ block split and sampler as iMF; only the tangent and the place of the stop-gradi
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from imf.objectives.base import (adaptive_loss, average_velocity_sampler, check_steps, expand,
                                  jvp, randn, sample_t_r)
