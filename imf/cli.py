@@ -232,10 +232,31 @@ def data_info(path: Path = typer.Argument(..., help="A replay-buffer zarr store 
 
 def main() -> None:
     try:
-        app()  # standalone: click prints usage errors itself and exits with 2
+        code = app(standalone_mode=False)
     except ImfError as exc:
         typer.echo(f"imf: error: {exc}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
         typer.echo("imf: interrupted", err=True)
         sys.exit(130)
+    except Exception as exc:
+        if not _is_usage_error(exc):
+            raise
+        sys.exit(_report_usage_error(exc))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _is_usage_error(exc: Exception) -> bool:
+    """Click's usage errors (bad option value, unknown command...), whichever click Typer ships."""
+    return hasattr(exc, "format_message") and hasattr(exc, "exit_code")
+
+
+def _report_usage_error(exc: Exception) -> int:
+    """One line on stderr instead of click's usage box; ``imf`` alone still shows the help."""
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        exc.show()
+        return 0
+    ctx = getattr(exc, "ctx", None)
+    hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    typer.echo(f"imf: error: {exc.format_message()}{hint}", err=True)
+    return int(exc.exit_code)

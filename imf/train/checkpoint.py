@@ -66,14 +66,24 @@ def load_checkpoint(path: Path | str) -> dict[str, Any]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - torch raises many kinds on a bad file
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CheckpointError(f"checkpoint {path} is not readable ({first[:160]})") from None
+        raise CheckpointError(f"checkpoint {path} is not readable: {_load_failure(exc)}") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise CheckpointError(f"checkpoint {path} is not an imf checkpoint (format {FORMAT} expected)")
     for key in ("config", "policy", "normalizer"):
         if key not in state:
             raise CheckpointError(f"checkpoint {path} has no '{key}' entry")
     return state
+
+
+def _load_failure(exc: Exception) -> str:
+    """A short reason for a failed ``torch.load``; torch's own messages run to paragraphs."""
+    text = str(exc)
+    if "zip archive" in text or "central directory" in text or "invalid load key" in text:
+        return "not a torch checkpoint file (or a truncated one)"
+    if "Weights only load failed" in text or "pickle" in text.lower():
+        return "not a checkpoint written by imf (it holds objects other than tensors and plain values)"
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return first[:160]
 
 
 # ------------------------------------------------------------------ RNG state
