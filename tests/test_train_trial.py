@@ -205,3 +205,19 @@ def test_cli_smoke_trial_then_eval_reproduces_the_logged_score(demo_cache, tmp_p
     result = json.loads(ev.stdout)
     assert result["test_mean_score"] == pytest.approx(logged_score, abs=1e-9)
     assert len(result["per_seed"]) == 4
+
+
+@pytest.mark.parametrize("content, reason", [
+    (b"plain text, not a checkpoint\n", "not a torch checkpoint file"),
+    (None, "not a checkpoint written by imf"),
+])
+def test_unreadable_checkpoint_reasons(tmp_path, content, reason):
+    path = tmp_path / "x.pt"
+    if content is None:
+        torch.save({"format": "imf-checkpoint-1", "obj": object}, path)  # a pickled class
+    else:
+        path.write_bytes(content)
+    before = path.read_bytes()
+    with pytest.raises(CheckpointError, match=reason):
+        load_checkpoint(path)
+    assert path.read_bytes() == before

@@ -78,7 +78,7 @@ def load_checkpoint(path: Path | str) -> dict[str, Any]:
 def _load_failure(exc: Exception) -> str:
     """A short reason for a failed ``torch.load``; torch's own messages run to paragraphs."""
     text = str(exc)
-    if "zip archive" in text or "central directory" in text or "invalid load key" in text:
+    if any(s in text for s in ("zip archive", "central directory", "invalid load key", "Unsupported operand")):
         return "not a torch checkpoint file (or a truncated one)"
     if "Weights only load failed" in text or "pickle" in text.lower():
         return "not a checkpoint written by imf (it holds objects other than tensors and plain values)"
