@@ -32,6 +32,21 @@ class Objective(Protocol):
                generator: torch.Generator | None = None) -> torch.Tensor: ...
 
 
+class ObjectiveBase:
+    """What every built-in objective shares: its config, and no v-head unless it says so."""
+
+    name = "base"
+    uses_v_head = False
+
+    def __init__(self, cfg) -> None:
+        self.cfg = cfg
+
+
+def interpolate(x: torch.Tensor, e: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """z_t = (1 - t) x + t e: data at t = 0, noise at t = 1."""
+    return (1 - expand(t)) * x + expand(t) * e  # (B, H, A)
+
+
 def randn(shape, like: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
     return torch.randn(shape, generator=generator, device=like.device, dtype=like.dtype)
 

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from imf.errors import ConfigError
-from imf.objectives.base import check_steps, expand, randn
+from imf.objectives.base import ObjectiveBase, check_steps, expand, randn
 
 
 def make_betas(schedule: str, n: int) -> torch.Tensor:
@@ -28,12 +28,11 @@ def make_betas(schedule: str, n: int) -> torch.Tensor:
         f"config key 'objective.ddpm_beta_schedule': got {schedule!r}, allowed: squaredcos_cap_v2, linear")
 
 
-class DdpmObjective:
+class DdpmObjective(ObjectiveBase):
     name = "ddpm"
-    uses_v_head = False
 
     def __init__(self, cfg) -> None:
-        self.cfg = cfg
+        super().__init__(cfg)
         self.n_train = cfg.ddpm_steps
         self.alpha_bar = torch.cumprod(1 - make_betas(cfg.ddpm_beta_schedule, self.n_train), 0)
 

@@ -6,22 +6,18 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from imf.objectives.base import check_steps, expand, logit_normal, randn
+from imf.objectives.base import ObjectiveBase, check_steps, interpolate, logit_normal, randn
 
 
-class FlowObjective:
+class FlowObjective(ObjectiveBase):
     name = "flow"
-    uses_v_head = False
-
-    def __init__(self, cfg) -> None:
-        self.cfg = cfg
 
     def loss(self, model, actions: torch.Tensor, cond: torch.Tensor,
              generator: torch.Generator | None = None):
         x = actions
         e = randn(x.shape, x, generator)
         t = logit_normal(x.shape[0], self.cfg.time_mu, self.cfg.time_sigma, x, generator)
-        z = (1 - expand(t)) * x + expand(t) * e  # (B, H, A)
+        z = interpolate(x, e, t)  # (B, H, A)
         pred = model(z, t, torch.zeros_like(t), cond)  # h = 0: the instantaneous velocity
         loss = F.mse_loss(pred, e - x)
         return loss, {"loss": loss.item(), "mse": loss.item()}

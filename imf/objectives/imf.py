@@ -16,15 +16,15 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from imf.objectives.base import (adaptive_loss, average_velocity_sampler, check_steps, expand,
-                                 jvp, randn, sample_t_r)
+from imf.objectives.base import (ObjectiveBase, adaptive_loss, average_velocity_sampler,
+                                 check_steps, expand, interpolate, jvp, randn, sample_t_r)
 
 
-class ImfObjective:
+class ImfObjective(ObjectiveBase):
     name = "imf"
 
     def __init__(self, cfg) -> None:
-        self.cfg = cfg
+        super().__init__(cfg)
         self.uses_v_head = cfg.tangent == "v_head"
 
     def loss(self, model, actions: torch.Tensor, cond: torch.Tensor,
@@ -32,7 +32,7 @@ class ImfObjective:
         x = actions
         e = randn(x.shape, x, generator)
         t, r, n_eq = sample_t_r(x.shape[0], self.cfg, x, generator)
-        z = (1 - expand(t)) * x + expand(t) * e  # (B, H, A)
+        z = interpolate(x, e, t)  # (B, H, A)
         v = e - x
         parts = _Parts()
         if n_eq > 0:

@@ -5,23 +5,19 @@ from __future__ import annotations
 
 import torch
 
-from imf.objectives.base import (adaptive_loss, average_velocity_sampler, check_steps, expand,
-                                 jvp, randn, sample_t_r)
+from imf.objectives.base import (ObjectiveBase, adaptive_loss, average_velocity_sampler,
+                                 check_steps, expand, interpolate, jvp, randn, sample_t_r)
 
 
-class MeanFlowObjective:
+class MeanFlowObjective(ObjectiveBase):
     name = "meanflow"
-    uses_v_head = False
-
-    def __init__(self, cfg) -> None:
-        self.cfg = cfg
 
     def loss(self, model, actions: torch.Tensor, cond: torch.Tensor,
              generator: torch.Generator | None = None):
         x = actions
         e = randn(x.shape, x, generator)
         t, r, n_eq = sample_t_r(x.shape[0], self.cfg, x, generator)
-        z = (1 - expand(t)) * x + expand(t) * e  # (B, H, A)
+        z = interpolate(x, e, t)  # (B, H, A)
         v = e - x
         errs = []
         if n_eq > 0:  # r = t: the target is v itself
