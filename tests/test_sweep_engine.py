@@ -269,3 +269,19 @@ def test_a_second_controller_on_the_same_sweep_is_refused(tmp_path, monkeypatch)
         with pytest.raises(SweepError, match="another controller"):
             resume_sweep(sdir.path, lambda s: None)
     assert sweep_json(sdir.path)["trials"][0]["state"] == "pending"
+
+
+def test_an_idle_queue_takes_waiting_work_from_a_busy_one(tmp_path, monkeypatch):
+    # The cost model puts e512-l40 alone on one queue and the three small trials on the other;
+    # the stand-in trials all take the same time, so the first queue idles unless it steals.
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.15"))
+    plan_queues = plan_sweep(request(tmp_path, grids=["64,512x1,40"]))
+    start_sweep(request(tmp_path, grids=["64,512x1,40"]), lambda line: None)
+    data = assert_finished(tmp_path / "t")
+    by_id = {t["id"]: t for t in data["trials"]}
+    big_queue = by_id["t-causal-e512-l40-s42"]["queue"]
+    on_big_queue = [tid for tid, t in by_id.items() if t["queue"] == big_queue]
+    assert len(on_big_queue) == 2, (on_big_queue, plan_queues)
+    log = (tmp_path / "t" / "sweep.log").read_text()
+    assert f"to idle {big_queue}" in log
+    assert all(t["attempts"] == 1 for t in data["trials"])  # moved, never run twice

@@ -123,6 +123,10 @@ class Engine:
             pending = self.state.pending_on(queue.name)
             if not busy and pending:
                 self._launch(pending[0], queue)
+            elif not busy:
+                stolen = self._steal_for(queue)
+                if stolen is not None:
+                    self._launch(stolen, queue)
         self.save()
         if all(t.state in FINAL for t in self.state.trials):
             return True
@@ -130,6 +134,27 @@ class Engine:
             raise SweepError(f"every queue is down ({'; '.join(q.reason for q in self.state.queues)}); "
                              f"fix them and continue with imf sweep --resume {self.sdir.path}")
         return False
+
+    def _steal_for(self, idle: QueueState) -> TrialState | None:
+        """An idle queue takes the last waiting trial of the busiest live queue when it would
+        finish it no later than that queue could (the plan's costs are only estimates)."""
+        best: tuple[float, TrialState] | None = None
+        for queue in self.state.live_queues():
+            waiting = self.state.pending_on(queue.name) if queue.name != idle.name else []
+            if not waiting:
+                continue
+            # The donor still has its running trial to finish: this is a lower bound of its wait.
+            donor_finish = sum(t.cost for t in waiting) / queue.speed
+            last = waiting[-1]
+            if last.cost / idle.speed <= donor_finish and (best is None or donor_finish > best[0]):
+                best = (donor_finish, last)
+        if best is None:
+            return None
+        trial = best[1]
+        self.log(f"moved {trial.id} from {trial.queue} to idle {idle.name}")
+        trial.queue = idle.name
+        trial.order = max([t.order for t in self.state.trials if t.queue == idle.name], default=0) + 1
+        return trial
 
     def _launch(self, trial: TrialState, queue: QueueState) -> None:
         trial.state, trial.reason = "starting", ""
