@@ -221,3 +221,11 @@ def test_unreadable_checkpoint_reasons(tmp_path, content, reason):
     with pytest.raises(CheckpointError, match=reason):
         load_checkpoint(path)
     assert path.read_bytes() == before
+
+
+def test_unknown_store_fails_before_training(tmp_path):
+    out = _imf("trial", "smoke", "--store", "sqlite", "--out", str(tmp_path / "x"), cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.strip() == ("imf: error: unknown store 'sqlite' in imf.stores; "
+                                  "installed: iteration-log, scoreboard")
+    assert not (tmp_path / "x").exists()

@@ -30,6 +30,7 @@ from imf.store import record_from_summary
 from imf.train import checkpoint as ckpt_io
 from imf.train.data import build_datasets, make_loader
 from imf.train.evaluate import rollout_metrics
+from imf.train.console import epoch_line, progress_bar
 from imf.train.runfiles import CONFIG_NAME, LOG_NAME, STDOUT_NAME, JsonLinesLog, Tee, write_summary
 from imf.train.state import restore_latest, save_epoch
 from imf.train.stopping import DivergenceDetector, EarlyStopper
@@ -104,6 +105,7 @@ class Trial:
     # ------------------------------------------------------------ public
 
     def run(self) -> dict[str, Any]:
+        self._check_plugins()  # bad names fail before anything is written or trained
         self._prepare_folder()
         self.out = Tee(self.run_dir / STDOUT_NAME) if not _stdout_is(self.run_dir / STDOUT_NAME) else None
         self.tracker = Tracker(self.say)
@@ -135,6 +137,12 @@ class Trial:
 
     # ------------------------------------------------------------ setup
 
+    def _check_plugins(self) -> None:
+        registry.check("imf.masks", self.cfg.policy.mask)
+        registry.check("imf.objectives", self.cfg.objective.name)
+        for store in self._store_names():
+            registry.check("imf.stores", store)
+
     def _prepare_folder(self) -> None:
         """Start a new run folder; an earlier attempt's files are moved aside, never lost."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -156,8 +164,6 @@ class Trial:
 
     def _setup(self) -> None:
         cfg, t = self.cfg, self.cfg.training
-        registry.check("imf.masks", cfg.policy.mask)
-        registry.check("imf.objectives", cfg.objective.name)
         seed_everything(t.seed)
         self.device = pick_device(t.device)
         self.say(f"trial {self.opts.trial_id}: device {self.device}, run folder {self.run_dir}")
@@ -212,7 +218,7 @@ class Trial:
             self.tracker.log({k: v for k, v in record.items() if k != "test_per_seed"}, self.global_step)
             self.epoch = epoch + 1
             self._save(record)
-            self.say(_epoch_line(record, t.num_epochs))
+            self.say(epoch_line(record, t.num_epochs))
             if stop:
                 self.status = "stopped_early"
                 self.say(f"early stop: {t.patience} rollouts without a new best")
@@ -248,7 +254,7 @@ class Trial:
             for key, metric in metrics.items():
                 sums[key] = sums.get(key, 0.0) + metric
             if tty:
-                _progress(epoch, i + 1, self.steps_per_epoch, value)
+                progress_bar(epoch, i + 1, self.steps_per_epoch, value)
         if tty:
             sys.stdout.write("\r\033[K")
         means = {f"train_{k}": v / len(losses) for k, v in sums.items() if k != "loss"}
@@ -342,9 +348,13 @@ class Trial:
         write_summary(self.run_dir, summary)
         return summary
 
-    def _record(self, summary: dict[str, Any]) -> None:
+    def _store_names(self) -> list[str]:
         names = self.opts.stores if self.opts.stores is not None else self.cfg.logging.stores
-        if not names or names == ["none"]:
+        return [] if not names or names == ["none"] else list(names)
+
+    def _record(self, summary: dict[str, Any]) -> None:
+        names = self._store_names()
+        if not names:
             return
         root = self.opts.store_root or self.run_dir.parent
         record = record_from_summary(summary, self.run_dir)
@@ -360,33 +370,6 @@ def _stdout_is(path: Path) -> bool:
         return path.exists() and os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(path))
     except (OSError, ValueError, AttributeError):
         return False
-
-
-def _progress(epoch: int, step: int, total: int, loss: float) -> None:
-    width = 24
-    filled = int(width * step / max(1, total))
-    sys.stdout.write(f"\repoch {epoch} [{'#' * filled}{'.' * (width - filled)}] {step}/{total} loss {loss:.4f}")
-    sys.stdout.flush()
-
-
-def _fmt(value: Any) -> str:
-    return "-" if value is None else f"{value:.4f}"
-
-
-def _epoch_line(record: dict[str, Any], total: int) -> str:
-    line = (f"epoch {record['epoch'] + 1}/{total} step {record['global_step']} "
-            f"train_loss {_fmt(record['train_loss'])} val_loss {_fmt(record['val_loss'])} ")
-    if "train_mse" in record:
-        line += f"train_mse {_fmt(record['train_mse'])} val_mse {_fmt(record.get('val_mse'))} "
-    if record.get("val_action_rmse") is not None:
-        line += f"val_action_rmse {record['val_action_rmse']:.1f} "
-    line += f"lr {record['lr']:.2e}"
-    if "test_mean_score" in record:
-        line += (f" test_mean_score {record['test_mean_score']:.4f}"
-                 f" success {record['test_success_rate']:.2f}")
-        if record.get("new_best"):
-            line += " (best)"
-    return line
 
 
 def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
