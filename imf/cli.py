@@ -11,6 +11,7 @@ from pathlib import Path
 import typer
 
 from imf import registry
+from imf.config import split_config_args
 from imf.errors import ImfError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -129,8 +130,8 @@ def sweep(
             sweep_lib.resume_sweep(resume, typer.echo, poll=poll, stall_timeout=stall_timeout,
                                    retries=retries, notify=notify)
             return
-        items = list(args or [])
-        config = items.pop(0) if items and "=" not in items[0] else sweep_lib.default_config(mask)
+        preset, items = split_config_args(list(args or []))
+        config = preset or sweep_lib.default_config(mask)
         request = sweep_lib.SweepRequest(
             config=config, grids=grid or [], queues=queue or [], hosts=str(hosts) if hosts else None,
             name=name, out=out, epochs=epochs, seed=seed, mask=mask, retries=retries,
@@ -239,6 +240,11 @@ def main() -> None:
     except KeyboardInterrupt:
         typer.echo("imf: interrupted", err=True)
         sys.exit(130)
+    except OSError as exc:  # a path the user gave cannot be read or written
+        if exc.filename is None:
+            raise
+        typer.echo(f"imf: error: {exc.strerror or exc}: {exc.filename}", err=True)
+        sys.exit(2)
     except Exception as exc:
         if not _is_usage_error(exc):
             raise

@@ -89,6 +89,7 @@ class TrainingConfig:
     ema_max: float = 0.9999
     rollout_every: int = 50
     checkpoint_topk: int = 5
+    checkpoint_every: int = 1  # epochs between latest.pt writes (rollout epochs always write)
     patience: int | None = None  # rollouts without a new best before stopping
     divergence_factor: float = 20.0  # loss above factor x running median -> diverged
     divergence_warmup_steps: int = 200
@@ -202,10 +203,20 @@ def _validate(cfg: Config) -> None:
         "policy.n_action_steps": p.n_action_steps, "training.num_epochs": cfg.training.num_epochs,
         "training.batch_size": cfg.training.batch_size, "objective.sample_steps": cfg.objective.sample_steps,
         "training.rollout_every": cfg.training.rollout_every,
+        "training.checkpoint_every": cfg.training.checkpoint_every,
     }
+    positive.update({"policy.action_dim": p.action_dim, "policy.crop_shape": p.crop_shape,
+                     "policy.num_keypoints": p.num_keypoints, "policy.image_feature_dim": p.image_feature_dim,
+                     "objective.ddpm_steps": cfg.objective.ddpm_steps})
     for key, value in positive.items():
         if value < 1:
             raise ConfigError(f"config key '{key}': must be >= 1, got {value}")
+    for key, value in (("policy.p_drop_attn", p.p_drop_attn), ("policy.p_drop_emb", p.p_drop_emb)):
+        if not 0.0 <= value < 1.0:
+            raise ConfigError(f"config key '{key}': a dropout probability in [0, 1), got {value}")
+    if cfg.objective.adaptive_c <= 0 and cfg.objective.adaptive_p != 0:  # w = 1 / (err^2 + c)^p
+        raise ConfigError(f"config key 'objective.adaptive_c': must be > 0 (or adaptive_p = 0), "
+                          f"got {cfg.objective.adaptive_c}")
     if p.n_emb % p.n_head:
         raise ConfigError(f"config key 'policy.n_head': {p.n_head} must divide policy.n_emb={p.n_emb}")
     if p.n_obs_steps - 1 + p.n_action_steps > p.horizon:

@@ -149,6 +149,7 @@ def _imf(*args: str, cwd: Path, **kw) -> subprocess.CompletedProcess:
 
 
 def test_cli_bad_inputs_are_one_line(tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
     for args, needle in [
         (["trial", "smoke", "policy.n_emd=3"], "unknown config key 'policy.n_emd'"),
         (["trial", "nosuchpreset"], "unknown preset 'nosuchpreset'"),
@@ -157,6 +158,7 @@ def test_cli_bad_inputs_are_one_line(tmp_path):
         (["trial", "--resume"], "--resume needs --out"),
         (["eval", str(tmp_path / "x.pt")], "does not exist"),
         (["eval", "--best", str(tmp_path)], "no scoreboard.json"),
+        (["trial", "smoke", "--out", str(tmp_path / "a-file" / "run")], "Not a directory"),
     ]:
         out = _imf(*args, cwd=tmp_path)
         assert out.returncode == 2, (args, out.stderr)
@@ -166,8 +168,10 @@ def test_cli_bad_inputs_are_one_line(tmp_path):
 
 @pytest.mark.slow
 def test_resume_after_kill_reproduces_the_uninterrupted_logs(demo_cache, tmp_path):
-    args = ["trial", "smoke", *TINY, f"data.cache_dir={demo_cache}", "training.num_epochs=4",
-            "training.rollout_every=2", "--store", "none"]
+    # latest.pt is written at the rollout epochs 1 and 3 (checkpoint_every 5): a kill after the
+    # third log line makes the resume drop and redo the epochs after the checkpoint.
+    args = ["trial", "smoke", *TINY, f"data.cache_dir={demo_cache}", "training.num_epochs=5",
+            "training.rollout_every=2", "training.checkpoint_every=5", "--store", "none"]
     straight = _imf(*args, "--out", str(tmp_path / "straight"), cwd=tmp_path)
     assert straight.returncode == 0, straight.stderr
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -176,13 +180,14 @@ def test_resume_after_kill_reproduces_the_uninterrupted_logs(demo_cache, tmp_pat
     log = tmp_path / "crash" / "logs.json.txt"
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None:
-        if log.exists() and len(log.read_text().splitlines()) >= 2:
+        if log.exists() and len(log.read_text().splitlines()) >= 3:
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     resumed = _imf("trial", "--resume", "--out", str(tmp_path / "crash"), "--store", "none", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
+    assert "resume: continuing at epoch" in resumed.stdout
 
     def strip(path):
         rows = [json.loads(line) for line in path.read_text().splitlines()]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from imf.store import atomic_write_json
+from imf.store.runs import read_log
 
 LOG_NAME = "logs.json.txt"
 STDOUT_NAME = "stdout.log"
@@ -43,17 +44,7 @@ class JsonLinesLog:
 
     def read(self) -> list[dict[str, Any]]:
         """Every complete line; a truncated or garbled line (a crash mid-write) is skipped."""
-        if not self.path.exists():
-            return []
-        rows = []
-        for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(row, dict):
-                rows.append(row)
-        return rows
+        return read_log(self.path).rows if self.path.exists() else []
 
     def truncate_after(self, epoch: int) -> int:
         """Drop lines of epochs after ``epoch`` (work a crash lost); return how many."""
@@ -87,13 +78,3 @@ class Tee:
 
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> None:
     atomic_write_json(run_dir / SUMMARY_NAME, summary)
-
-
-def read_summary(run_dir: Path) -> dict[str, Any] | None:
-    path = run_dir / SUMMARY_NAME
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError:
-        return None

@@ -12,7 +12,9 @@ def trial_state(trial: Any, record: dict[str, Any]) -> dict[str, Any]:
         "config": trial.cfg.to_dict(), "normalizer": trial.policy.normalizer.state_dict(),
         "policy": trial.policy.state_dict(),
         "ema": trial.ema.averaged_model.state_dict() if trial.ema is not None else None,
-        "ema_state": trial.ema.state_dict() if trial.ema is not None else None,
+        # The averaged weights are stored once, under "ema"; this keeps only its counters.
+        "ema_state": ({k: v for k, v in trial.ema.state_dict().items() if k != "averaged_model"}
+                      if trial.ema is not None else None),
         "optimizer": trial.optimizer.state_dict(), "lr_schedule": trial.lr_schedule.state_dict(),
         "epoch": record["epoch"], "global_step": trial.global_step,
         "scores": {"test_mean_score": record.get("test_mean_score"),
@@ -41,7 +43,7 @@ def restore_latest(trial: Any) -> None:
     state = ckpt_io.load_checkpoint(trial.run_dir / "checkpoints" / "latest.pt")
     trial.policy.load_state_dict(state["policy"])
     if trial.ema is not None and state.get("ema_state"):
-        trial.ema.load_state_dict(state["ema_state"])
+        trial.ema.load_state_dict({**state["ema_state"], "averaged_model": state["ema"]})
     trial.optimizer.load_state_dict(state["optimizer"])
     trial.lr_schedule.load_state_dict(state["lr_schedule"])
     trial.epoch, trial.global_step = state["epoch"] + 1, state["global_step"]

@@ -99,7 +99,6 @@ class Trial:
         self.last_score: float | None = None
         self.status = "running"
         self.reason = ""
-        self.warm_report: Any = None
         self.started = _now()
 
     # ------------------------------------------------------------ public
@@ -111,6 +110,19 @@ class Trial:
         self.tracker = Tracker(self.say)
         self.t0 = time.time()
         try:
+            self._train_and_score()
+            summary = self._write_summary(finished=True)
+            self._record(summary)
+            self.say(f"trial {self.opts.trial_id}: {self.status}"
+                     + (f", best test_mean_score {self.best[0]:.4f} at epoch {self.best[1]}" if self.best else "")
+                     + f" ({self.run_dir})")
+            return summary
+        finally:
+            if self.out:
+                self.out.close()
+
+    def _train_and_score(self) -> None:
+        try:
             self._setup()
             self.tracker.start(self.cfg, self.opts.trial_id, self.run_dir)
             self._loop()
@@ -120,14 +132,6 @@ class Trial:
             raise
         finally:
             self.tracker.finish()
-        summary = self._write_summary(finished=True)
-        self._record(summary)
-        self.say(f"trial {self.opts.trial_id}: {self.status}"
-                 + (f", best test_mean_score {self.best[0]:.4f} at epoch {self.best[1]}" if self.best else "")
-                 + f" ({self.run_dir})")
-        if self.out:
-            self.out.close()
-        return summary
 
     def say(self, text: str) -> None:
         if self.out:
@@ -167,7 +171,7 @@ class Trial:
         seed_everything(t.seed)
         self.device = pick_device(t.device)
         self.say(f"trial {self.opts.trial_id}: device {self.device}, run folder {self.run_dir}")
-        train_ds, val_ds, normalizer, self.data_path = build_datasets(cfg, self.say)
+        train_ds, val_ds, normalizer, _ = build_datasets(cfg, self.say)
         init = ckpt_io.load_checkpoint(self.opts.init_from) if self.opts.init_from else None
         if init is not None:
             ckpt_io.check_compatible(init, cfg.policy, self.opts.init_from)
@@ -176,8 +180,8 @@ class Trial:
         self.policy = ImfPolicy(cfg, normalizer).to(self.device)
         if init is not None:
             weights = init.get("ema") or init["policy"]
-            self.warm_report = load_weights_partial(self.policy, weights)
-            self.say(ckpt_io.warm_start_line(self.warm_report, self.opts.init_from))
+            report = load_weights_partial(self.policy, weights)
+            self.say(ckpt_io.warm_start_line(report, self.opts.init_from))
         self.ema = EMAModel(self.policy, power=t.ema_power, max_value=t.ema_max) if t.use_ema else None
         self.optimizer = torch.optim.AdamW(self.policy.optimizer_groups(t), lr=t.lr, betas=tuple(t.betas))
         self.shuffle = torch.Generator()
@@ -238,7 +242,7 @@ class Trial:
             batch = _to_device(batch, self.device)
             with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.autocast):
                 loss, metrics = self.policy.compute_loss(batch)
-            value = float(loss.detach())
+            value = metrics["loss"] if "loss" in metrics else float(loss.detach())  # already synced
             if self.divergence.update(value):
                 self.status, self.reason = "diverged", self.divergence.reason or "loss diverged"
                 return None
@@ -317,7 +321,12 @@ class Trial:
     # ------------------------------------------------------------ state
 
     def _save(self, record: dict[str, Any]) -> None:
-        save_epoch(self, record)
+        """latest.pt every ``checkpoint_every`` epochs, at rollouts (best and top-k copy it) and
+        at the last epoch; a resume redoes the epochs after it."""
+        t = self.cfg.training
+        if ((record["epoch"] + 1) % t.checkpoint_every == 0 or "test_mean_score" in record
+                or record["epoch"] == t.num_epochs - 1):
+            save_epoch(self, record)
         self._write_summary(finished=False)
 
     def elapsed(self) -> float:
