@@ -17,8 +17,8 @@ import numpy as np
 from imf.errors import ReportError
 from imf.store.base import now_iso
 from imf.store.files import atomic_write_bytes, atomic_write_json, atomic_write_text
-from imf.store.runs import (HYDRA_CONFIG, LOGS, SUMMARY, find_run_dirs, is_run_dir, model_size,
-                            read_json_object, read_log, read_sweep_trials, summarize_log)
+from imf.store.runs import (HYDRA_CONFIG, LOGS, SUMMARY, find_run_dirs, first_number, is_run_dir,
+                            model_size, read_json_object, read_log, read_sweep_trials, summarize_log)
 from imf.store.scoreboard import ScoreboardStore
 
 METRIC = "test_mean_score"
@@ -112,20 +112,18 @@ def _fill_scores(row: TrialRow, rows: list[dict[str, Any]], summary: dict[str, A
     row.final_epoch = done if log.final_epoch is None else log.final_epoch
     row.best_score, row.best_epoch = log.best_score, log.best_epoch
     row.success_rate = log.success_rate
-    if row.best_score is None and isinstance(summary.get("best_score"), (int, float)):
+    if row.best_score is None and first_number(summary, ("best_score",)) is not None:
         row.best_score, row.best_epoch = float(summary["best_score"]), summary.get("best_epoch")
-    if row.success_rate is None and isinstance(summary.get("best_success_rate"), (int, float)):
-        row.success_rate = float(summary["best_success_rate"])
+    if row.success_rate is None:
+        row.success_rate = first_number(summary, ("best_success_rate",))
 
 
 def _from_scoreboard(record: dict[str, Any], sweep: dict[str, dict[str, Any]]) -> TrialRow:
-    config = record.get("config") or {}
-    score = record.get("score")
+    config = record.get("config") if isinstance(record.get("config"), dict) else {}
     return TrialRow(id=record["id"], run_dir=record.get("run_dir"), source="scoreboard",
                     status=str(record.get("status") or "unknown"),
                     n_emb=config.get("n_emb"), n_layer=config.get("n_layer"),
-                    final_epoch=record.get("epochs"),
-                    best_score=float(score) if isinstance(score, (int, float)) else None,
+                    final_epoch=record.get("epochs"), best_score=first_number(record, ("score",)),
                     queue=sweep.get(record["id"], {}).get("queue"), note=record.get("note") or "")
 
 

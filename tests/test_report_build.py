@@ -106,6 +106,19 @@ def test_sweep_state_and_scoreboard_fill_gaps(tmp_path):
     assert (remote.source, remote.best_score, remote.final_epoch, remote.rank) == ("scoreboard", 0.7, 9, 1)
 
 
+def test_odd_scoreboard_records_and_summary_values_are_tolerated(tmp_path):
+    make_run(tmp_path, "a", [0.5], status=None, success=False)
+    (tmp_path / "a" / "summary.json").write_text(json.dumps(
+        {"id": "a", "status": "completed", "best_score": 0.5, "best_success_rate": True}))
+    (tmp_path / "scoreboard.json").write_text(json.dumps({"trials": [
+        {"id": "z", "score": 0.9, "config": "n_emb=64"}, {"id": "y", "score": True, "config": [1]},
+        {"id": "x", "score": "high"}]}))
+    by_id = {t.id: t for t in build_report([tmp_path]).trials}
+    assert (by_id["z"].best_score, by_id["z"].n_emb, by_id["z"].rank) == (0.9, None, 1)
+    assert by_id["y"].best_score is None and by_id["x"].best_score is None
+    assert by_id["a"].success_rate is None  # a bool in the summary is no success rate
+
+
 def test_corrupt_scoreboard_is_an_error(tmp_path):
     make_run(tmp_path, "a", [0.5])
     (tmp_path / "scoreboard.json").write_text("{not json")

@@ -285,3 +285,51 @@ def test_an_idle_queue_takes_waiting_work_from_a_busy_one(tmp_path, monkeypatch)
     log = (tmp_path / "t" / "sweep.log").read_text()
     assert f"to idle {big_queue}" in log
     assert all(t["attempts"] == 1 for t in data["trials"])  # moved, never run twice
+
+
+@pytest.mark.parametrize("corrupt, words", [
+    (lambda f: f.write_bytes(b"\xff\xfe"), "unreadable sweep state"),
+    (lambda f: f.write_text(f.read_text().replace('"queue": "local:cpu"', '"queue": "gone"')),
+     "on queue 'gone', which the sweep does not have"),
+])
+def test_a_corrupt_sweep_json_is_one_error_line_for_status_and_resume(tmp_path, corrupt, words):
+    sdir, state, _ = plan_sweep(request(tmp_path, grids=["64x1"], queues=["local:cpu"]))
+    sdir.save(state)
+    corrupt(sdir.state_file)
+    for args in (["status", str(sdir.path)], ["sweep", "--resume", str(sdir.path)]):
+        proc = subprocess.run([sys.executable, "-m", "imf", *args], capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.stderr.startswith("imf: error: ") and words in proc.stderr
+
+
+def test_bad_resume_and_watch_values_are_errors_not_ignored(tmp_path):
+    from imf.errors import SweepError
+    from imf.scheduler.status import watch
+    sdir, state, _ = plan_sweep(request(tmp_path, grids=["64x1"], queues=["local:cpu"]))
+    sdir.save(state)
+    for kwargs in ({"poll": 0}, {"stall_timeout": 0.0}, {"retries": -1}):
+        with pytest.raises(SweepError, match="must be a finite number"):
+            resume_sweep(sdir.path, lambda s: None, **kwargs)
+    for interval in (0, -1, float("nan")):
+        with pytest.raises(SweepError, match="--interval"):
+            watch(sdir.path, interval, lambda s: None, sleep=lambda s: None, clear=False)
+    assert sweep_json(sdir.path)["status"] == "planned"
+
+
+def test_a_sweep_whose_config_file_is_gone_stops_cleanly_and_can_resume(tmp_path, monkeypatch):
+    from imf.errors import SweepError
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.01"))
+    config = tmp_path / "mine.yaml"
+    config.write_text("base: smoke\n")
+    sdir, state, _ = plan_sweep(request(tmp_path, config=str(config), grids=["64x1"], queues=["local:cpu"]))
+    state.config = str(config)
+    sdir.save(state)
+    config.unlink()
+    with pytest.raises(SweepError, match="cannot read the sweep's config"):
+        resume_sweep(sdir.path, lambda s: None)
+    data = sweep_json(sdir.path)
+    assert data["status"] == "stopped" and data["trials"][0]["state"] == "pending"
+    config.write_text("base: smoke\n")
+    resume_sweep(sdir.path, lambda s: None)
+    assert_finished(sdir.path, n=1)

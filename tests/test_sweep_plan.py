@@ -111,6 +111,16 @@ def test_dry_run_text_names_queues_order_and_finish(tmp_path):
     (["--queue", "slurm://c/gpu:0"], "unknown scheduler 'slurm'"),
     (["--mask", "diagonal"], "unknown mask 'diagonal'"),
     (["logging.stores=[nostore]"], "unknown store 'nostore'"),
+    (["--grid", "policy.mask=causal,nope"], "unknown mask 'nope'"),
+    (["objective.name=nope"], "unknown objective 'nope'"),
+    (["--grid", "policy.n_emb=a,b"], "expected an integer, got 'a'"),
+    (["--poll", "0"], "--poll: must be"),
+    (["--poll", "nan"], "--poll: must be"),
+    (["--stall-timeout", "0"], "--stall-timeout: must be"),
+    (["--retries", "-1"], "--retries: must be"),
+    (["--epochs", "0"], "training.num_epochs"),
+    (["--name", ""], "--name ''"),
+    (["--queue", "local:cpu?speed=nan"], "speed must be a finite number > 0"),
 ])
 def test_bad_input_fails_before_anything_starts_with_one_line(tmp_path, args, words):
     cmd = [sys.executable, "-m", "imf", "sweep", "smoke", "--out", str(tmp_path / "runs"),
@@ -121,6 +131,19 @@ def test_bad_input_fails_before_anything_starts_with_one_line(tmp_path, args, wo
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("imf: error: ") and words in lines[0]
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"\xff\xfe", "cannot read it"),
+    (b"hosts:\n  box: {speed: fast}\nqueues: ['ssh://box/gpu:0']\n", "speed must be a number, got 'fast'"),
+    (b"defaults: {speed: .inf}\nqueues: [local:cpu]\n", "speed must be a finite number > 0"),
+    (None, "cannot read it"),  # a folder
+])
+def test_unusable_hosts_files_are_sweep_errors(tmp_path, content, words):
+    hosts = tmp_path / "hosts.yaml"
+    hosts.mkdir() if content is None else hosts.write_bytes(content)
+    with pytest.raises(SweepError, match=words):
+        resolve_queues([], load_hosts(hosts))
 
 
 def test_render_plan_with_unequal_speeds():
@@ -154,8 +177,6 @@ def test_dry_run_from_the_command_line_prints_the_plan_and_writes_nothing(tmp_pa
 
 
 def test_mask_full_without_config_uses_the_full_attention_preset(tmp_path):
-    import subprocess
-    import sys
     out = subprocess.run([sys.executable, "-m", "imf", "sweep", "--mask", "full", "--grid", "128x6",
                           "--dry-run", "--out", str(tmp_path)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

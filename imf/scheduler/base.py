@@ -68,10 +68,6 @@ class Scheduler(ABC):
     def from_spec(cls, spec: str, options: dict[str, Any] | None = None) -> "Scheduler":
         return cls(spec, options)
 
-    @property
-    def speed(self) -> float:
-        return float(self.options.get("speed", 1.0))
-
     def check(self) -> None:
         """Raise QueueError when the slot cannot run jobs now (host unreachable, ...)."""
 
@@ -98,10 +94,6 @@ class Scheduler(ABC):
         """Find a job started by an earlier controller: by its folder, pid and start time."""
         return self.poll(handle, 0)
 
-    def tail(self, handle: dict[str, Any], lines: int = 20) -> str:
-        """The last lines of the job's stdout.log (for failure messages)."""
-        return ""
-
     def close(self) -> None:
         """Release connections."""
 
@@ -119,7 +111,3 @@ def scheduler_for(spec: str, options: dict[str, Any] | None = None) -> Scheduler
     """The scheduler of ``spec``'s scheme, from the plugin registry (one-line error if unknown)."""
     cls = registry.get(GROUP, scheme_of(spec))
     return cls.from_spec(spec, options)
-
-
-def tail_text(text: str, lines: int = 20) -> str:
-    return "\n".join(text.splitlines()[-lines:])

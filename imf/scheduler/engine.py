@@ -21,10 +21,11 @@ from typing import Any, Callable, Iterator
 from filelock import FileLock, Timeout
 
 from imf.errors import ImfError, QueueError, SweepError
-from imf.scheduler.base import Job, JobStatus, Scheduler, scheduler_for, tail_text
+from imf.scheduler.base import Job, JobStatus, Scheduler, scheduler_for
 from imf.scheduler.finish import notify, read_summary, record_trial, write_report
 from imf.scheduler.plan import assign
 from imf.scheduler.state import ACTIVE, FINAL, QueueState, SweepDir, SweepState, TrialState, now_iso
+from imf.store.runs import row_score
 
 DOWN_AFTER = 3  # consecutive failed contacts with a queue's machine before it is marked down
 GOOD_ENDS = ("completed", "stopped_early", "diverged")
@@ -59,12 +60,11 @@ class Engine:
 
     def job(self, trial: TrialState) -> Job:
         s = self.state
-        config_text = Path(s.config).read_text() if Path(s.config).suffix in (".yaml", ".yml") else None
         argv = [*s.trial_command, "{config}", "--id", trial.id, "--out", "{run_dir}",
                 "--seed", str(trial.seed), "--store", "none", "--epochs", str(trial.epochs),
                 f"sweep.name={s.name}",  # the SwanLab group of every trial of this sweep
                 *s.overrides, *trial.overrides]
-        return Job(trial.id, s.name, self.sdir.trial_dir(trial.id), argv, s.config, config_text)
+        return Job(trial.id, s.name, self.sdir.trial_dir(trial.id), argv, s.config, s.config_text())
 
     @contextmanager
     def _controller(self) -> Iterator[None]:
@@ -119,14 +119,12 @@ class Engine:
         for trial in [t for t in self.state.trials if t.state == "running"]:
             self._watch(trial)
         for queue in self.state.live_queues():
-            busy = any(t.queue == queue.name and t.state in ACTIVE for t in self.state.trials)
+            if any(t.queue == queue.name and t.state in ACTIVE for t in self.state.trials):
+                continue
             pending = self.state.pending_on(queue.name)
-            if not busy and pending:
-                self._launch(pending[0], queue)
-            elif not busy:
-                stolen = self._steal_for(queue)
-                if stolen is not None:
-                    self._launch(stolen, queue)
+            trial = pending[0] if pending else self._steal_for(queue)
+            if trial is not None:
+                self._launch(trial, queue)
         self.save()
         if all(t.state in FINAL for t in self.state.trials):
             return True
@@ -157,11 +155,12 @@ class Engine:
         return trial
 
     def _launch(self, trial: TrialState, queue: QueueState) -> None:
+        job = self.job(trial)
         trial.state, trial.reason = "starting", ""
         trial.attempts += 1
         self.save()  # before the process exists: a resume then looks before starting again
         try:
-            handle = self.scheduler(queue.name).start(self.job(trial))
+            handle = self.scheduler(queue.name).start(job)
         except QueueError as exc:
             trial.state = "pending"
             trial.attempts -= 1
@@ -209,10 +208,10 @@ class Engine:
             if not isinstance(record, dict):
                 continue
             trial.epoch += "epoch" in record
-            score = record.get("test_mean_score", record.get("test/mean_score"))
-            if isinstance(score, (int, float)) and not isinstance(score, bool):
-                trial.last_score = float(score)
-                trial.best_score = max(trial.best_score or float("-inf"), float(score))
+            score = row_score(record)
+            if score is not None:
+                trial.last_score = score
+                trial.best_score = max(trial.best_score or float("-inf"), score)
         trial.log_offset += len(complete.encode())
         if trial.started_unix:
             trial.elapsed_s = round(time.time() - trial.started_unix, 1)
@@ -386,5 +385,5 @@ def _tail(path: Path, lines: int = 3) -> str:
         text = path.read_text(errors="replace")[-4000:]
     except OSError:
         return ""
-    return " | ".join(line.strip() for line in tail_text(text, lines).splitlines() if line.strip())
+    return " | ".join(line.strip() for line in text.splitlines()[-lines:] if line.strip())
 

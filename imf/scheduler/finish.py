@@ -6,7 +6,6 @@ written) here, so stores and the report see its final status.
 """
 from __future__ import annotations
 
-import json
 import shlex
 import subprocess
 from pathlib import Path
@@ -14,15 +13,16 @@ from typing import Any
 
 from imf import registry
 from imf.errors import ImfError
-from imf.scheduler.state import SweepState, TrialState, atomic_write_json, now_iso
+from imf.scheduler.state import SweepState, TrialState, now_iso
+from imf.store.files import atomic_write_json
+from imf.store.runs import SUMMARY, read_json_object
 
 
 def read_summary(run_dir: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads((run_dir / "summary.json").read_text())
-    except (OSError, ValueError):
+        return read_json_object(run_dir / SUMMARY)
+    except ValueError:
         return None
-    return data if isinstance(data, dict) else None
 
 
 def _synthesized(trial: TrialState, state: SweepState) -> dict[str, Any]:
@@ -45,7 +45,7 @@ def final_summary(trial: TrialState, state: SweepState, run_dir: Path) -> dict[s
         summary.update(status=trial.state, finished=trial.finished or now_iso(),
                        note=summary.get("note") or trial.reason)
         run_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(run_dir / "summary.json", summary)
+        atomic_write_json(run_dir / SUMMARY, summary)
     return summary or _synthesized(trial, state)
 
 

@@ -109,7 +109,7 @@ def build_trials(name: str, config: str, grids: list[str], overrides: list[str],
     if not NAME_RE.match(name):
         raise SweepError(f"--name '{name}': use letters, digits, '.', '_' and '-' (a folder name)")
     base = list(overrides) + ([f"policy.mask={mask}"] if mask else [])
-    base += [f"training.num_epochs={epochs}"] if epochs else []
+    base += [f"training.num_epochs={epochs}"] if epochs is not None else []
     trials: list[TrialPlan] = []
     for point in trial_points(parse_grids(grids)):
         own = [f"{k}={v}" for k, v in point.items() if k not in SEED_KEYS]

@@ -11,6 +11,7 @@ planner). A hosts YAML gives per-host options and may list the queues::
 """
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -54,9 +55,11 @@ def load_hosts(path: str | Path | None) -> dict[str, Any]:
     if not path:
         return {"defaults": {}, "hosts": {}, "queues": []}
     try:
-        data = yaml.safe_load(Path(path).read_text()) or {}
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
         raise SweepError(f"--hosts {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SweepError(f"--hosts {path}: cannot read it ({exc})") from None
     except yaml.YAMLError as exc:
         raise SweepError(f"--hosts {path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict):
@@ -91,13 +94,18 @@ def _split_speed(entry: Any) -> tuple[str, float | None]:
             raise QueueError(f"queue spec '{entry}': the only option after '?' is speed=FACTOR")
     if not isinstance(spec, str) or not spec.strip():
         raise QueueError(f"queue entry {entry!r}: expected a spec such as local:0 or ssh://host/gpu:0")
+    return spec.strip(), None if speed is None else _speed(speed, f"queue spec '{entry}'")
+
+
+def _speed(value: Any, where: str) -> float:
+    """A relative speed: a finite number > 0."""
     try:
-        value = None if speed is None else float(speed)
-    except ValueError:
-        raise QueueError(f"queue spec '{entry}': speed must be a number, got {speed!r}") from None
-    if value is not None and value <= 0:
-        raise QueueError(f"queue spec '{entry}': speed must be > 0")
-    return spec.strip(), value
+        speed = float(value)
+    except (TypeError, ValueError):
+        raise QueueError(f"{where}: speed must be a number, got {value!r}") from None
+    if not 0 < speed < math.inf:
+        raise QueueError(f"{where}: speed must be a finite number > 0, got {value!r}")
+    return speed
 
 
 def host_options(spec: str, hosts: dict[str, Any]) -> dict[str, Any]:
@@ -119,8 +127,8 @@ def resolve_queues(specs: list[Any], hosts: dict[str, Any]) -> list[QueueState]:
         options = host_options(spec, hosts)
         if spec == "local:cpu":
             options.setdefault("threads", max(1, (os.cpu_count() or 1) // max(1, n_cpu)))
-        speed = speed if speed is not None else float(options.pop("speed", 1.0))
-        options.pop("speed", None)
+        host_speed = options.pop("speed", 1.0)
+        speed = speed if speed is not None else _speed(host_speed, f"--hosts options of '{spec}'")
         scheduler_for(spec, options)  # raises for an unknown scheme or a malformed spec
         names = [q.name for q in queues]
         name = spec if spec not in names else f"{spec}#{sum(n.split('#')[0] == spec for n in names) + 1}"

@@ -78,10 +78,6 @@ cd "$d" || exit 3
 for f in "$@"; do [ -f "$f" ] && printf '%s\n' "$f"; done | tar cf - -T -
 '''
 
-# args: DIR LINES
-TAIL = _CD + r'''cd "$d" 2>/dev/null && tail -n "$2" stdout.log 2>/dev/null; exit 0
-'''
-
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -163,13 +159,6 @@ class ShellScheduler(Scheduler):
     def stop(self, handle: dict[str, Any]) -> None:
         self._sh(STOP, [handle["dir"], str(int(self.stop_grace_s * 10))],
                  timeout=self.stop_grace_s + 30)
-
-    def tail(self, handle: dict[str, Any], lines: int = 20) -> str:
-        try:
-            _, out, _ = self._sh(TAIL, [handle["dir"], str(lines)])
-        except QueueError:
-            return ""
-        return out.decode(errors="replace")
 
     def pack(self, handle: dict[str, Any], files: list[str]) -> None:
         """Copy ``files`` (relative to the job's folder) home into its local folder."""

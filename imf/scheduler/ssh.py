@@ -12,7 +12,6 @@ Every remote argument is shell-quoted; the job starts detached and survives the 
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -24,6 +23,7 @@ from typing import Any
 from imf.errors import QueueError
 from imf.scheduler.base import Job
 from imf.scheduler.shell import ShellScheduler
+from imf.store.runs import SUMMARY, read_json_object
 
 SPEC_RE = re.compile(r"^ssh://(?:(?P<user>[^@/\s]+)@)?(?P<host>[^:/@\s]+)(?::(?P<port>\d+))?"
                      r"/(?P<device>gpu:\d+|cpu)$")
@@ -99,8 +99,7 @@ class SshScheduler(ShellScheduler):
         return self._ssh(remote, timeout, data)
 
     def check(self) -> None:
-        rc, out, err = self._sh(CHECK,
-                                [self.python], timeout=30)
+        rc, out, err = self._sh(CHECK, [self.python], timeout=30)
         if rc == 7:
             raise QueueError(f"queue '{self.spec}': python '{self.python}' not found on {self.host} "
                              f"(set 'python' for this host in the hosts file)")
@@ -152,10 +151,10 @@ class SshScheduler(ShellScheduler):
 
     def fetch(self, handle: dict[str, Any]) -> None:
         self.pack(handle, list(FETCH_FILES))
-        summary = Path(handle["local_dir"]) / "summary.json"
         try:
-            best = (json.loads(summary.read_text()).get("checkpoints") or {}).get("best")
-        except (OSError, ValueError, AttributeError):
+            summary = read_json_object(Path(handle["local_dir"]) / SUMMARY)
+            best = (summary.get("checkpoints") or {}).get("best")
+        except (ValueError, AttributeError):
             best = None
         if best and not Path(best).is_absolute() and best not in FETCH_FILES and ".." not in best:
             self.pack(handle, [best])

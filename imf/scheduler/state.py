@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from imf.errors import SweepError
+from imf.store.files import atomic_write_json
 
 VERSION = 1
 FINAL = ("completed", "stopped_early", "diverged", "failed", "stalled")
@@ -23,22 +22,6 @@ ACTIVE = ("starting", "running")
 
 def now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 @dataclass
@@ -107,6 +90,15 @@ class SweepState:
         data["trials"] = [TrialState(**t) for t in data.get("trials", [])]
         return cls(**data)
 
+    def config_text(self) -> str | None:
+        """The text of the sweep's resolved config file; None when ``config`` is a preset name."""
+        if Path(self.config).suffix not in (".yaml", ".yml"):
+            return None
+        try:
+            return Path(self.config).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SweepError(f"cannot read the sweep's config {self.config} ({exc})") from None
+
     def trial(self, tid: str) -> TrialState:
         return next(t for t in self.trials if t.id == tid)
 
@@ -139,14 +131,18 @@ class SweepDir:
 
     def load(self) -> SweepState:
         try:
-            data = json.loads(self.state_file.read_text())
-            state = SweepState.from_dict(data)
+            state = SweepState.from_dict(json.loads(self.state_file.read_text(encoding="utf-8")))
         except FileNotFoundError:
             raise SweepError(f"{self.path}: no sweep.json here (is it a sweep folder?)") from None
-        except (json.JSONDecodeError, TypeError, KeyError) as exc:
+        except (OSError, ValueError, TypeError, KeyError) as exc:  # ValueError: JSON, UTF-8
             raise SweepError(f"{self.state_file}: unreadable sweep state ({exc})") from None
         if state.version != VERSION:
             raise SweepError(f"{self.state_file}: state version {state.version}, this imf reads {VERSION}")
+        queues = {q.name for q in state.queues}
+        lost = next((t for t in state.trials if t.queue not in queues), None)
+        if lost is not None:
+            raise SweepError(f"{self.state_file}: trial {lost.id} is on queue '{lost.queue}', "
+                             f"which the sweep does not have")
         return state
 
     def save(self, state: SweepState) -> None:

@@ -1,6 +1,7 @@
 """``imf status``: a table of a sweep's trials from its sweep.json (no controller needed)."""
 from __future__ import annotations
 
+import math
 import os
 import socket
 import time
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from imf.errors import SweepError
-from imf.scheduler.state import FINAL, SweepDir, SweepState, TrialState
+from imf.scheduler.state import ACTIVE, FINAL, SweepDir, SweepState, TrialState
 
 COLUMNS = ("queue", "trial", "state", "epoch", "last", "best", "elapsed", "eta")
 
@@ -77,9 +78,8 @@ def render_status(sdir: SweepDir, state: SweepState | None = None, now: float | 
     now = time.time() if now is None else now
     done = sum(t.state in FINAL for t in state.trials)
     rows = [list(COLUMNS)]
-    trials = sorted(state.trials, key=lambda t: ([q.name for q in state.queues].index(t.queue)
-                                                 if t.queue in [q.name for q in state.queues] else 0,
-                                                 t.state not in ("running", "starting"),
+    queue_pos = {q.name: i for i, q in enumerate(state.queues)}
+    trials = sorted(state.trials, key=lambda t: (queue_pos.get(t.queue, 0), t.state not in ACTIVE,
                                                  t.state == "pending", t.order))
     rows += [trial_row(t, now) for t in trials]
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
@@ -94,6 +94,8 @@ def render_status(sdir: SweepDir, state: SweepState | None = None, now: float | 
 def watch(path: str | Path, interval: float, echo: Callable[[str], None],
           sleep: Callable[[float], None] = time.sleep, clear: bool = True) -> None:
     """Print the table every ``interval`` seconds until the sweep is no longer running."""
+    if not 0 < interval < math.inf:
+        raise SweepError(f"--interval: must be a finite number of seconds > 0, got {interval}")
     sdir = find_sweep(path)
     while True:
         state = sdir.load()

@@ -5,6 +5,7 @@ plugins, the hosts file) is checked before a file is written or a process starts
 """
 from __future__ import annotations
 
+import math
 import os
 import shlex
 from dataclasses import dataclass, field
@@ -25,14 +26,14 @@ __all__ = ["SweepError", "SweepRequest", "describe", "plan_sweep", "resume_sweep
 
 DEFAULT_CONFIG = "pusht_image_imf"
 FULL_ATTENTION_CONFIG = "pusht_image_imf_fullattn"  # the spec's full-attention variant (n_head 1)
+DEFAULT_COMMAND = "{python} -m imf trial"
+COMMAND_ENV = "IMF_TRIAL_COMMAND"  # a stand-in trial command prefix (tests, benchmarks)
+CONFIG_FILE = "sweep_config.yaml"
 
 
 def default_config(mask: str | None) -> str:
     """The preset a sweep uses when none is named: ``--mask full`` means the full-attention one."""
     return FULL_ATTENTION_CONFIG if mask == "full" else DEFAULT_CONFIG
-DEFAULT_COMMAND = "{python} -m imf trial"
-COMMAND_ENV = "IMF_TRIAL_COMMAND"  # a stand-in trial command prefix (tests, benchmarks)
-CONFIG_FILE = "sweep_config.yaml"
 
 
 @dataclass
@@ -53,31 +54,36 @@ class SweepRequest:
     overrides: list[str] = field(default_factory=list)
 
 
-def _check_plugins(group: str, wanted: list[str], what: str) -> None:
+def _check_plugins(group: str, wanted: set[str], what: str) -> None:
+    """Unknown plugin names are an error; nothing is imported (a trial loads its plugins)."""
     installed = registry.names(group)
-    for name in wanted:
+    for name in sorted(wanted):
         if name not in installed:
             raise UnknownPluginError(f"unknown {what} '{name}' in {group}; installed: "
                                      f"{', '.join(installed) or 'none'}")
 
 
 def _positive(value: float, flag: str, allow_zero: bool = False) -> float:
-    if value < 0 or (value == 0 and not allow_zero):
-        raise SweepError(f"{flag}: must be {'>= 0' if allow_zero else '> 0'}, got {value}")
+    if not 0 <= value < math.inf or (value == 0 and not allow_zero):
+        raise SweepError(f"{flag}: must be a finite number {'>= 0' if allow_zero else '> 0'}, "
+                         f"got {value}")
     return value
+
+
+def _given(value: float | None, default: float) -> float:
+    return default if value is None else value
 
 
 def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
     """Check everything ``req`` names and plan it; nothing is written."""
-    if req.mask:
-        _check_plugins("imf.masks", [req.mask], "mask")
     base = load_config(req.config, req.overrides)
     defaults = base.sweep
-    name = req.name or defaults.name
+    name = req.name if req.name is not None else defaults.name
     trials = build_trials(name, req.config, req.grids or defaults.grid, req.overrides,
                           mask=req.mask, seed=req.seed, epochs=req.epochs)
+    _check_plugins("imf.masks", {t.params["mask"] for t in trials}, "mask")
+    _check_plugins("imf.objectives", {t.params["objective"] for t in trials}, "objective")
     queues = resolve_queues(req.queues or defaults.queues, load_hosts(req.hosts))
-    _check_plugins("imf.stores", base.logging.stores, "store")
     for store in base.logging.stores:
         registry.check("imf.stores", store)
     plan = make_plan(trials, {q.name: q.speed for q in queues})
@@ -86,10 +92,9 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
         trial_command=shlex.split(os.environ.get(COMMAND_ENV) or DEFAULT_COMMAND),
         overrides=list(req.overrides) + ([f"policy.mask={req.mask}"] if req.mask else []),
         grid=list(req.grids or defaults.grid),
-        retries=int(_positive(req.retries if req.retries is not None else defaults.retries,
-                              "--retries", True)),
-        stall_timeout=_positive(req.stall_timeout or defaults.stall_timeout, "--stall-timeout"),
-        poll=_positive(req.poll or defaults.poll_interval, "--poll"),
+        retries=int(_positive(_given(req.retries, defaults.retries), "--retries", True)),
+        stall_timeout=_positive(_given(req.stall_timeout, defaults.stall_timeout), "--stall-timeout"),
+        poll=_positive(_given(req.poll, defaults.poll_interval), "--poll"),
         notify=req.notify, stores=list(base.logging.stores), queues=queues)
     for queue, ids in plan.order.items():
         for position, tid in enumerate(ids):
@@ -139,9 +144,9 @@ def resume_sweep(path: str | Path, echo: Callable[[str], None] = print, *,
     state = sdir.load()
     for queue in state.queues:  # every queue gets another chance
         queue.state, queue.reason = "live", ""
-    if poll:
+    if poll is not None:
         state.poll = _positive(poll, "--poll")
-    if stall_timeout:
+    if stall_timeout is not None:
         state.stall_timeout = _positive(stall_timeout, "--stall-timeout")
     if retries is not None:
         state.retries = int(_positive(retries, "--retries", True))

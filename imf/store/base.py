@@ -14,7 +14,6 @@ from typing import Any, Protocol, runtime_checkable
 from imf.errors import StoreError
 
 BEST_METRIC = "test_mean_score"
-TRIAL_STATUSES = ("running", "completed", "stopped_early", "diverged", "failed", "stalled")
 _ID_FORBIDDEN = "`\n\r\t"
 
 

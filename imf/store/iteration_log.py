@@ -58,14 +58,13 @@ class IterationLogStore:
         self.root.mkdir(parents=True, exist_ok=True)
         with locked(self.path):
             lines = self._lines()
-            index = next((i for i, line in enumerate(lines)
-                          if (t := parse_trial_line(line)) and t["id"] == entry["id"]), None)
-            others = [t for i, line in enumerate(lines)
-                      if i != index and (t := parse_trial_line(line))]
-            best = max((t["score"] for t in others if t["score"] is not None), default=None)
+            parsed = [parse_trial_line(line) for line in lines]
+            index = next((i for i, t in enumerate(parsed) if t and t["id"] == entry["id"]), None)
+            best = max((t["score"] for i, t in enumerate(parsed)
+                        if t and i != index and t["score"] is not None), default=None)
             line = format_trial_line(entry, best)
             if index is None:
-                if lines and lines[-1].strip() and not parse_trial_line(lines[-1]):
+                if lines and lines[-1].strip() and not parsed[-1]:
                     lines.append("")  # keep the line out of a preceding block or paragraph
                 lines.append(line)
             else:

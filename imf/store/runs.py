@@ -71,7 +71,8 @@ def read_log(path: Path) -> LogRead:
     return result
 
 
-def _number(row: dict[str, Any], keys: tuple[str, ...]) -> float | None:
+def first_number(row: dict[str, Any], keys: tuple[str, ...]) -> float | None:
+    """The first finite number under ``keys`` (bools are not numbers), else None."""
     for key in keys:
         value = row.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -81,12 +82,12 @@ def _number(row: dict[str, Any], keys: tuple[str, ...]) -> float | None:
 
 def row_score(row: dict[str, Any]) -> float | None:
     """The row's test mean score under either spelling, or None."""
-    return _number(row, SCORE_KEYS)
+    return first_number(row, SCORE_KEYS)
 
 
 def row_success(row: dict[str, Any]) -> float | None:
     """The row's test success rate under either spelling, or None."""
-    return _number(row, SUCCESS_KEYS)
+    return first_number(row, SUCCESS_KEYS)
 
 
 @dataclass
