@@ -208,9 +208,11 @@ def data_demo(
     """Record scripted-expert PushT demonstrations in the reference replay-buffer layout."""
     from rich.progress import Progress
     from imf.errors import DataError
+    from imf.data.replay_buffer import prepare_output
     from imf.pusht.expert import make_demo_dataset
     if out.exists() and not force:
         raise DataError(f"--out {out} exists; pass --force to replace it")
+    prepare_output(out)  # a bad --out fails before the progress bar
     failed = 0
     with Progress(transient=False) as bar:
         task = bar.add_task("expert episodes", total=episodes)

@@ -7,6 +7,7 @@ from imf.data.dataset import PushTImageDataset
 from imf.data.normalizer import MinMaxNormalizer
 from imf.data.replay_buffer import ReplayBuffer
 from imf.data.sampler import WindowSampler, downsample_mask, validation_mask
+from imf.errors import DataError
 
 
 def _buffer(lengths, seed=0):
@@ -85,7 +86,8 @@ def test_normalizer_fits_train_episodes_and_round_trips():
     ds = PushTImageDataset(buf, horizon=10, n_obs_steps=2, n_action_steps=8, val_ratio=0.2,
                            max_train_episodes=None)
     norm = ds.get_normalizer()
-    rows = np.concatenate([np.arange(buf.n_steps)[buf.episode_slice(i)] for i in np.nonzero(ds.train_mask)[0]])
+    starts = buf.episode_ends - buf.episode_lengths
+    rows = np.concatenate([np.arange(starts[i], buf.episode_ends[i]) for i in np.nonzero(ds.train_mask)[0]])
     train_actions = buf.arrays["action"][rows]
     scaled = norm.normalize("action", train_actions)
     assert scaled.min() == pytest.approx(-1.0, abs=1e-5) and scaled.max() == pytest.approx(1.0, abs=1e-5)
@@ -93,3 +95,28 @@ def test_normalizer_fits_train_episodes_and_round_trips():
     again = MinMaxNormalizer.from_state_dict(norm.state_dict())
     np.testing.assert_allclose(again.unnormalize("agent_pos", again.normalize("agent_pos", buf.arrays["state"][:, :2])),
                                buf.arrays["state"][:, :2], rtol=1e-5)
+
+
+def test_normalizer_on_tensors_reuses_its_parameters_until_refitted():
+    norm = MinMaxNormalizer()
+    norm.fit("action", np.array([[0.0, 10.0], [4.0, 30.0]]))
+    x = torch.tensor([[2.0, 20.0]], dtype=torch.float64)
+    np.testing.assert_allclose(norm.normalize("action", x).numpy(), norm.normalize("action", x.numpy()))
+    assert norm.normalize("action", x).dtype == torch.float64
+    assert norm._params("action", x)[0] is norm._params("action", x)[0]  # made once per device and dtype
+    norm.fit("action", np.array([[0.0, 0.0], [8.0, 40.0]]))
+    np.testing.assert_allclose(norm.normalize("action", x).numpy(), [[-0.5, 0.0]], atol=1e-6)
+
+
+def test_normalizer_bad_state_is_a_data_error():
+    with pytest.raises(DataError, match="malformed"):
+        MinMaxNormalizer.from_state_dict({"action": {"scale": ["a"], "offset": [0.0]}})
+    with pytest.raises(DataError, match="malformed"):
+        MinMaxNormalizer.from_state_dict({"action": {"scale": [1.0]}})
+
+
+@pytest.mark.parametrize("max_train", [0, -3])
+def test_no_training_episodes_is_a_data_error(max_train):
+    with pytest.raises(DataError, match="max_train_episodes"):
+        PushTImageDataset(_buffer([12, 15]), horizon=10, n_obs_steps=2, n_action_steps=8,
+                          max_train_episodes=max_train)

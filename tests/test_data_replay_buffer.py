@@ -1,4 +1,5 @@
 """Reading replay-buffer zarr stores: the reference v2 layout, v3, zip; and bad data."""
+import shutil
 import zipfile
 
 import numpy as np
@@ -22,13 +23,13 @@ def _reference_arrays(n=15, seed=0):
     }
 
 
-def _write_store(path, arrays, ends=ENDS, zarr_format=2, skip=()):
+def _write_store(path, arrays, ends=ENDS, zarr_format=2, skip=(), **array_options):
     """A store built by hand with zarr itself, exactly in the reference's layout and dtypes."""
     root = zarr.open_group(str(path), mode="w", zarr_format=zarr_format)
     data = root.require_group("data")
     for name, values in arrays.items():
         if name not in skip:
-            data.create_array(name, data=values, chunks=(5,) + values.shape[1:])
+            data.create_array(name, data=values, chunks=(5,) + values.shape[1:], **array_options)
     root.require_group("meta").create_array("episode_ends", data=np.asarray(ends))
     return path
 
@@ -52,12 +53,7 @@ def test_reads_the_reference_v2_layout(tmp_path):
 def test_reads_blosc_compressed_v2(tmp_path):
     from numcodecs import Blosc
     arrays = _reference_arrays()
-    root = zarr.open_group(str(tmp_path / "b.zarr"), mode="w", zarr_format=2)
-    for name, values in arrays.items():
-        root.require_group("data").create_array(name, data=values, chunks=(5,) + values.shape[1:],
-                                                compressors=Blosc(cname="lz4", clevel=5))
-    root.require_group("meta").create_array("episode_ends", data=ENDS)
-    buf = ReplayBuffer.open(tmp_path / "b.zarr")
+    buf = ReplayBuffer.open(_write_store(tmp_path / "b.zarr", arrays, compressors=Blosc(cname="lz4", clevel=5)))
     np.testing.assert_array_equal(buf.arrays["keypoint"], arrays["keypoint"])
 
 
@@ -90,42 +86,47 @@ def test_write_then_read_round_trip(tmp_path):
     assert not list(tmp_path.glob(".*tmp*"))
 
 
-def test_missing_array_is_named(tmp_path):
-    path = _write_store(tmp_path / "s.zarr", _reference_arrays(), skip=("action",))
-    with pytest.raises(DataError, match="data/action"):
-        ReplayBuffer.open(path)
+def _with(arrays, **changed):
+    return {**arrays, **changed}
 
 
-def test_wrong_shape_is_named(tmp_path):
+@pytest.mark.parametrize("change, match", [
+    (lambda a: {"skip": ("action",)}, "data/action"),
+    (lambda a: {"arrays": _with(a, state=a["state"][:, :4])}, r"data/state has shape \(15, 4\)"),
+    (lambda a: {"ends": [4, 9, 14]}, "data/img has shape"),  # length mismatch with episode_ends
+    (lambda a: {"arrays": _with(a, action=np.array([["a", "b"]] * 15))}, "data/action has dtype"),
+    (lambda a: {"arrays": _with(a, action=np.full((15, 2), np.nan, np.float32))}, "data/action holds NaN"),
+    (lambda a: {"arrays": _with(a, img=np.full((15, 96, 96, 3), np.inf, np.float32))}, "data/img holds NaN"),
+    (lambda a: {"ends": [9, 4, 15]}, "episode_ends must be strictly increasing"),
+    (lambda a: {"arrays": {k: v[:0] for k, v in a.items()}, "ends": np.zeros(0, dtype=np.int64)}, "empty"),
+], ids=["missing", "shape", "length", "dtype", "nan", "inf-image", "ends-order", "empty"])
+def test_bad_store_is_a_data_error_naming_the_problem(tmp_path, change, match):
     arrays = _reference_arrays()
-    arrays["state"] = arrays["state"][:, :4]
-    with pytest.raises(DataError, match=r"data/state has shape \(15, 4\)"):
-        ReplayBuffer.open(_write_store(tmp_path / "s.zarr", arrays))
+    with pytest.raises(DataError, match=match):
+        ReplayBuffer.open(_write_store(tmp_path / "s.zarr", **{"arrays": arrays, **change(arrays)}))
 
 
-def test_length_mismatch_with_episode_ends(tmp_path):
-    path = _write_store(tmp_path / "s.zarr", _reference_arrays(), ends=[4, 9, 14])
-    with pytest.raises(DataError, match="data/img has shape"):
-        ReplayBuffer.open(path)
+def _corrupt_chunks(path):
+    for chunk in (path / "data" / "state").glob("[0-9]*"):
+        chunk.write_bytes(b"xx")
 
 
-def test_wrong_dtype_is_named(tmp_path):
-    arrays = _reference_arrays()
-    arrays["action"] = np.array([["a", "b"]] * 15)
-    with pytest.raises(DataError, match="data/action has dtype"):
-        ReplayBuffer.open(_write_store(tmp_path / "s.zarr", arrays))
+def _corrupt_metadata(path):
+    (path / "data" / "action" / ".zarray").write_text("{not json")
 
 
-def test_non_increasing_episode_ends(tmp_path):
-    path = _write_store(tmp_path / "s.zarr", _reference_arrays(), ends=[9, 4, 15])
-    with pytest.raises(DataError, match="episode_ends must be strictly increasing"):
-        ReplayBuffer.open(path)
+def _group_for_array(path):
+    shutil.rmtree(path / "data" / "img")
+    zarr.open_group(str(path), mode="a").require_group("data/img")
 
 
-def test_empty_store(tmp_path):
-    arrays = {k: v[:0] for k, v in _reference_arrays().items()}
-    path = _write_store(tmp_path / "s.zarr", arrays, ends=np.zeros(0, dtype=np.int64))
-    with pytest.raises(DataError, match="empty"):
+@pytest.mark.parametrize("damage, match", [(_corrupt_chunks, "data/state cannot be read"),
+                                           (_corrupt_metadata, "data/action has unreadable metadata"),
+                                           (_group_for_array, "data/img is a group")])
+def test_damaged_store_is_a_data_error(tmp_path, damage, match):
+    path = _write_store(tmp_path / "s.zarr", _reference_arrays())
+    damage(path)
+    with pytest.raises(DataError, match=match):
         ReplayBuffer.open(path)
 
 
@@ -147,3 +148,22 @@ def test_writer_rejects_bad_input_and_leaves_nothing(tmp_path):
     with pytest.raises(DataError, match="'state' has shape"):
         write_replay_buffer(tmp_path / "w.zarr", {"state": arrays["state"][:3]}, ENDS)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_writer_replaces_a_store_but_nothing_else(tmp_path):
+    arrays = {k: v for k, v in _reference_arrays().items() if k != "img"}
+    store = _write_store(tmp_path / "old.zarr", _reference_arrays())
+    write_replay_buffer(store, arrays, ENDS)
+    assert "img" not in ReplayBuffer.open(store, required=()).arrays
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("precious")
+    with pytest.raises(DataError, match="not a zarr store; not replacing it"):
+        write_replay_buffer(folder, arrays, ENDS)
+    assert (folder / "keep.txt").read_text() == "precious"
+
+
+def test_writer_under_a_file_is_a_data_error(tmp_path):
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(DataError, match="cannot create the folder"):
+        write_replay_buffer(tmp_path / "afile" / "w.zarr", _reference_arrays(), ENDS)

@@ -116,12 +116,18 @@ def test_same_actions_same_trajectory():
     np.testing.assert_array_equal(np.array(runs[0]), np.array(runs[1]))
 
 
-@pytest.mark.parametrize("action", [(np.nan, 1.0), (1.0,), "left"])
+@pytest.mark.parametrize("action", [(np.nan, 1.0), (1.0, np.inf), (1.0,), (1.0, 2.0, 3.0), 5.0, "left", {"x": 1}])
 def test_bad_action_is_a_typed_error(action):
     env = PushTEnv()
     env.reset(seed=0)
-    with pytest.raises(ImfError, match="action"):
+    with pytest.raises(ImfError, match="action must be 2"):
         env.step(action)
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, "abc", 1.5, True])
+def test_bad_seed_is_a_typed_error(seed):
+    with pytest.raises(ImfError, match="seed must be an integer"):
+        PushTEnv().reset(seed=seed)
 
 
 def test_unknown_obs_type():

@@ -4,8 +4,10 @@ import pytest
 
 from imf.data.dataset import PushTImageDataset
 from imf.data.replay_buffer import ReplayBuffer
+from imf.errors import DataError
+from imf.pusht import expert as expert_module
 from imf.pusht import planner
-from imf.pusht.expert import ensure_demo_dataset, run_expert_episode
+from imf.pusht.expert import ensure_demo_dataset, make_demo_dataset, run_expert_episode
 
 
 def test_expert_solves_an_episode_with_mouse_like_targets():
@@ -36,6 +38,19 @@ def test_demo_dataset_is_cached_and_round_trips(tmp_path):
     item = ds[len(ds) - 1]
     assert item["obs"]["image"].shape == (2, 3, 96, 96) and item["action"].shape == (10, 2)
     assert not [p for p in tmp_path.iterdir() if "tmp" in p.name]
+
+
+def test_a_bad_output_path_fails_before_the_expert_runs(tmp_path, monkeypatch):
+    def no_expert(*args, **kwargs):
+        raise AssertionError("the expert ran before the output path was checked")
+
+    monkeypatch.setattr(expert_module, "run_expert_episode", no_expert)
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(DataError, match="cannot create the folder"):
+        make_demo_dataset(tmp_path / "afile" / "demo.zarr", 1)
+    (tmp_path / "notes").mkdir()
+    with pytest.raises(DataError, match="not a zarr store"):
+        make_demo_dataset(tmp_path / "notes", 1)
 
 
 @pytest.mark.slow

@@ -62,9 +62,15 @@ def test_success_when_the_block_starts_on_the_goal(monkeypatch):
 
 
 def test_non_finite_actions_hold_the_agent():
-    nan_policy = lambda obs: np.full((len(obs["agent_pos"]), 8, 2), np.nan)  # noqa: E731
-    result = score_policy(nan_policy, [3], max_steps=8)
-    assert 0.0 <= result.per_seed[3] <= 1.0
+    seen = []
+
+    def nan_policy(obs):
+        seen.append(obs["agent_pos"][:, -1].copy())
+        return np.full((len(obs["agent_pos"]), 8, 2), np.nan)
+
+    result = score_policy(nan_policy, [3], max_steps=16)
+    assert result.per_seed_steps[3] == 16 and len(seen) == 2
+    np.testing.assert_allclose(seen[1], seen[0], atol=1e-3)  # the agent stayed where it was
 
 
 def test_bad_policy_output_is_a_typed_error():

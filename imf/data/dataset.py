@@ -7,6 +7,7 @@ agent_pos and action span the whole horizon. Images stay uint8 in memory.
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
 
 import numpy as np
@@ -26,13 +27,15 @@ class PushTImageDataset(Dataset):
     training mask (the validation split plus the episodes max_train_episodes left out).
     """
 
-    def __init__(self, buffer: ReplayBuffer | str, horizon: int, n_obs_steps: int,
+    def __init__(self, buffer: ReplayBuffer | str | os.PathLike, horizon: int, n_obs_steps: int,
                  n_action_steps: int, val_ratio: float = 0.02, split_seed: int = 42,
                  max_train_episodes: int | None = 90, val: bool = False) -> None:
-        if isinstance(buffer, (str,)) or hasattr(buffer, "__fspath__"):
+        if isinstance(buffer, (str, os.PathLike)):
             buffer = ReplayBuffer.open(buffer)
         if not 1 <= n_obs_steps <= horizon:
             raise DataError(f"n_obs_steps must be in [1, horizon={horizon}], got {n_obs_steps}")
+        if max_train_episodes is not None and max_train_episodes < 1:
+            raise DataError(f"max_train_episodes must be >= 1 (or None for all), got {max_train_episodes}")
         self.buffer = buffer
         self.horizon, self.n_obs_steps, self.n_action_steps = horizon, n_obs_steps, n_action_steps
         val_mask = validation_mask(buffer.n_episodes, val_ratio, split_seed)
@@ -40,7 +43,7 @@ class PushTImageDataset(Dataset):
         self.val = val
         self.images = buffer.arrays["img"]                    # (N, 96, 96, 3) uint8
         self.agent_pos = buffer.arrays["state"][:, :2].astype(np.float32)  # (N, 2)
-        self.actions = buffer.arrays["action"].astype(np.float32)         # (N, 2)
+        self.actions = buffer.arrays["action"].astype(np.float32, copy=False)  # (N, 2)
         self.sampler = self._make_sampler(~self.train_mask if val else self.train_mask)
 
     def _make_sampler(self, mask: np.ndarray) -> WindowSampler:
@@ -55,8 +58,7 @@ class PushTImageDataset(Dataset):
 
     def get_normalizer(self) -> MinMaxNormalizer:
         """Min-max over the training episodes' action and agent_pos; image [0, 1] -> [-1, 1]."""
-        train_rows = np.concatenate([np.arange(self.buffer.n_steps)[self.buffer.episode_slice(i)]
-                                     for i in np.nonzero(self.train_mask)[0]])
+        train_rows = np.repeat(self.train_mask, self.buffer.episode_lengths)  # (N,) bool
         normalizer = MinMaxNormalizer()
         normalizer.fit("action", self.actions[train_rows])
         normalizer.fit("agent_pos", self.agent_pos[train_rows])

@@ -20,31 +20,40 @@ class MinMaxNormalizer:
     def __init__(self) -> None:
         self.scale: dict[str, np.ndarray] = {}
         self.offset: dict[str, np.ndarray] = {}
+        # (key, device, dtype) -> (scale, offset) tensors: made once, so that normalising a
+        # CUDA batch does not copy (and synchronise) host -> device on every call
+        self._tensors: dict[tuple, tuple[Any, Any]] = {}
 
     def fit(self, key: str, data: np.ndarray) -> None:
-        flat = np.asarray(data, dtype=np.float64).reshape(-1, data.shape[-1])  # (N, D)
+        data = np.asarray(data, dtype=np.float64)
+        flat = data.reshape(-1, data.shape[-1])  # (N, D)
         lo, hi = flat.min(axis=0), flat.max(axis=0)
         span = hi - lo
         degenerate = span < RANGE_EPS
         span = np.where(degenerate, 2.0, span)
         lo = np.where(degenerate, (hi + lo) / 2 - 1.0, lo)
-        self.scale[key] = (2.0 / span).astype(np.float32)
-        self.offset[key] = (-1.0 - lo * 2.0 / span).astype(np.float32)
+        self._set(key, 2.0 / span, -1.0 - lo * 2.0 / span)
 
     def set_identity_range(self, key: str, lo: float, hi: float, dim: int = 1) -> None:
         """Map the fixed range [lo, hi] of every dimension onto [-1, 1] (used for images)."""
-        self.scale[key] = np.full(dim, 2.0 / (hi - lo), dtype=np.float32)
-        self.offset[key] = np.full(dim, -1.0 - lo * 2.0 / (hi - lo), dtype=np.float32)
+        self._set(key, np.full(dim, 2.0 / (hi - lo)), np.full(dim, -1.0 - lo * 2.0 / (hi - lo)))
+
+    def _set(self, key: str, scale: Any, offset: Any) -> None:
+        self.scale[key] = np.asarray(scale, dtype=np.float32)
+        self.offset[key] = np.asarray(offset, dtype=np.float32)
+        self._tensors = {k: v for k, v in self._tensors.items() if k[0] != key}
 
     def _params(self, key: str, x: Any) -> tuple[Any, Any]:
         if key not in self.scale:
             raise DataError(f"normaliser has no key '{key}'; keys: {', '.join(sorted(self.scale))}")
-        scale, offset = self.scale[key], self.offset[key]
-        if hasattr(x, "detach"):  # a torch tensor (numpy >= 2 arrays also have .device)
+        if not hasattr(x, "detach"):  # numpy (numpy >= 2 arrays also have .device)
+            return self.scale[key], self.offset[key]
+        cache_key = (key, x.device, x.dtype)
+        if cache_key not in self._tensors:
             import torch
-            scale = torch.as_tensor(scale, device=x.device, dtype=x.dtype)
-            offset = torch.as_tensor(offset, device=x.device, dtype=x.dtype)
-        return scale, offset
+            self._tensors[cache_key] = (torch.as_tensor(self.scale[key], device=x.device, dtype=x.dtype),
+                                        torch.as_tensor(self.offset[key], device=x.device, dtype=x.dtype))
+        return self._tensors[cache_key]
 
     def normalize(self, key: str, x: Any) -> Any:
         scale, offset = self._params(key, x)
@@ -66,8 +75,7 @@ class MinMaxNormalizer:
         norm = cls()
         try:
             for key, params in state.items():
-                norm.scale[key] = np.asarray(params["scale"], dtype=np.float32)
-                norm.offset[key] = np.asarray(params["offset"], dtype=np.float32)
-        except (KeyError, TypeError, AttributeError) as exc:
+                norm._set(key, params["scale"], params["offset"])
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise DataError(f"normaliser state is malformed: {exc}") from None
         return norm

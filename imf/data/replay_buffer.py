@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,15 +57,8 @@ class ReplayBuffer:
         return int(self.episode_ends[-1]) if len(self.episode_ends) else 0
 
     @property
-    def episode_starts(self) -> np.ndarray:
-        return np.concatenate([[0], self.episode_ends[:-1]]).astype(np.int64)
-
-    @property
     def episode_lengths(self) -> np.ndarray:
         return np.diff(np.concatenate([[0], self.episode_ends])).astype(np.int64)
-
-    def episode_slice(self, index: int) -> slice:
-        return slice(int(self.episode_starts[index]), int(self.episode_ends[index]))
 
 
 def read_episode_ends(path: str | os.PathLike) -> np.ndarray:
@@ -101,16 +95,35 @@ def _open_group(path: Path):
     return group, fmt, (store.close if store is not None else (lambda: None))
 
 
-def _member(group, name: str, path) -> object:
+def _member(group, name: str, path):
+    """The array `name` of the store, or None when it has none."""
     try:
-        return group[name]
+        arr = group[name]
     except KeyError:
-        raise DataError(f"replay buffer '{path}' has no array '{name}'") from None
+        return None
+    except Exception as exc:  # zarr raises several types for unreadable metadata
+        raise DataError(f"'{path}' {name} has unreadable metadata: {exc}") from None
+    if not hasattr(arr, "dtype"):
+        raise DataError(f"'{path}' {name} is a group, not an array")
+    return arr
+
+
+def _load(arr, name: str, path, start: int = 0, stop: int | None = None) -> np.ndarray:
+    """Rows start:stop of a store's array, with finite values; corrupt chunks are DataErrors."""
+    try:
+        values = np.asarray(arr[start:stop])
+    except Exception as exc:  # the codecs raise several types for corrupt chunks
+        raise DataError(f"'{path}' {name} cannot be read ({type(exc).__name__}: {exc})") from None
+    if values.dtype.kind == "f" and not np.isfinite(values).all():
+        raise DataError(f"'{path}' {name} holds NaN or infinite values")
+    return values
 
 
 def _read_episode_ends(group, path) -> np.ndarray:
     arr = _member(group, "meta/episode_ends", path)
-    ends = np.asarray(arr[...])
+    if arr is None:
+        raise DataError(f"replay buffer '{path}' has no array 'meta/episode_ends'")
+    ends = _load(arr, "meta/episode_ends", path)
     if ends.ndim != 1 or ends.dtype.kind not in "iu":
         raise DataError(f"'{path}' meta/episode_ends must be a 1-D integer array, "
                         f"got shape {ends.shape} dtype {ends.dtype}")
@@ -127,9 +140,8 @@ def _read_episode_ends(group, path) -> np.ndarray:
 def _read_arrays(group, path, required: tuple[str, ...], n_steps: int) -> dict[str, np.ndarray]:
     arrays: dict[str, np.ndarray] = {}
     for name, (tail, kinds) in ARRAY_SPECS.items():
-        try:
-            arr = group[f"data/{name}"]
-        except KeyError:
+        arr = _member(group, f"data/{name}", path)
+        if arr is None:
             if name in required:
                 raise DataError(f"replay buffer '{path}' has no array 'data/{name}' "
                                 f"(required: {', '.join('data/' + r for r in required)})") from None
@@ -141,32 +153,55 @@ def _read_arrays(group, path, required: tuple[str, ...], n_steps: int) -> dict[s
         if np.dtype(arr.dtype).kind not in kinds:
             raise DataError(f"'{path}' data/{name} has dtype {arr.dtype}; allowed kinds: "
                             f"{'float32 0..255 or uint8' if name == 'img' else 'float or int'}")
-        arrays[name] = _read_image(arr) if name == "img" else np.asarray(arr[...], dtype=np.float32)
+        arrays[name] = (_read_image(arr, path) if name == "img"
+                        else _load(arr, f"data/{name}", path).astype(np.float32, copy=False))
     return arrays
 
 
-def _read_image(arr) -> np.ndarray:
+def _read_image(arr, path) -> np.ndarray:
     """uint8 (N, 96, 96, 3) from uint8 or float 0..255 storage, read in chunks."""
     out = np.empty(arr.shape, dtype=np.uint8)
     for start in range(0, arr.shape[0], _READ_CHUNK):
-        block = np.asarray(arr[start:start + _READ_CHUNK])
+        block = _load(arr, "data/img", path, start, start + _READ_CHUNK)
         if block.dtype != np.uint8:
             block = np.clip(np.rint(block), 0, 255)
         out[start:start + len(block)] = block
     return out
 
 
-def write_replay_buffer(path: str | os.PathLike, arrays: dict[str, np.ndarray],
-                        episode_ends: np.ndarray, zarr_format: int = 2) -> Path:
-    """Write a directory store in the reference layout, atomically (temp name, then rename)."""
-    import zarr
+def prepare_output(path: str | os.PathLike) -> Path:
+    """Check, before any work, that a store can be written at `path`: its folder is made and
+    writable, and what is there already (to be replaced) is a zarr store, not any other file."""
     path = Path(path)
-    ends = np.asarray(episode_ends, dtype=np.int64)
-    _check_for_write(arrays, ends)
+    if path.exists() and not _is_store(path):
+        raise DataError(f"'{path}' exists and is not a zarr store; not replacing it")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise DataError(f"cannot create the folder for replay buffer '{path}': {exc}") from None
+        raise DataError(f"cannot create the folder of replay buffer '{path}': "
+                        f"{exc.strerror or exc}: '{exc.filename}'") from None
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=f".{path.name}.probe-", dir=path.parent))
+    except OSError as exc:
+        raise DataError(f"cannot write replay buffer '{path}': folder '{path.parent}' is not "
+                        f"writable ({exc.strerror or exc})") from None
+    return path
+
+
+def _is_store(path: Path) -> bool:
+    if path.is_dir():
+        return any((path / marker).exists() for marker in (".zgroup", "zarr.json"))
+    return zipfile.is_zipfile(path)
+
+
+def write_replay_buffer(path: str | os.PathLike, arrays: dict[str, np.ndarray],
+                        episode_ends: np.ndarray, zarr_format: int = 2) -> Path:
+    """Write a directory store in the reference layout, atomically (temp name, then rename).
+    A zarr store already at `path` is replaced; anything else there is a DataError."""
+    import zarr
+    ends = np.asarray(episode_ends, dtype=np.int64)
+    _check_for_write(arrays, ends)
+    path = prepare_output(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
@@ -182,6 +217,9 @@ def write_replay_buffer(path: str | os.PathLike, arrays: dict[str, np.ndarray],
         elif path.exists():
             path.unlink()
         os.replace(tmp, path)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise DataError(f"cannot write replay buffer '{path}': {exc.strerror or exc}") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -42,7 +42,6 @@ class PushTEnv:
         self.count_contacts = count_contacts  # info["n_contacts"]; planners can skip the cost
         self.goal_pose = geo.GOAL_POSE
         self._seed_rng = np.random.default_rng()  # seeds for reset(seed=None)
-        self.seed_used: int | None = None
         self._renderer = None
         self.n_contacts = 0
         self.elapsed_steps = 0
@@ -105,17 +104,11 @@ class PushTEnv:
         self.space.reindex_shapes_for_body(self.block)
         self.space.reindex_shapes_for_body(self.agent)
 
-    def snapshot(self) -> tuple[np.ndarray, tuple[float, float]]:
-        """The full dynamic state (state and agent velocity), for `restore`."""
-        vel = self.agent.velocity
-        return self.get_state(), (vel.x, vel.y)
-
-    def restore(self, snap: tuple[np.ndarray, tuple[float, float]]) -> None:
-        self.set_state(snap[0], agent_vel=snap[1])
-
     @staticmethod
     def sample_reset_state(seed: int) -> np.ndarray:
         """The reference reset distribution: a fresh RandomState(seed), Gaussian angle."""
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+            raise ImfError(f"PushT reset seed must be an integer in [0, 2**32), got {seed!r}")
         rs = np.random.RandomState(seed=seed)
         return np.array([rs.randint(50, 450), rs.randint(50, 450),
                          rs.randint(100, 400), rs.randint(100, 400),
@@ -132,7 +125,6 @@ class PushTEnv:
         else:
             if seed is None:
                 seed = int(self._seed_rng.integers(0, 2**31 - 1))
-            self.seed_used = seed
             self._apply_reset_state(self.sample_reset_state(seed))
         cov = geo.coverage(self.block_pose, self.goal_pose)
         return self._observation(), self._info(cov)
@@ -156,12 +148,8 @@ class PushTEnv:
         self.n_contacts = 0
         if action is not None:
             tx, ty = _finite_vector(action, 2, "action")
-            agent, space = self.agent, self.space
             for _ in range(SUBSTEPS):
-                pos, vel = agent.position, agent.velocity
-                agent.velocity = (vel.x + (K_P * (tx - pos.x) - K_V * vel.x) * SIM_DT,
-                                  vel.y + (K_P * (ty - pos.y) - K_V * vel.y) * SIM_DT)
-                space.step(SIM_DT)
+                self.substep(tx, ty)
         self.elapsed_steps += 1
         cov = geo.coverage(self.block_pose, self.goal_pose)
         terminated = cov > geo.SUCCESS_COVERAGE
@@ -169,15 +157,21 @@ class PushTEnv:
         obs = self._observation() if observe else None
         return obs, geo.reward_from_coverage(cov), terminated, truncated, self._info(cov)
 
+    def substep(self, tx: float, ty: float) -> None:
+        """One physics sub-step of the PD law that drives the agent toward (tx, ty)."""
+        agent = self.agent
+        pos, vel = agent.position, agent.velocity
+        agent.velocity = (vel.x + (K_P * (tx - pos.x) - K_V * vel.x) * SIM_DT,
+                          vel.y + (K_P * (ty - pos.y) - K_V * vel.y) * SIM_DT)
+        self.space.step(SIM_DT)
+
     # ----- observations --------------------------------------------------------------------
     def _observation(self) -> Any:
         if self.obs_type == "state":
             ax, ay = self.agent_pos
             bx, by, angle = self.block_pose
             return np.array([ax, ay, bx, by, angle % (2 * math.pi)], dtype=np.float32)
-        agent_pos = self.agent_pos
-        return {"image": self._get_renderer().render(agent_pos, self.block_pose),
-                "agent_pos": np.array(agent_pos, dtype=np.float32)}
+        return {"image": self.render_obs_image(), "agent_pos": np.array(self.agent_pos, dtype=np.float32)}
 
     def _info(self, cov: float) -> dict:
         vel = self.agent.velocity
@@ -215,5 +209,5 @@ def _finite_vector(values: Sequence[float], size: int, what: str) -> list[float]
     except (TypeError, ValueError):
         raise ImfError(f"PushT {what} must be {size} numbers, got {values!r}") from None
     if len(out) != size or not all(math.isfinite(v) for v in out):
-        raise ImfError(f"PushT {what} must be {size} finite numbers, got {list(values)!r}")
+        raise ImfError(f"PushT {what} must be {size} finite numbers, got {out!r}")
     return out

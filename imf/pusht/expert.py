@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from imf.data.replay_buffer import read_episode_ends, write_replay_buffer
+from imf.data.replay_buffer import prepare_output, read_episode_ends, write_replay_buffer
 from imf.errors import DataError
 from imf.pusht.env import PushTEnv
 from imf.pusht.planner import ScriptedExpert
@@ -65,21 +65,21 @@ def make_demo_dataset(path: str | os.PathLike, n_episodes: int, seed: int = 0,
     """Record n_episodes successful expert episodes (failures are skipped) into a zarr store."""
     if n_episodes < 1:
         raise DataError(f"a demo data set needs at least 1 episode, got {n_episodes}")
+    prepare_output(path)  # a bad path fails now, not after the expert's work
     expert = ScriptedExpert()
     episodes: list[dict[str, np.ndarray]] = []
-    episode_seed = DEMO_SEED_BASE * (seed + 1)
-    attempts_left = 2 * n_episodes + 20
-    while len(episodes) < n_episodes:
-        if attempts_left == 0:
-            raise DataError(f"the scripted expert failed too often: {len(episodes)} of "
-                            f"{n_episodes} demo episodes after {2 * n_episodes + 20} tries")
-        attempts_left -= 1
+    first_seed, tries = DEMO_SEED_BASE * (seed + 1), 2 * n_episodes + 20
+    for episode_seed in range(first_seed, first_seed + tries):
         episode = run_expert_episode(episode_seed, expert, record=True)
-        episode_seed += 1
         if episode.success and episode.arrays:
             episodes.append(episode.arrays)
         if progress is not None:
             progress(episode)
+        if len(episodes) == n_episodes:
+            break
+    else:
+        raise DataError(f"the scripted expert failed too often: {len(episodes)} of "
+                        f"{n_episodes} demo episodes after {tries} tries")
     arrays = {k: np.concatenate([ep[k] for ep in episodes]) for k in episodes[0]}
     ends = np.cumsum([len(ep["action"]) for ep in episodes])
     return write_replay_buffer(path, arrays, ends)

@@ -7,6 +7,7 @@ numpy's per-call overhead would dominate.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
@@ -84,13 +85,19 @@ def convex_intersection_area(p: Sequence[Point], q: Sequence[Point]) -> float:
     return abs(polygon_area(poly))
 
 
+@functools.lru_cache(maxsize=4)
+def _goal_polygons(goal_pose: tuple[float, float, float]) -> list[list[Point]]:
+    """The goal T's boxes: the goal never moves, so they are placed once (read-only)."""
+    return t_polygons(goal_pose)
+
+
 def coverage(block_pose: Sequence[float], goal_pose: Sequence[float] = GOAL_POSE) -> float:
     """area(block T intersect goal T) / area(goal T), exactly."""
     if math.hypot(block_pose[0] - goal_pose[0], block_pose[1] - goal_pose[1]) > 2 * T_RADIUS:
         return 0.0
-    block, goal = t_polygons(block_pose), t_polygons(goal_pose)
+    goal = _goal_polygons(tuple(goal_pose))
     area = 0.0
-    for bp in block:
+    for bp in t_polygons(block_pose):
         for gp in goal:
             area += convex_intersection_area(bp, gp)
     return area / T_AREA

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from imf.pusht import geometry as geo
-from imf.pusht.env import AGENT_RADIUS, K_P, K_V, SIM_DT, SUBSTEPS, WORLD_SIZE, PushTEnv
+from imf.pusht.env import AGENT_RADIUS, SUBSTEPS, WORLD_SIZE, PushTEnv
 
 MAX_TARGET_STEP = 30.0   # world units between consecutive targets ("mouse-like")
 PUSH_SPEED = 20.0        # units per control step while pushing
@@ -47,7 +47,7 @@ def pose_error(pose, goal_pose=geo.GOAL_POSE) -> float:
     Linear in the angle (not in its sine, as corner distances are), so a T upside down still
     sees every turn toward the goal as progress.
     """
-    (gx, gy), (hx, hy) = geo.place([geo.CENTER_OF_GRAVITY], goal_pose)[0], geo.place([geo.CENTER_OF_GRAVITY], pose)[0]
+    (gx, gy), (hx, hy) = _cog(goal_pose), _cog(pose)
     dtheta = (pose[2] - goal_pose[2] + math.pi) % (2 * math.pi) - math.pi
     return math.sqrt((hx - gx) ** 2 + (hy - gy) ** 2 + (ANGLE_SCALE * dtheta) ** 2)
 
@@ -77,17 +77,14 @@ class PushPlanner:
         """(best error, the depth that reaches it) along one straight push from `start`."""
         sim = self.sim
         sim.set_state((start[0], start[1], pose[0], pose[1], pose[2]))
-        agent, space = sim.agent, sim.space
+        agent = sim.agent
         best_err, best_depth = math.inf, 0.0
         target_depth = 0.0
         while target_depth < MAX_DEPTH + PUSH_SPEED:
             target_depth = min(target_depth + PUSH_SPEED, MAX_DEPTH)
             tx, ty = start[0] + normal[0] * target_depth, start[1] + normal[1] * target_depth
             for _ in range(SUBSTEPS):
-                pos, vel = agent.position, agent.velocity
-                agent.velocity = (vel.x + (K_P * (tx - pos.x) - K_V * vel.x) * SIM_DT,
-                                  vel.y + (K_P * (ty - pos.y) - K_V * vel.y) * SIM_DT)
-                space.step(SIM_DT)
+                sim.substep(tx, ty)
                 depth = (agent.position.x - start[0]) * normal[0] + (agent.position.y - start[1]) * normal[1]
                 if depth < APPROACH_GAP + MIN_PUSH:
                     continue

@@ -228,7 +228,7 @@ def _shared_parts(size: int, goal_pose: tuple[float, float, float]) -> dict:
     background.setflags(write=False)  # shared by every renderer: copied, never changed
     not_white = np.zeros((size + 1, size + 1), dtype=np.int64)
     not_white[1:, 1:] = (np.abs(background - 1.0) > 1e-6).any(axis=0).cumsum(0).cumsum(1)
-    return {"taps": taps, "weights": weights, "taps_flat": taps.T.reshape(-1),
+    return {"taps_flat": taps.T.reshape(-1),
             "row_blend": row_blend.astype(np.float32), "col_prefix": col_prefix.astype(np.float32),
             "background": background, "period": period, "period_units": period * CANVAS // size,
             "sprite_first": first, "sprite_span": last - first, "agent_sprites": {},
@@ -246,7 +246,6 @@ class Renderer:
         self.size = size
         self.goal_pose = tuple(float(v) for v in goal_pose)
         parts = _shared_parts(size, self.goal_pose)
-        self.taps, self.weights = parts["taps"], parts["weights"]
         self.background = parts["background"]
         self._taps_flat = parts["taps_flat"]  # (2S,) tap coordinates, lo/hi interleaved
         self._row_blend, self._col_prefix = parts["row_blend"], parts["col_prefix"]
@@ -265,16 +264,21 @@ class Renderer:
         image = self._base.copy()
         agent, on_white = self._agent(agent_pos)
         if agent is not None:
-            r0, r1, c0, c1, values = agent
+            r0, r1, c0, c1, _ = agent
             if on_white is not None:
                 image[:, r0:r1, c0:c1] = on_white
             else:
-                region = image[:, r0:r1, c0:c1]
-                np.multiply(self.background[:, r0:r1, c0:c1], values[0], out=region)
-                region += values[1:]
-            if block is not None and block[0] < r1 and r0 < block[1] and block[2] < c1 and c0 < block[3]:
+                self._paint_on_background(image, agent)
+            if block is not None:
                 _paint(image, block, (r0, r1, c0, c1))
         return image
+
+    def _paint_on_background(self, image: np.ndarray, layer: Layer) -> None:
+        """image <- the layer over the background (not over what `image` holds), in its box."""
+        r0, r1, c0, c1, values = layer
+        region = image[:, r0:r1, c0:c1]
+        np.multiply(self.background[:, r0:r1, c0:c1], values[0], out=region)
+        region += values[1:]
 
     # ----- the block ---------------------------------------------------------------------
     def _move_block(self, pose: tuple[float, float, float]) -> Layer | None:
@@ -285,11 +289,8 @@ class Renderer:
         if old is not None and not covered:
             rows, cols = slice(old[0], old[1]), slice(old[2], old[3])
             self._base[:, rows, cols] = self.background[:, rows, cols]
-        if new is not None:  # the block over the background, in place
-            r0, r1, c0, c1, values = new
-            region = self._base[:, r0:r1, c0:c1]
-            np.multiply(self.background[:, r0:r1, c0:c1], values[0], out=region)
-            region += values[1:]
+        if new is not None:
+            self._paint_on_background(self._base, new)
         self._block_key, self._block_image = pose, new
         return new
 
@@ -364,14 +365,13 @@ class Renderer:
         return self._sprite_first + rows[0], self._sprite_first + cols[0], values, values[0] + values[1:]
 
 
-def _paint(image: np.ndarray, layer: Layer, box: tuple[int, int, int, int] | None = None) -> None:
-    """image (3, S, S) <- the layer over it, inside `box` (r0, r1, c0, c1) when given."""
-    r0, r1, c0, c1, values = layer
-    if box is not None:
-        r0, r1, c0, c1 = max(r0, box[0]), min(r1, box[1]), max(c0, box[2]), min(c1, box[3])
-        if r1 <= r0 or c1 <= c0:
-            return
-        values = values[:, r0 - layer[0]:r1 - layer[0], c0 - layer[2]:c1 - layer[2]]
+def _paint(image: np.ndarray, layer: Layer, box: tuple[int, int, int, int]) -> None:
+    """image (3, S, S) <- the layer over it, inside `box` (r0, r1, c0, c1)."""
+    r0, r1 = max(layer[0], box[0]), min(layer[1], box[1])
+    c0, c1 = max(layer[2], box[2]), min(layer[3], box[3])
+    if r1 <= r0 or c1 <= c0:
+        return
+    values = layer[4][:, r0 - layer[0]:r1 - layer[0], c0 - layer[2]:c1 - layer[2]]
     region = image[:, r0:r1, c0:c1]
     region *= values[0]
     region += values[1:]
