@@ -132,8 +132,6 @@ def load_weights_partial(policy: nn.Module, state_dict: dict[str, Any]) -> LoadR
 
 
 def _shape(value: Any) -> tuple | None:
-    if isinstance(value, torch.Tensor):
-        return tuple(value.shape)
-    if isinstance(value, np.ndarray):
+    if isinstance(value, (torch.Tensor, np.ndarray)):
         return tuple(value.shape)
     return None  # extra state (the normaliser): no shape to compare

@@ -3,11 +3,15 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 import torch
 import torch.autograd.forward_ad as fwAD
 
+import imf.model.transformer as transformer_module
+from imf.attention import AttentionMasks
 from imf.config import PolicyConfig
+from imf.errors import ConfigError
 from imf.model import ImfTransformer
 from imf.objectives.base import jvp
 
@@ -157,3 +161,42 @@ def test_v_head_does_not_change_u_of_an_old_checkpoint():
         assert torch.equal(new(z, t, h, cond), old(z, t, h, cond))
     assert torch.equal(u_new, old(z, t, h, cond).detach())
     assert v_new.shape == u_new.shape
+
+
+@pytest.mark.parametrize("masks, pattern", [
+    (AttentionMasks(np.ones((H, H - 1), bool), None), r"self_attn has shape \(6, 5\), expected \(6, 6\)"),
+    (AttentionMasks(None, np.ones((H, 2), bool)), r"cross_attn has shape \(6, 2\), expected \(6, 5\)"),
+    (AttentionMasks(np.tri(H, k=-1, dtype=bool), None), r"self_attn row 0 attends to nothing"),
+    ((np.ones((H, H), bool), None), r"returned tuple, expected imf.attention.AttentionMasks"),
+])
+def test_a_bad_mask_plugin_is_a_config_error_naming_policy_mask(monkeypatch, masks, pattern):
+    monkeypatch.setattr(transformer_module.registry, "get", lambda group, name: lambda *counts: masks)
+    with pytest.raises(ConfigError, match=r"config key 'policy.mask': plugin 'causal'.*" + pattern):
+        make_model("causal")
+
+
+@pytest.mark.parametrize("dual", ["x", "weight", "bias", "weight+bias", "x+weight+bias"])
+def test_hand_written_linear_and_layernorm_jvps_match_torch(dual):
+    from imf.model.jvp_ops import _LayerNormFn, _LinearFn
+    g = torch.Generator().manual_seed(0)
+    x, w, b = torch.randn(2, 5, 3, generator=g), torch.randn(4, 3, generator=g), torch.randn(4, generator=g)
+    lw, lb = torch.randn(3, generator=g), torch.randn(3, generator=g)
+    tangents = {name: torch.randn(t.shape, generator=g) for name, t in
+                (("x", x), ("weight", w), ("bias", b), ("ln_weight", lw), ("ln_bias", lb))}
+    names = dual.split("+")
+
+    def run(linear, layer_norm):
+        with fwAD.dual_level():
+            def d(name, value, ln_name=None):
+                if name not in names:
+                    return value
+                return fwAD.make_dual(value, tangents[ln_name or name])
+            lin = fwAD.unpack_dual(linear(d("x", x), d("weight", w), d("bias", b))).tangent
+            ln = fwAD.unpack_dual(layer_norm(d("x", x), d("weight", lw, "ln_weight"),
+                                             d("bias", lb, "ln_bias"))).tangent
+        return lin, ln
+
+    ours = run(_LinearFn.apply, lambda x_, w_, b_: _LayerNormFn.apply(x_, w_, b_, 1e-5))
+    ref = run(torch.nn.functional.linear, lambda x_, w_, b_: torch.nn.functional.layer_norm(x_, (3,), w_, b_, 1e-5))
+    for a, r in zip(ours, ref):
+        torch.testing.assert_close(a, r)

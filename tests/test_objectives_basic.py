@@ -116,3 +116,49 @@ def test_loss_runs_under_bf16_autocast(name, tangent):
         loss, _ = obj.loss(model, x, cond, generator=torch.Generator().manual_seed(0))
     loss.backward()
     assert torch.isfinite(loss) and model.head.weight.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("n_steps, expected", [(3, 3), (10, 10), (250, 100)])
+def test_ddpm_sampling_runs_exactly_the_requested_steps(n_steps, expected):
+    obj, model = setup("ddpm")
+    model.eval()
+    calls = []
+    model.register_forward_hook(lambda *args: calls.append(1))
+    with torch.no_grad():
+        out = obj.sample(model, data(b=2)[1], n_steps=n_steps, generator=torch.Generator().manual_seed(0))
+    assert len(calls) == expected and torch.isfinite(out).all()  # capped at the training steps
+
+
+def _draws(obj, x, seed: int):
+    g = torch.Generator().manual_seed(seed)
+    e = torch.randn(x.shape, generator=g)
+    t, r, n_eq = sample_t_r(x.shape[0], obj.cfg, x, g)
+    return (1 - expand(t)) * x + expand(t) * e, e - x, t, r, n_eq
+
+
+def test_meanflow_loss_regresses_u_on_the_stop_gradient_target_along_e_minus_x():
+    obj, model = setup("meanflow", adaptive_p=0.0)
+    x, cond = data(b=8)
+    loss, _ = obj.loss(model, x, cond, generator=torch.Generator().manual_seed(3))
+    z, v, t, r, n_eq = _draws(obj, x, 3)
+    ones = torch.ones_like(t)
+    u, dudt = jvp(lambda a, b, c: model(a, b, c, cond), (z, t, t - r), (v, ones, ones))
+    expected = (u - (v - expand(t - r) * dudt)).pow(2).sum(dim=(1, 2)).mean()
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert dudt[n_eq:].abs().sum() > 0
+
+
+def test_imf_v_head_loss_uses_the_heads_velocity_as_tangent_and_trains_the_head():
+    obj, model = setup("imf", "v_head", adaptive_p=0.0)
+    x, cond = data(b=8)
+    loss, metrics = obj.loss(model, x, cond, generator=torch.Generator().manual_seed(3))
+    z, v, t, r, _ = _draws(obj, x, 3)
+    ones = torch.ones_like(t)
+    with torch.no_grad():
+        u, v_pred = model.forward_with_v(z, t, t - r, cond)
+        _, dudt = jvp(lambda a, b, c: model(a, b, c, cond), (z, t, t - r), (v_pred, ones, ones))
+    compound = u + expand(t - r) * dudt
+    v_mse = (v_pred - v).pow(2).mean()
+    expected = (compound - v).pow(2).sum(dim=(1, 2)).mean() + v_mse
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert metrics["v_head_mse"] == pytest.approx(v_mse.item(), rel=1e-5)

@@ -8,7 +8,7 @@ import torch
 
 from imf.config import load_config
 from imf.data.normalizer import MinMaxNormalizer
-from imf.errors import CheckpointError
+from imf.errors import CheckpointError, ConfigError
 from imf.model import EMAModel
 from imf.policy import ImfPolicy, load_weights_partial
 
@@ -156,3 +156,21 @@ def test_ema_of_a_policy_is_usable_for_inference_and_checkpoints():
     restored = EMAModel(make_policy(seed=9))
     restored.load_state_dict(ema.state_dict())
     assert torch.equal(restored.averaged_model.predict_action(obs(), generator=torch.Generator().manual_seed(0)), action)
+
+
+@pytest.mark.parametrize("override, key", [
+    ("policy.n_obs_steps=12", "policy.horizon"),  # more observation steps than the horizon
+    ("objective.sample_steps=0", "objective.sample_steps"),
+    ("objective.ddpm_steps=0", "objective.ddpm_steps"),
+    ("policy.p_drop_attn=1.5", "policy.p_drop_attn"),
+    ("policy.crop_shape=0", "policy.crop_shape"),
+    ("objective.adaptive_c=-0.01", "objective.adaptive_c"),
+])
+def test_bad_policy_config_values_are_config_errors_naming_the_key(override, key):
+    with pytest.raises(ConfigError, match=f"config key '{key}'"):
+        load_config("smoke", [override])
+
+
+def test_unknown_ddpm_beta_schedule_is_a_config_error_when_the_policy_is_built():
+    with pytest.raises(ConfigError, match="objective.ddpm_beta_schedule.*cosine"):
+        make_policy("objective.name=ddpm", "objective.ddpm_beta_schedule=cosine")

@@ -38,21 +38,22 @@ class EMAModel:
         """Fold the current weights of ``model`` into the average."""
         self.decay = self.get_decay(self.optimization_step)
         avg_params = dict(self.averaged_model.named_parameters())
+        averaged, current = [], []
         for name, param in model.named_parameters():
             avg = avg_params[name]
             if param.requires_grad and avg.dtype.is_floating_point:
-                avg.mul_(self.decay).add_(param.detach().to(avg.dtype), alpha=1.0 - self.decay)
+                averaged.append(avg)
+                current.append(param.detach().to(avg.dtype))
             else:  # frozen weights are copied, never averaged
                 avg.copy_(param.detach())
+        if averaged:  # two multi-tensor kernels instead of two per parameter
+            torch._foreach_mul_(averaged, self.decay)
+            torch._foreach_add_(averaged, current, alpha=1.0 - self.decay)
         avg_buffers = dict(self.averaged_model.named_buffers())
         for name, buf in model.named_buffers():
-            if name in avg_buffers and avg_buffers[name] is not None:
+            if name in avg_buffers:
                 avg_buffers[name].copy_(buf)
         self.optimization_step += 1
-
-    def to(self, device: Any) -> "EMAModel":
-        self.averaged_model.to(device)
-        return self
 
     def state_dict(self) -> dict[str, Any]:
         return {"averaged_model": self.averaged_model.state_dict(),

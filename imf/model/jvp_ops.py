@@ -16,7 +16,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-def _forward_ad_active() -> bool:
+def forward_ad_active() -> bool:
+    """True inside torch.func.jvp or a torch.autograd.forward_ad.dual_level."""
     return fwAD._current_level >= 0
 
 
@@ -52,7 +53,7 @@ class _LinearFn(torch.autograd.Function):
             extra = F.linear(x, weight_t)
             out = extra if out is None else out + extra
         if bias_t is not None:
-            out = bias_t.expand_as(out) if out is None else out + bias_t
+            out = bias_t.expand(*x.shape[:-1], weight.shape[0]).contiguous() if out is None else out + bias_t
         return out
 
 
@@ -97,10 +98,11 @@ class _LayerNormFn(torch.autograd.Function):
     def jvp(ctx, x_t, weight_t, bias_t, eps_t):
         x, weight = ctx.saved_tensors
         xhat, rstd = _normalise(x, ctx.eps)
-        out = torch.zeros_like(x)
         if x_t is not None:
             out = (x_t - x_t.mean(-1, keepdim=True)
                    - xhat * (xhat * x_t).mean(-1, keepdim=True)) * rstd * weight
+        else:
+            out = torch.zeros_like(x)
         if weight_t is not None:
             out = out + xhat * weight_t
         if bias_t is not None:
@@ -110,13 +112,13 @@ class _LayerNormFn(torch.autograd.Function):
 
 class Linear(nn.Linear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if _forward_ad_active():
+        if forward_ad_active():
             return _LinearFn.apply(x, self.weight, self.bias)
         return F.linear(x, self.weight, self.bias)
 
 
 class LayerNorm(nn.LayerNorm):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if _forward_ad_active() and self.weight is not None and self.bias is not None:
+        if forward_ad_active() and self.weight is not None and self.bias is not None:
             return _LayerNormFn.apply(x, self.weight, self.bias, self.eps)
         return super().forward(x)

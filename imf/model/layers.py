@@ -10,11 +10,10 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.autograd.forward_ad as fwAD
 import torch.nn as nn
 import torch.nn.functional as F
 
-from imf.model.jvp_ops import LayerNorm, Linear
+from imf.model.jvp_ops import LayerNorm, Linear, forward_ad_active
 
 # Flow time t lives in [0, 1]; the embedding sees t * scale (policy.time_scale). A small
 # scale keeps d(embedding)/dt small, which the JVP of the iMF objective differentiates
@@ -22,19 +21,14 @@ from imf.model.jvp_ops import LayerNorm, Linear
 TIME_SCALE = 1.0
 
 
-def forward_ad_active() -> bool:
-    """True inside torch.func.jvp or a torch.autograd.forward_ad.dual_level."""
-    return fwAD._current_level >= 0
-
-
 def sinusoidal_embedding(t: torch.Tensor, dim: int, scale: float = TIME_SCALE) -> torch.Tensor:
-    """(B,) times in [0, 1] -> (B, dim) [sin | cos] features of t * scale."""
+    """Times in [0, 1] of any shape (...,) -> (..., dim) [sin | cos] features of t * scale."""
     dtype = t.dtype if t.is_floating_point() else torch.float32
     half = dim // 2
     log_step = math.log(10000.0) / max(half - 1, 1)
     freqs = torch.exp(torch.arange(half, device=t.device, dtype=dtype) * -log_step)  # (half,)
-    args = (t.to(dtype) * scale)[:, None] * freqs[None, :]  # (B, half)
-    emb = torch.cat([args.sin(), args.cos()], dim=-1)  # (B, 2 * half)
+    args = (t.to(dtype) * scale)[..., None] * freqs  # (..., half)
+    emb = torch.cat([args.sin(), args.cos()], dim=-1)  # (..., 2 * half)
     return F.pad(emb, (0, 1)) if dim % 2 else emb
 
 

@@ -11,12 +11,14 @@ model (and back) tensor for tensor.
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn as nn
 
 from imf import registry
+from imf.errors import ConfigError
 from imf.model.jvp_ops import LayerNorm, Linear
-from imf.model.layers import TIME_SCALE, DecoderLayer, sinusoidal_embedding
+from imf.model.layers import DecoderLayer, sinusoidal_embedding
 
 N_TIME_TOKENS = 2  # t and h = t - r
 
@@ -32,8 +34,7 @@ class ImfTransformer(nn.Module):
         super().__init__()
         n_emb, horizon, n_obs = cfg.n_emb, cfg.horizon, cfg.n_obs_steps
         self.horizon, self.n_obs, self.n_emb, self.action_dim = horizon, n_obs, n_emb, cfg.action_dim
-        self.mask_name = cfg.mask
-        self.time_scale = float(getattr(cfg, "time_scale", TIME_SCALE))
+        self.time_scale = float(cfg.time_scale)
         self.input_emb = Linear(cfg.action_dim, n_emb)
         self.pos_emb = nn.Parameter(torch.zeros(1, horizon, n_emb))
         self.cond_obs_emb = Linear(cond_dim, n_emb)
@@ -59,21 +60,25 @@ class ImfTransformer(nn.Module):
 
     def _register_masks(self, name: str) -> None:
         masks = registry.get("imf.masks", name)(self.horizon, N_TIME_TOKENS, self.n_obs)
-        for key, value in (("self_mask", masks.self_attn), ("cross_mask", masks.cross_attn)):
-            tensor = None if value is None else torch.as_tensor(value, dtype=torch.bool)
+        if not (hasattr(masks, "self_attn") and hasattr(masks, "cross_attn")):
+            raise ConfigError(f"config key 'policy.mask': plugin '{name}' returned "
+                              f"{type(masks).__name__}, expected imf.attention.AttentionMasks")
+        n_cond = N_TIME_TOKENS + self.n_obs
+        for key, attr, shape in (("self_mask", "self_attn", (self.horizon, self.horizon)),
+                                 ("cross_mask", "cross_attn", (self.horizon, n_cond))):
+            tensor = _checked_mask(name, attr, getattr(masks, attr), shape)
             self.register_buffer(key, tensor, persistent=False)  # masks are not weights
         # A cond encoder with attention would leak observation k into every cond token;
         # under a masked variant keep it causal over [t, h, obs_1..obs_n] so the plugin's
         # "action i never sees observation k > i" still holds end to end.
-        n_cond = N_TIME_TOKENS + self.n_obs
         cond_mask = None if masks.cross_attn is None else torch.ones(n_cond, n_cond).tril().bool()
         self.register_buffer("cond_mask", cond_mask, persistent=False)
 
     def _init_weights(self, module: nn.Module) -> None:
         # Reference init: N(0, 0.02) weights, zero biases, LayerNorm 1/0, pos-emb N(0, 0.02).
-        if isinstance(module, (nn.Linear, nn.Embedding)):
+        if isinstance(module, nn.Linear):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
-            if getattr(module, "bias", None) is not None:
+            if module.bias is not None:
                 nn.init.zeros_(module.bias)
         elif isinstance(module, nn.LayerNorm):
             nn.init.ones_(module.weight)
@@ -85,8 +90,7 @@ class ImfTransformer(nn.Module):
     def encode_cond(self, t: torch.Tensor, h: torch.Tensor, cond: torch.Tensor,
                     fused: bool = True) -> torch.Tensor:
         """Condition tokens (B, 2 + n_obs, D) from times (B,), (B,) and features (B, n_obs, F)."""
-        times = torch.stack([sinusoidal_embedding(t, self.n_emb, self.time_scale),
-                             sinusoidal_embedding(h, self.n_emb, self.time_scale)], dim=1)  # (B, 2, D)
+        times = sinusoidal_embedding(torch.stack([t, h], dim=1), self.n_emb, self.time_scale)  # (B, 2, D)
         tokens = torch.cat([times.to(cond.dtype), self.cond_obs_emb(cond)], dim=1)  # (B, 2+O, D)
         x = self.drop(tokens + self.cond_pos_emb)
         if isinstance(self.cond_encoder, nn.Sequential):
@@ -126,3 +130,22 @@ class ImfTransformer(nn.Module):
                     no_decay.append(param)
         return [{"params": decay, "weight_decay": weight_decay, "name": "transformer_decay"},
                 {"params": no_decay, "weight_decay": 0.0, "name": "transformer_no_decay"}]
+
+
+def _checked_mask(plugin: str, attr: str, value, shape: tuple[int, int]) -> torch.Tensor | None:
+    """A plugin's mask as a bool tensor, or a ConfigError naming policy.mask: a wrong shape
+    would fail deep inside attention, and a row with nothing visible would give NaN."""
+    where = f"config key 'policy.mask': plugin '{plugin}'"
+    if value is None:
+        return None
+    try:
+        tensor = torch.as_tensor(np.asarray(value), dtype=torch.bool)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise ConfigError(f"{where}: {attr} is not a boolean array ({exc})") from None
+    if tuple(tensor.shape) != shape:
+        raise ConfigError(f"{where}: {attr} has shape {tuple(tensor.shape)}, expected {shape} "
+                          f"(horizon x {'horizon' if attr == 'self_attn' else 'time + observation tokens'})")
+    if not tensor.any(dim=1).all():
+        row = int((~tensor.any(dim=1)).nonzero()[0])
+        raise ConfigError(f"{where}: {attr} row {row} attends to nothing (attention would be NaN)")
+    return tensor

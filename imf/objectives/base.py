@@ -72,6 +72,24 @@ def sample_t_r(n: int, cfg, like: torch.Tensor, generator: torch.Generator | Non
     return t, r, n_eq
 
 
+def draw_mean_flow_batch(x: torch.Tensor, cfg, generator: torch.Generator | None
+                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """(z_t, v = e - x, t, r, n_eq) for the average-velocity objectives (imf, meanflow).
+
+    The draws come in a fixed order (the noise e, then the two times), so a seeded generator
+    gives the same batch whichever objective asks.
+    """
+    e = randn(x.shape, x, generator)
+    t, r, n_eq = sample_t_r(x.shape[0], cfg, x, generator)
+    return interpolate(x, e, t), e - x, t, r, n_eq  # z, v (B, H, A); t, r (B,)
+
+
+def to_metrics(stats: dict[str, torch.Tensor]) -> Metrics:
+    """Scalar tensors -> floats with one host sync instead of one ``.item()`` each."""
+    values = torch.stack([s.detach().float() for s in stats.values()]).tolist()
+    return dict(zip(stats, values))
+
+
 def expand(x: torch.Tensor) -> torch.Tensor:
     """(B,) -> (B, 1, 1) to broadcast over (B, H, A)."""
     return x[:, None, None]
@@ -104,15 +122,21 @@ def jvp(fn: Callable[..., torch.Tensor], primals: tuple, tangents: tuple
     return out.primal, out.tangent
 
 
-def average_velocity_sampler(model, cond: torch.Tensor, n_steps: int,
-                             generator: torch.Generator | None) -> torch.Tensor:
-    """z_r = z_t - (t - r) u(z_t, r, t) on a uniform grid from 1 to 0 (1 step: x = e - u(e, 0, 1))."""
+def euler_sampler(model, cond: torch.Tensor, n_steps: int, generator: torch.Generator | None,
+                  average: bool = True) -> torch.Tensor:
+    """z_r = z_t - (t - r) model(z_t, t, h) on a uniform grid from 1 to 0, starting from noise.
+
+    ``average``: the model is an average velocity u(z_t, r, t), h = t - r (1 step:
+    x = e - u(e, 0, 1)); otherwise an instantaneous velocity, h = 0 (Euler integration).
+    """
     b = cond.shape[0]
     z = randn((b, model.horizon, model.action_dim), cond, generator)  # (B, H, A)
     grid = torch.linspace(1.0, 0.0, n_steps + 1, device=cond.device, dtype=cond.dtype)
+    zero = torch.zeros(b, device=cond.device, dtype=cond.dtype)
     for i in range(n_steps):
         t, r = grid[i].expand(b), grid[i + 1].expand(b)
-        z = z - expand(t - r) * model(z, t, t - r, cond)
+        h = t - r
+        z = z - expand(h) * model(z, t, h if average else zero, cond)
     return z
 
 

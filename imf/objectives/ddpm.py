@@ -3,7 +3,8 @@ inference steps, the squaredcos_cap_v2 (cosine) beta schedule, and x0 clipped to
 (actions are min-max normalised to that range).
 
 The network sees the discrete step k as t = k / N, so it shares the time embedding of the
-flow objectives (t * 1000 = 10 k); h is always 0.
+flow objectives (t * policy.time_scale; time_scale = 100 embeds k itself, as Diffusion Policy
+does); h is always 0.
 """
 from __future__ import annotations
 
@@ -35,9 +36,13 @@ class DdpmObjective(ObjectiveBase):
         super().__init__(cfg)
         self.n_train = cfg.ddpm_steps
         self.alpha_bar = torch.cumprod(1 - make_betas(cfg.ddpm_beta_schedule, self.n_train), 0)
+        self._abar_on: dict[tuple, torch.Tensor] = {}  # alpha_bar per (device, dtype), made once
 
     def _abar(self, k: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-        return self.alpha_bar.to(like.device)[k].to(like.dtype)
+        key = (like.device, like.dtype)
+        if key not in self._abar_on:
+            self._abar_on[key] = self.alpha_bar.to(like.device).to(like.dtype)
+        return self._abar_on[key][k]
 
     def loss(self, model, actions: torch.Tensor, cond: torch.Tensor,
              generator: torch.Generator | None = None):
@@ -48,16 +53,17 @@ class DdpmObjective(ObjectiveBase):
         noisy = abar.sqrt() * x + (1 - abar).sqrt() * eps  # (B, H, A)
         t = k.to(x.dtype) / self.n_train
         loss = F.mse_loss(model(noisy, t, torch.zeros_like(t), cond), eps)
-        return loss, {"loss": loss.item(), "mse": loss.item()}
+        value = loss.item()
+        return loss, {"loss": value, "mse": value}
 
     def sample(self, model, cond: torch.Tensor, n_steps: int | None = None,
                generator: torch.Generator | None = None) -> torch.Tensor:
-        n = check_steps(n_steps, self.cfg.ddpm_steps)
-        stride = max(self.n_train // n, 1)
+        n = min(check_steps(n_steps, self.cfg.ddpm_steps), self.n_train)
+        stride = self.n_train // n
         b = cond.shape[0]
         x = randn((b, model.horizon, model.action_dim), cond, generator)
         zero = torch.zeros(b, device=cond.device, dtype=cond.dtype)
-        for k in reversed(range(0, self.n_train, stride)):
+        for k in reversed(range(0, n * stride, stride)):  # exactly n steps, the last at k = 0
             eps = model(x, zero + k / self.n_train, zero, cond)
             x = self._step(x, eps, k, k - stride, generator)
         return x

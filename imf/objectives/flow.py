@@ -6,7 +6,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from imf.objectives.base import ObjectiveBase, check_steps, interpolate, logit_normal, randn
+from imf.objectives.base import (ObjectiveBase, check_steps, euler_sampler, interpolate,
+                                 logit_normal, randn)
 
 
 class FlowObjective(ObjectiveBase):
@@ -20,16 +21,10 @@ class FlowObjective(ObjectiveBase):
         z = interpolate(x, e, t)  # (B, H, A)
         pred = model(z, t, torch.zeros_like(t), cond)  # h = 0: the instantaneous velocity
         loss = F.mse_loss(pred, e - x)
-        return loss, {"loss": loss.item(), "mse": loss.item()}
+        value = loss.item()
+        return loss, {"loss": value, "mse": value}
 
     def sample(self, model, cond: torch.Tensor, n_steps: int | None = None,
                generator: torch.Generator | None = None) -> torch.Tensor:
-        n = check_steps(n_steps, self.cfg.sample_steps)
-        b = cond.shape[0]
-        z = randn((b, model.horizon, model.action_dim), cond, generator)
-        grid = torch.linspace(1.0, 0.0, n + 1, device=cond.device, dtype=cond.dtype)
-        zero = torch.zeros(b, device=cond.device, dtype=cond.dtype)
-        for i in range(n):
-            t = grid[i].expand(b)
-            z = z - (grid[i] - grid[i + 1]) * model(z, t, zero, cond)
-        return z
+        return euler_sampler(model, cond, check_steps(n_steps, self.cfg.sample_steps), generator,
+                             average=False)

@@ -16,8 +16,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from imf.objectives.base import (ObjectiveBase, adaptive_loss, average_velocity_sampler,
-                                 check_steps, expand, interpolate, jvp, randn, sample_t_r)
+from imf.objectives.base import (ObjectiveBase, adaptive_loss, check_steps, draw_mean_flow_batch,
+                                 euler_sampler, expand, jvp, to_metrics)
 
 
 class ImfObjective(ObjectiveBase):
@@ -29,15 +29,11 @@ class ImfObjective(ObjectiveBase):
 
     def loss(self, model, actions: torch.Tensor, cond: torch.Tensor,
              generator: torch.Generator | None = None):
-        x = actions
-        e = randn(x.shape, x, generator)
-        t, r, n_eq = sample_t_r(x.shape[0], self.cfg, x, generator)
-        z = interpolate(x, e, t)  # (B, H, A)
-        v = e - x
+        z, v, t, r, n_eq = draw_mean_flow_batch(actions, self.cfg, generator)
         parts = _Parts()
         if n_eq > 0:
             self._boundary_block(model, z[:n_eq], t[:n_eq], cond[:n_eq], parts)
-        if n_eq < x.shape[0]:
+        if n_eq < z.shape[0]:
             sl = slice(n_eq, None)
             self._jvp_block(model, z[sl], t[sl], r[sl], cond[sl], parts)
         V = torch.cat(parts.V)  # (B, H, A)
@@ -49,9 +45,8 @@ class ImfObjective(ObjectiveBase):
             v_loss = F.mse_loss(torch.cat(parts.v), v)
             loss = loss + v_loss
             stats["v_head_mse"] = v_loss.detach()
-        stats["loss"] = loss.detach()
-        metrics = dict(zip(stats, torch.stack([s.float() for s in stats.values()]).tolist()))  # one sync
-        return loss, metrics
+        stats["loss"] = loss
+        return loss, to_metrics(stats)
 
     def _boundary_block(self, model, z, t, cond, parts) -> None:
         h = torch.zeros_like(t)
@@ -84,8 +79,7 @@ class ImfObjective(ObjectiveBase):
 
     def sample(self, model, cond: torch.Tensor, n_steps: int | None = None,
                generator: torch.Generator | None = None) -> torch.Tensor:
-        return average_velocity_sampler(model, cond, check_steps(n_steps, self.cfg.sample_steps),
-                                        generator)
+        return euler_sampler(model, cond, check_steps(n_steps, self.cfg.sample_steps), generator)
 
 
 class _Parts:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from imf.objectives.base import (ObjectiveBase, adaptive_loss, average_velocity_sampler,
-                                 check_steps, expand, interpolate, jvp, randn, sample_t_r)
+from imf.objectives.base import (ObjectiveBase, adaptive_loss, check_steps, draw_mean_flow_batch,
+                                 euler_sampler, expand, jvp, to_metrics)
 
 
 class MeanFlowObjective(ObjectiveBase):
@@ -14,19 +14,15 @@ class MeanFlowObjective(ObjectiveBase):
 
     def loss(self, model, actions: torch.Tensor, cond: torch.Tensor,
              generator: torch.Generator | None = None):
-        x = actions
-        e = randn(x.shape, x, generator)
-        t, r, n_eq = sample_t_r(x.shape[0], self.cfg, x, generator)
-        z = interpolate(x, e, t)  # (B, H, A)
-        v = e - x
+        z, v, t, r, n_eq = draw_mean_flow_batch(actions, self.cfg, generator)
         errs = []
         if n_eq > 0:  # r = t: the target is v itself
             errs.append(model(z[:n_eq], t[:n_eq], torch.zeros_like(t[:n_eq]), cond[:n_eq]) - v[:n_eq])
-        if n_eq < x.shape[0]:
+        if n_eq < z.shape[0]:
             errs.append(self._jvp_error(model, z[n_eq:], t[n_eq:], r[n_eq:], v[n_eq:], cond[n_eq:]))
         err = torch.cat(errs)
         loss = adaptive_loss(err, self.cfg.adaptive_p, self.cfg.adaptive_c)
-        return loss, {"loss": loss.item(), "mse": err.detach().pow(2).mean().item()}
+        return loss, to_metrics({"loss": loss, "mse": err.detach().pow(2).mean()})
 
     @staticmethod
     def _jvp_error(model, z, t, r, v, cond) -> torch.Tensor:
@@ -42,5 +38,4 @@ class MeanFlowObjective(ObjectiveBase):
 
     def sample(self, model, cond: torch.Tensor, n_steps: int | None = None,
                generator: torch.Generator | None = None) -> torch.Tensor:
-        return average_velocity_sampler(model, cond, check_steps(n_steps, self.cfg.sample_steps),
-                                        generator)
+        return euler_sampler(model, cond, check_steps(n_steps, self.cfg.sample_steps), generator)
