@@ -171,7 +171,9 @@ class PushTEnv:
             ax, ay = self.agent_pos
             bx, by, angle = self.block_pose
             return np.array([ax, ay, bx, by, angle % (2 * math.pi)], dtype=np.float32)
-        return {"image": self.render_obs_image(), "agent_pos": np.array(self.agent_pos, dtype=np.float32)}
+        agent_pos = self.agent_pos  # read once: this runs every control step
+        return {"image": self._get_renderer().render(agent_pos, self.block_pose),
+                "agent_pos": np.array(agent_pos, dtype=np.float32)}
 
     def _info(self, cov: float) -> dict:
         vel = self.agent.velocity
