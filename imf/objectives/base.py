@@ -47,8 +47,9 @@ def interpolate(x: torch.Tensor, e: torch.Tensor, t: torch.Tensor) -> torch.Tens
     return (1 - expand(t)) * x + expand(t) * e  # (B, H, A)
 
 
-def randn(shape, like: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    return torch.randn(shape, generator=generator, device=like.device, dtype=like.dtype)
+def randn(shape, like: torch.Tensor, generator: torch.Generator | None,
+          dtype: torch.dtype | None = None) -> torch.Tensor:
+    return torch.randn(shape, generator=generator, device=like.device, dtype=dtype or like.dtype)
 
 
 def logit_normal(n: int, mu: float, sigma: float, like: torch.Tensor,
@@ -103,20 +104,22 @@ def adaptive_loss(err: torch.Tensor, p: float, c: float) -> torch.Tensor:
     return (weight * sq).mean()
 
 
-def jvp(fn: Callable[..., torch.Tensor], primals: tuple, tangents: tuple
+def jvp(fn: Callable[..., torch.Tensor], primals: tuple, tangents: tuple, consts: tuple = ()
         ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Forward-mode JVP in float32: (fn(*primals), d fn . tangents).
+    """Forward-mode JVP in float32: (fn(*primals, *consts), d fn . tangents).
 
     Uses torch.autograd.forward_ad dual tensors (measured faster here than torch.func.jvp,
     which the model also supports). The primal output keeps its autograd graph, so gradients
     reach the weights and any tensors fn closes over (the encoder features, which carry no
     tangent: the encoder stays outside the JVP). Autocast is off inside: the tangent is
-    multiplied by (t - r) and bf16 is too coarse for it.
+    multiplied by (t - r) and bf16 is too coarse for it. So every input is cast to float32,
+    the ``consts`` too (inputs without a tangent, e.g. the condition features, which are bf16
+    under autocast); gradients still flow back through the casts.
     """
     device_type = primals[0].device.type
     with torch.autocast(device_type=device_type, enabled=False), fwAD.dual_level():
         duals = [fwAD.make_dual(p.float(), tg.float()) for p, tg in zip(primals, tangents)]
-        out = fwAD.unpack_dual(fn(*duals))
+        out = fwAD.unpack_dual(fn(*duals, *(c.float() for c in consts)))
     if out.tangent is None:  # fn does not depend on the primals at all
         return out.primal, torch.zeros_like(out.primal)
     return out.primal, out.tangent
@@ -128,16 +131,24 @@ def euler_sampler(model, cond: torch.Tensor, n_steps: int, generator: torch.Gene
 
     ``average``: the model is an average velocity u(z_t, r, t), h = t - r (1 step:
     x = e - u(e, 0, 1)); otherwise an instantaneous velocity, h = 0 (Euler integration).
+    The state stays in float32 under autocast (see ``state_dtype``).
     """
-    b = cond.shape[0]
-    z = randn((b, model.horizon, model.action_dim), cond, generator)  # (B, H, A)
-    grid = torch.linspace(1.0, 0.0, n_steps + 1, device=cond.device, dtype=cond.dtype)
-    zero = torch.zeros(b, device=cond.device, dtype=cond.dtype)
+    b, dtype = cond.shape[0], state_dtype(cond)
+    z = randn((b, model.horizon, model.action_dim), cond, generator, dtype)  # (B, H, A)
+    grid = torch.linspace(1.0, 0.0, n_steps + 1, device=cond.device, dtype=dtype)
+    zero = torch.zeros(b, device=cond.device, dtype=dtype)
     for i in range(n_steps):
         t, r = grid[i].expand(b), grid[i + 1].expand(b)
         h = t - r
-        z = z - expand(h) * model(z, t, h if average else zero, cond)
+        z = z - expand(h) * model(z, t, h if average else zero, cond).to(dtype)
     return z
+
+
+def state_dtype(cond: torch.Tensor) -> torch.dtype:
+    """The sampler's noise and state dtype: at least float32. Under bf16 autocast ``cond`` is
+    bf16; noise drawn in it would differ from the float32 draw of the same seed, and many
+    small steps would round away."""
+    return torch.promote_types(cond.dtype, torch.float32)
 
 
 def check_steps(n_steps: Any, default: int) -> int:

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from imf.errors import ConfigError
-from imf.objectives.base import ObjectiveBase, check_steps, expand, randn
+from imf.objectives.base import ObjectiveBase, check_steps, expand, randn, state_dtype
 
 
 def make_betas(schedule: str, n: int) -> torch.Tensor:
@@ -60,11 +60,11 @@ class DdpmObjective(ObjectiveBase):
                generator: torch.Generator | None = None) -> torch.Tensor:
         n = min(check_steps(n_steps, self.cfg.ddpm_steps), self.n_train)
         stride = self.n_train // n
-        b = cond.shape[0]
-        x = randn((b, model.horizon, model.action_dim), cond, generator)
-        zero = torch.zeros(b, device=cond.device, dtype=cond.dtype)
+        b, dtype = cond.shape[0], state_dtype(cond)
+        x = randn((b, model.horizon, model.action_dim), cond, generator, dtype)
+        zero = torch.zeros(b, device=cond.device, dtype=dtype)
         for k in reversed(range(0, n * stride, stride)):  # exactly n steps, the last at k = 0
-            eps = model(x, zero + k / self.n_train, zero, cond)
+            eps = model(x, zero + k / self.n_train, zero, cond).to(dtype)
             x = self._step(x, eps, k, k - stride, generator)
         return x
 

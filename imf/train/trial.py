@@ -30,6 +30,7 @@ from imf.store import record_from_summary
 from imf.train import checkpoint as ckpt_io
 from imf.train.data import build_datasets, make_loader
 from imf.train.evaluate import rollout_metrics
+from imf.train.precision import autocast_for, use_bf16
 from imf.train.console import epoch_line, progress_bar
 from imf.train.runfiles import CONFIG_NAME, LOG_NAME, STDOUT_NAME, JsonLinesLog, Tee, write_summary
 from imf.train.state import restore_latest, save_epoch
@@ -195,7 +196,7 @@ class Trial:
         self.topk.folder.mkdir(parents=True, exist_ok=True)
         self.stopper = EarlyStopper(t.patience)
         self.divergence = DivergenceDetector(t.divergence_factor, t.divergence_warmup_steps)
-        self.autocast = self.device.type == "cuda" and t.bf16 and torch.cuda.is_bf16_supported()
+        self.autocast = use_bf16(self.device, t.bf16)
         if self.opts.resume:
             restore_latest(self)
         self._write_summary(finished=False)
@@ -240,7 +241,7 @@ class Trial:
             if i >= self.steps_per_epoch:
                 break
             batch = _to_device(batch, self.device)
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.autocast):
+            with autocast_for(self.device, self.autocast):
                 loss, metrics = self.policy.compute_loss(batch)
             value = metrics["loss"] if "loss" in metrics else float(loss.detach())  # already synced
             if self.divergence.update(value):
