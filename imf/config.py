@@ -23,10 +23,12 @@ from imf.config_values import suggest as _suggest
 from imf.errors import ConfigError
 
 PRESET_DIR = Path(__file__).parent / "configs"
+OBS_TYPES = ("image", "keypoints")
 
 
 @dataclass
 class PolicyConfig:
+    obs_type: str = "image"  # image (96x96 RGB + agent_pos) or keypoints (9 T keypoints + agent_pos)
     mask: str = "causal"  # an imf.masks plugin; `causal_attn` is an alias
     n_emb: int = 256
     n_layer: int = 8
@@ -94,7 +96,10 @@ class TrainingConfig:
     divergence_factor: float = 20.0  # loss above factor x running median -> diverged
     divergence_warmup_steps: int = 200
     max_train_steps: int | None = None  # per epoch; None: the whole data set
+    time_budget_s: float | None = None  # stop after this much training time (rollouts excluded)
+    budget_clock: str = "wall"  # wall, or cpu: CPU seconds / threads (fair on a loaded machine)
     max_val_steps: int | None = None  # validation batches per epoch; None: all
+    val_probe_windows: int = 512  # fixed validation windows for the world-unit action RMSE
     num_workers: int = 0
     bf16: bool = True  # autocast on CUDA only
     resume: bool = False
@@ -223,6 +228,14 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(
             f"config key 'policy.horizon': {p.horizon} is shorter than n_obs_steps - 1 + "
             f"n_action_steps = {p.n_obs_steps - 1 + p.n_action_steps}")
+    if cfg.training.budget_clock not in ("wall", "cpu"):
+        raise ConfigError(f"config key 'training.budget_clock': got {cfg.training.budget_clock!r}, "
+                          f"allowed: wall, cpu")
+    if cfg.training.time_budget_s is not None and not cfg.training.time_budget_s > 0:
+        raise ConfigError(f"config key 'training.time_budget_s': must be > 0 (or null), "
+                          f"got {cfg.training.time_budget_s}")
+    if p.obs_type not in OBS_TYPES:
+        raise ConfigError(f"config key 'policy.obs_type': got {p.obs_type!r}, allowed: {', '.join(OBS_TYPES)}")
     if p.encoder not in ("resnet18", "small"):
         raise ConfigError(f"config key 'policy.encoder': got {p.encoder!r}, allowed: resnet18, small")
     if cfg.objective.tangent not in ("boundary", "v_head"):

@@ -1,6 +1,10 @@
-"""The policy: normaliser + image encoder + transformer + objective, in one nn.Module.
+"""The policy: normaliser + observation encoder + transformer + objective, in one nn.Module.
 
-    batch (world units) -> normalise -> encoder (outside any JVP) -> cond (B, n_obs, 66)
+    batch (world units) -> normalise -> encoder (outside any JVP) -> cond (B, n_obs, F)
+
+F is 66 for images (ResNet features + agent_pos). Keypoint observations (20 numbers a step)
+need no encoder: the normalised vector is the condition feature, and the transformer's own
+linear observation embedding maps it into the condition tokens.
     objective.loss(transformer, actions_norm, cond)              (training)
     objective.sample(transformer, cond) -> unnormalise -> chunk   (inference)
 
@@ -17,6 +21,7 @@ import torch
 import torch.nn as nn
 
 from imf import registry
+from imf.data.lowdim import KEYPOINT_OBS_DIM
 from imf.data.normalizer import MinMaxNormalizer
 from imf.errors import CheckpointError, ConfigError
 from imf.model import ImfTransformer, ObsEncoder
@@ -30,11 +35,13 @@ class ImfPolicy(nn.Module):
         self.cfg = cfg
         p = cfg.policy
         self.n_obs_steps, self.n_action_steps, self.horizon = p.n_obs_steps, p.n_action_steps, p.horizon
+        self.obs_type = p.obs_type
         self.normalizer = normalizer
         self.objective = registry.get("imf.objectives", cfg.objective.name)(cfg.objective)
-        self.encoder = ObsEncoder(p)
+        self.encoder = ObsEncoder(p) if self.obs_type == "image" else None
+        cond_dim = self.encoder.feature_dim if self.encoder is not None else KEYPOINT_OBS_DIM
         v_head = bool(getattr(self.objective, "uses_v_head", False))
-        self.model = ImfTransformer(p, self.encoder.feature_dim, v_head=v_head)
+        self.model = ImfTransformer(p, cond_dim, v_head=v_head)
 
     # ------------------------------------------------------------ normalisation and encoding
 
@@ -44,7 +51,16 @@ class ImfPolicy(nn.Module):
         return image * 2.0 - 1.0  # the image range [0, 1] -> [-1, 1]
 
     def encode_obs(self, obs: Obs, steps: slice) -> torch.Tensor:
-        """(B, n_obs, 66) condition features of the observation frames ``steps``."""
+        """(B, n_obs, F) condition features of the observation frames ``steps``."""
+        if self.obs_type == "keypoints":
+            if "keypoints" not in obs:
+                raise ConfigError("policy.obs_type=keypoints: the observation has no 'keypoints' "
+                                  f"(got {', '.join(sorted(obs))})")
+            x = torch.as_tensor(obs["keypoints"], device=self.device)[:, steps].float()  # (B, n_obs, 20)
+            if x.shape[1] != self.n_obs_steps:
+                raise ConfigError(f"policy.n_obs_steps: need {self.n_obs_steps} observation frames, "
+                                  f"got keypoints {tuple(x.shape)}")
+            return self.normalizer.normalize("keypoints", x)
         image = torch.as_tensor(obs["image"], device=self.device)[:, steps].float()
         pos = torch.as_tensor(obs["agent_pos"], device=self.device)[:, steps].float()
         if image.shape[1] != self.n_obs_steps or pos.shape[1] != self.n_obs_steps:
@@ -82,10 +98,11 @@ class ImfPolicy(nn.Module):
         return self.predict_action(obs)
 
     def optimizer_groups(self, training_cfg) -> list[dict]:
-        """AdamW groups: transformer decay / no-decay, encoder at encoder_weight_decay."""
+        """AdamW groups: transformer decay / no-decay, an image encoder at encoder_weight_decay."""
         groups = self.model.optim_groups(training_cfg.weight_decay)
-        groups.append({"params": list(self.encoder.parameters()),
-                       "weight_decay": training_cfg.encoder_weight_decay, "name": "encoder"})
+        if self.encoder is not None:
+            groups.append({"params": list(self.encoder.parameters()),
+                           "weight_decay": training_cfg.encoder_weight_decay, "name": "encoder"})
         return groups
 
     # ------------------------------------------------------------ checkpoint state

@@ -26,6 +26,7 @@ ARRAY_SPECS: dict[str, tuple[tuple[int, ...], str]] = {
     "n_contacts": ((1,), "fiu"),
 }
 IMAGE_TASK_ARRAYS = ("img", "state", "action")
+KEYPOINT_TASK_ARRAYS = ("keypoint", "state", "action")
 _READ_CHUNK = 2048  # frames per read, to bound the float32 -> uint8 peak memory
 
 
@@ -38,12 +39,16 @@ class ReplayBuffer:
     zarr_format: int | None = field(default=None)
 
     @classmethod
-    def open(cls, path: str | os.PathLike, required: tuple[str, ...] = IMAGE_TASK_ARRAYS) -> "ReplayBuffer":
-        """Read and check a store; any problem is a DataError naming the array or path."""
+    def open(cls, path: str | os.PathLike, required: tuple[str, ...] = IMAGE_TASK_ARRAYS,
+             only_required: bool = False) -> "ReplayBuffer":
+        """Read and check a store; any problem is a DataError naming the array or path.
+
+        only_required=True leaves the other arrays on disk (a keypoint run needs no images).
+        """
         group, fmt, closer = _open_group(Path(path))
         try:
             ends = _read_episode_ends(group, path)
-            arrays = _read_arrays(group, path, required, int(ends[-1]))
+            arrays = _read_arrays(group, path, required, int(ends[-1]), only_required)
         finally:
             closer()
         return cls(arrays=arrays, episode_ends=ends, path=str(path), zarr_format=fmt)
@@ -137,9 +142,12 @@ def _read_episode_ends(group, path) -> np.ndarray:
     return ends.astype(np.int64)
 
 
-def _read_arrays(group, path, required: tuple[str, ...], n_steps: int) -> dict[str, np.ndarray]:
+def _read_arrays(group, path, required: tuple[str, ...], n_steps: int,
+                 only_required: bool = False) -> dict[str, np.ndarray]:
     arrays: dict[str, np.ndarray] = {}
     for name, (tail, kinds) in ARRAY_SPECS.items():
+        if only_required and name not in required:
+            continue
         arr = _member(group, f"data/{name}", path)
         if arr is None:
             if name in required:

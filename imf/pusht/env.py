@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 import pymunk
 
+from imf.data.lowdim import keypoint_obs
 from imf.errors import ImfError
 from imf.pusht import geometry as geo
 
@@ -19,7 +20,7 @@ BLOCK_MOMENT = 3000.0  # the reference's value (it counts the bar's moment twice
 SIM_DT = 0.01
 SUBSTEPS = 10
 K_P, K_V = 100.0, 20.0
-OBS_TYPES = ("state", "image")
+OBS_TYPES = ("state", "image", "keypoints")
 
 
 class PushTEnv:
@@ -27,6 +28,8 @@ class PushTEnv:
 
     obs_type "state": float32 (5,) agent x, y, block x, y, angle mod 2 pi.
     obs_type "image": {"image": float32 (3, 96, 96) in [0, 1], "agent_pos": float32 (2,)}.
+    obs_type "keypoints": float32 (20,) the T's 9 keypoints (x, y) then the agent (x, y)
+    (imf.data.lowdim.keypoint_obs, the same function the training data goes through).
     legacy=True sets the block position before its angle at reset (the reference's test
     rollouts), so the origin moves by the rotation about the centre of gravity.
     """
@@ -171,6 +174,8 @@ class PushTEnv:
             ax, ay = self.agent_pos
             bx, by, angle = self.block_pose
             return np.array([ax, ay, bx, by, angle % (2 * math.pi)], dtype=np.float32)
+        if self.obs_type == "keypoints":
+            return keypoint_obs(self.keypoints(), self.agent_pos)
         agent_pos = self.agent_pos  # read once: this runs every control step
         return {"image": self._get_renderer().render(agent_pos, self.block_pose),
                 "agent_pos": np.array(agent_pos, dtype=np.float32)}

@@ -17,7 +17,8 @@ import numpy as np
 
 from imf.errors import ImfError
 from imf.pusht import geometry as geo
-from imf.pusht.env import PushTEnv
+from imf.data.lowdim import agent_pos_of
+from imf.pusht.env import OBS_TYPES, PushTEnv
 
 Policy = Callable[[dict[str, np.ndarray]], Any]
 
@@ -151,8 +152,10 @@ def _batch_observations(histories: list[deque], obs_type: str) -> dict[str, np.n
         images = np.stack([np.stack([o["image"] for o in h]) for h in histories])  # uint8
         return {"image": images.astype(np.float32) / np.float32(255.0),
                 "agent_pos": np.stack([np.stack([o["agent_pos"] for o in h]) for h in histories])}
-    state = np.stack([np.stack(list(h)) for h in histories])  # (B, n_obs, 5)
-    return {"state": state, "agent_pos": state[..., :2].copy()}
+    stacked = np.stack([np.stack(list(h)) for h in histories])  # (B, n_obs, D)
+    if obs_type == "keypoints":  # (B, n_obs, 20)
+        return {"keypoints": stacked, "agent_pos": np.ascontiguousarray(agent_pos_of(stacked))}
+    return {"state": stacked, "agent_pos": stacked[..., :2].copy()}  # (B, n_obs, 5)
 
 
 def _hold_non_finite(actions: np.ndarray, agent_pos: np.ndarray) -> np.ndarray:
@@ -174,8 +177,8 @@ def score_policy(policy: Policy, seeds: list[int], *, max_steps: int = 300, n_ob
                        f"n_obs_steps={n_obs_steps}, n_action_steps={n_action_steps}, max_steps={max_steps}")
     if len(set(seeds)) != len(seeds):
         raise ImfError(f"score_policy seeds must be distinct; got {seeds}")
-    if obs_type not in ("image", "state"):
-        raise ImfError(f"score_policy obs_type '{obs_type}' is unknown; allowed: image, state")
+    if obs_type not in OBS_TYPES:
+        raise ImfError(f"score_policy obs_type '{obs_type}' is unknown; allowed: {', '.join(OBS_TYPES)}")
     args = (legacy, obs_type, max_steps, n_obs_steps)
     n_workers = min(max(int(n_workers), 1), len(seeds))
     if n_workers == 1:

@@ -162,6 +162,11 @@ def warm_start_line(report: Any, source: Path) -> str:
 def check_compatible(ckpt: dict[str, Any], policy_cfg: Any, source: Path) -> None:
     """Refuse a checkpoint made for another action or observation space."""
     old = ckpt["config"].get("policy", {})
+    old_obs = old.get("obs_type", "image")  # checkpoints from before keypoints were images
+    if old_obs != policy_cfg.obs_type:
+        raise CheckpointError(
+            f"checkpoint {source} was trained with policy.obs_type={old_obs}, this run has "
+            f"{policy_cfg.obs_type}; warm start needs the same observation type")
     for key in ("action_dim", "image_size", "n_obs_steps"):
         mine = getattr(policy_cfg, key)
         if key in old and old[key] != mine:

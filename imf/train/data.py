@@ -10,7 +10,8 @@ from torch.utils.data import DataLoader
 from imf.config import Config
 from imf.data.dataset import PushTImageDataset
 from imf.data.normalizer import MinMaxNormalizer
-from imf.data.replay_buffer import ReplayBuffer
+from imf.data.keypoint_dataset import PushTKeypointDataset
+from imf.data.replay_buffer import KEYPOINT_TASK_ARRAYS, ReplayBuffer
 
 
 def resolve_data_path(cfg: Config, say: Callable[[str], None]) -> Path:
@@ -26,9 +27,13 @@ def resolve_data_path(cfg: Config, say: Callable[[str], None]) -> Path:
 
 def build_datasets(cfg: Config, say: Callable[[str], None]) -> tuple[Any, Any, MinMaxNormalizer, Path]:
     path = resolve_data_path(cfg, say)
-    buffer = ReplayBuffer.open(path)
     p = cfg.policy
-    train = PushTImageDataset(buffer, horizon=p.horizon, n_obs_steps=p.n_obs_steps,
+    if p.obs_type == "keypoints":
+        buffer = ReplayBuffer.open(path, required=KEYPOINT_TASK_ARRAYS, only_required=True)
+        dataset_cls: Any = PushTKeypointDataset
+    else:
+        buffer, dataset_cls = ReplayBuffer.open(path), PushTImageDataset
+    train = dataset_cls(buffer, horizon=p.horizon, n_obs_steps=p.n_obs_steps,
                               n_action_steps=p.n_action_steps, val_ratio=cfg.data.val_ratio,
                               split_seed=cfg.data.split_seed,
                               max_train_episodes=cfg.data.max_train_episodes)

@@ -39,7 +39,7 @@ def score(policy: Any, cfg: Config, device: torch.device, seeds: list[int], seed
         return score_policy(TorchPolicyAdapter(policy, device, seed), seeds,
                             max_steps=cfg.eval.max_steps, n_obs_steps=cfg.policy.n_obs_steps,
                             n_action_steps=cfg.policy.n_action_steps, n_workers=n_workers(cfg.eval),
-                            legacy=cfg.eval.legacy, obs_type="image")
+                            legacy=cfg.eval.legacy, obs_type=cfg.policy.obs_type)
     finally:
         policy.train(was_training)
 

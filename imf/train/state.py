@@ -21,7 +21,8 @@ def trial_state(trial: Any, record: dict[str, Any]) -> dict[str, Any]:
                    "best": list(trial.best) if trial.best else None,
                    "best_success_rate": trial.best_success, "last": trial.last_score},
         "trainer": {"stopper": trial.stopper.state_dict(), "divergence": trial.divergence.state_dict(),
-                    "topk": trial.topk.state_dict(), "elapsed_s": trial.elapsed()},
+                    "topk": trial.topk.state_dict(), "elapsed_s": trial.elapsed(),
+                    "train_s": trial.clock.seconds()},
         "rng": ckpt_io.rng_state(), "code_version": ckpt_io.code_version(),
         "trial_id": trial.opts.trial_id,
     }
@@ -54,6 +55,7 @@ def restore_latest(trial: Any) -> None:
     trial.divergence.load_state_dict(trainer["divergence"])
     trial.topk.load_state_dict(trainer["topk"])
     trial.elapsed_before = trainer["elapsed_s"]
+    trial.clock.spent_s = trainer.get("train_s", 0.0)
     ckpt_io.set_rng_state(state["rng"])
     dropped = trial.log.truncate_after(state["epoch"])
     trial.say(f"resume: continuing at epoch {trial.epoch} from latest.pt"

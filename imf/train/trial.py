@@ -31,11 +31,13 @@ from imf.train import checkpoint as ckpt_io
 from imf.train.data import build_datasets, make_loader
 from imf.train.evaluate import rollout_metrics
 from imf.train.precision import autocast_for, use_bf16
+from imf.train.budget import TrainClock
 from imf.train.console import epoch_line, progress_bar
 from imf.train.runfiles import CONFIG_NAME, LOG_NAME, STDOUT_NAME, JsonLinesLog, Tee, write_summary
 from imf.train.state import restore_latest, save_epoch
 from imf.train.stopping import DivergenceDetector, EarlyStopper
 from imf.train.tracker import Tracker
+from imf.train.validation import ActionProbe
 
 
 @dataclass
@@ -68,11 +70,15 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def cosine_with_warmup(warmup: int, total: int):
+def cosine_with_warmup(warmup: int, total: int, clock: TrainClock | None = None):
+    """Linear warm-up over ``warmup`` steps, then a cosine to 0 at step ``total`` or, with a
+    time budget on ``clock``, at the end of the budget (whichever comes first)."""
     def factor(step: int) -> float:
         if step < warmup:
             return (step + 1) / max(1, warmup)
         progress = (step - warmup) / max(1, total - warmup)
+        if clock is not None and clock.budget_s:
+            progress = max(progress, clock.progress())
         return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
     return factor
 
@@ -188,10 +194,18 @@ class Trial:
         self.shuffle = torch.Generator()
         self.train_loader = make_loader(train_ds, cfg, shuffle=True, generator=self.shuffle)
         self.val_loader = make_loader(val_ds, cfg, shuffle=False, generator=None) if len(val_ds) else None
+        p = cfg.policy
+        self.probe = ActionProbe(val_ds, t.val_probe_windows, p.n_obs_steps, p.n_action_steps,
+                                 t.batch_size, seed=t.seed)
+        self.hold_still_logged = False
+        if len(self.probe):
+            self.say(f"validation: action RMSE on {len(self.probe)} fixed windows; holding still "
+                     f"scores {self.probe.hold_still:.1f} (world units)")
         self.steps_per_epoch = min(len(self.train_loader), t.max_train_steps or len(self.train_loader))
         total = self.steps_per_epoch * t.num_epochs
+        self.clock = TrainClock(t.budget_clock, t.time_budget_s)
         self.lr_schedule = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, cosine_with_warmup(t.lr_warmup_steps, total))
+            self.optimizer, cosine_with_warmup(t.lr_warmup_steps, total, self.clock))
         self.topk = ckpt_io.TopK(self.run_dir / "checkpoints", t.checkpoint_topk, cfg.logging.metric)
         self.topk.folder.mkdir(parents=True, exist_ok=True)
         self.stopper = EarlyStopper(t.patience)
@@ -199,6 +213,7 @@ class Trial:
         self.autocast = use_bf16(self.device, t.bf16)
         if self.opts.resume:
             restore_latest(self)
+            self.hold_still_logged = self.epoch > 0  # logged once, in the first epoch's line
         self._write_summary(finished=False)
 
     # ------------------------------------------------------------ the loop
@@ -216,9 +231,11 @@ class Trial:
             record = {"epoch": epoch, "global_step": self.global_step, **train,
                       **self._validate(), "lr": self.lr_schedule.get_last_lr()[0]}
             stop = False
-            if (epoch + 1) % t.rollout_every == 0 or epoch == t.num_epochs - 1:
+            out_of_time = self.clock.exhausted()
+            if (epoch + 1) % t.rollout_every == 0 or epoch == t.num_epochs - 1 or out_of_time:
                 stop = self._rollout(record)
             record["elapsed_s"] = round(self.elapsed(), 2)
+            record["train_s"] = round(self.clock.seconds(), 2)
             self.log.append(record)
             self.tracker.log({k: v for k, v in record.items() if k != "test_per_seed"}, self.global_step)
             self.epoch = epoch + 1
@@ -228,6 +245,9 @@ class Trial:
                 self.status = "stopped_early"
                 self.say(f"early stop: {t.patience} rollouts without a new best")
                 return
+            if out_of_time:
+                self.say(f"time budget: {t.time_budget_s:g} s of training ({t.budget_clock} clock) used")
+                break
         self.status = "completed"
 
     def _train_epoch(self, epoch: int) -> dict[str, float] | None:
@@ -237,8 +257,9 @@ class Trial:
         losses: list[float] = []
         sums: dict[str, float] = {}
         tty = sys.stdout.isatty()
+        self.clock.start()
         for i, batch in enumerate(self.train_loader):
-            if i >= self.steps_per_epoch:
+            if i >= self.steps_per_epoch or self.clock.exhausted():
                 break
             batch = _to_device(batch, self.device)
             with autocast_for(self.device, self.autocast):
@@ -246,6 +267,7 @@ class Trial:
             value = metrics["loss"] if "loss" in metrics else float(loss.detach())  # already synced
             if self.divergence.update(value):
                 self.status, self.reason = "diverged", self.divergence.reason or "loss diverged"
+                self.clock.stop()
                 return None
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -260,6 +282,7 @@ class Trial:
                 sums[key] = sums.get(key, 0.0) + metric
             if tty:
                 progress_bar(epoch, i + 1, self.steps_per_epoch, value)
+        self.clock.stop()
         if tty:
             sys.stdout.write("\r\033[K")
         means = {f"train_{k}": v / len(losses) for k, v in sums.items() if k != "loss"}
@@ -267,7 +290,8 @@ class Trial:
 
     @torch.no_grad()
     def _validate(self) -> dict[str, float | None]:
-        """Mean validation loss (and mse) with fixed noise, so epochs compare fairly."""
+        """Validation loss and mse with fixed noise, so epochs compare fairly, and the action
+        error on the fixed probe windows."""
         if self.val_loader is None:
             return {"val_loss": None}
         self.policy.eval()
@@ -282,23 +306,15 @@ class Trial:
             losses.append(float(loss))
             if "mse" in metrics:
                 mses.append(metrics["mse"])
-            if i == 0:
-                rmse = self._action_rmse(batch, gen)
-        self.policy.train()
-        out = {"val_loss": float(np.mean(losses)) if losses else None}
+        out: dict[str, float | None] = {"val_loss": float(np.mean(losses)) if losses else None}
         if mses:
             out["val_mse"] = float(np.mean(mses))
-        if losses:
-            out["val_action_rmse"] = rmse
+        out.update(self.probe.measure(self.policy, self.device))
+        if not self.hold_still_logged and len(self.probe):
+            out["val_hold_still_rmse"] = self.probe.hold_still
+            self.hold_still_logged = True
+        self.policy.train()
         return out
-
-    def _action_rmse(self, batch: dict[str, Any], gen: torch.Generator) -> float:
-        """World-unit RMSE of the sampled action chunk against the demonstration's (one batch)."""
-        n_obs, n_act = self.cfg.policy.n_obs_steps, self.cfg.policy.n_action_steps
-        obs = {"image": batch["obs"]["image"][:, :n_obs], "agent_pos": batch["obs"]["agent_pos"][:, :n_obs]}
-        pred = self.policy.predict_action(obs, generator=gen)  # (B, n_act, 2)
-        truth = batch["action"][:, n_obs - 1: n_obs - 1 + n_act]  # (B, n_act, 2)
-        return float(torch.sqrt(((pred - truth) ** 2).sum(-1).mean()))
 
     def _rollout(self, record: dict[str, Any]) -> bool:
         """Score the EMA policy; return True when early stopping says stop."""
