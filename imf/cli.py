@@ -72,12 +72,13 @@ def eval_(
     start_seed: int = typer.Option(None, "--start-seed", help="First test seed (default 100000)."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     workers: int = typer.Option(None, "--workers", help="Simulator worker processes (default: the config's)."),
+    noise_seed: int = typer.Option(None, "--noise-seed", help="Seed of the sampling noise (default: the trial's training.seed, as in its rollouts)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Score a checkpoint on the test seeds: test_mean_score, success rate, per-seed scores."""
     from imf.cli_support import eval_command
     eval_command(checkpoint, best=best, n_test=n_test, start_seed=start_seed, device=device,
-                 workers=workers, as_json=as_json)
+                 workers=workers, as_json=as_json, noise_seed=noise_seed)
 
 
 @app.command()

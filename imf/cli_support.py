@@ -44,14 +44,15 @@ def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, se
 
 
 def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | None,
-                 start_seed: int | None, device: str, workers: int | None, as_json: bool) -> None:
+                 start_seed: int | None, device: str, workers: int | None, as_json: bool,
+                 noise_seed: int | None = None) -> None:
     from imf.train.evaluate_checkpoint import best_checkpoint, evaluate_checkpoint
 
     if (checkpoint is None) == (best is None):
         raise ConfigError("imf eval: give a checkpoint path or --best DIR (one of the two)")
     path = checkpoint if checkpoint is not None else best_checkpoint(best)
     result = evaluate_checkpoint(path, n_test=n_test, start_seed=start_seed, device=device,
-                                 n_workers=workers)
+                                 n_workers=workers, noise_seed=noise_seed)
     if as_json:
         typer.echo(json.dumps(result, indent=2))
         return

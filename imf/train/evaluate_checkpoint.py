@@ -44,7 +44,8 @@ def best_checkpoint(folder: Path) -> Path:
 
 
 def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int | None = None,
-                        device: str = "auto", n_workers: int | None = None) -> dict[str, Any]:
+                        device: str = "auto", n_workers: int | None = None,
+                        noise_seed: int | None = None) -> dict[str, Any]:
     state = load_checkpoint(path)
     dev = pick_device(device)
     policy, cfg = policy_from_checkpoint(state, dev)
@@ -54,10 +55,12 @@ def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int |
                  n_workers=n_workers if n_workers is not None else ev.n_workers)
     cfg = replace(cfg, eval=ev)
     seeds = test_seeds(ev)
-    # The same generator seed as the training-time rollout, so the same seeds give the same score.
-    result = score(policy, cfg, dev, seeds, seed=cfg.training.seed)
+    # By default the training-time rollout's generator seed, so the same seeds give the same
+    # score; another noise_seed re-scores with other sampling noise (its spread is the noise).
+    noise = cfg.training.seed if noise_seed is None else noise_seed
+    result = score(policy, cfg, dev, seeds, seed=noise)
     return {"checkpoint": str(path), "epoch": state.get("epoch"), "trial": state.get("trial_id"),
             "test_mean_score": result.mean_score, "test_success_rate": result.success_rate,
-            "n_test": len(seeds), "start_seed": ev.test_start_seed,
+            "n_test": len(seeds), "start_seed": ev.test_start_seed, "noise_seed": noise,
             "per_seed": {str(s): v for s, v in sorted(result.per_seed.items())},
             "logged_test_mean_score": (state.get("scores") or {}).get("test_mean_score")}
