@@ -42,6 +42,14 @@ class QueueError(SweepError):
     """A queue slot cannot run jobs (bad spec, unreachable host)."""
 
 
+class BusyError(QueueError):
+    """A job folder still holds a live job of another attempt; ``holder`` is its handle."""
+
+    def __init__(self, message: str, holder: dict | None = None):
+        super().__init__(message)
+        self.holder = dict(holder or {})
+
+
 class TrainingError(ImfError):
     """A trial cannot run as configured."""
 

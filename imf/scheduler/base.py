@@ -5,9 +5,11 @@ picks it by the queue spec's scheme (``local:0`` -> ``local``, ``ssh://host/gpu:
 so a third-party package adds a scheme by declaring an entry point of that name.
 
 A job leaves in its run folder (on the machine that runs it):
-``pid`` ("PID STARTTIME", written by the job's wrapper), ``stdout.log``, ``logs.json.txt`` (the
-trial's), ``exit_code`` (written when the command ends). State files are written to a temporary
-name and renamed, so a reader never sees half a file.
+``pid`` ("PID STARTTIME TOKEN", written by the job's wrapper), ``stdout.log``, ``logs.json.txt``
+(the trial's), ``exit_code`` ("CODE TOKEN", written when the command ends). The token is the
+attempt's (``Job.token``, kept in the handle): a poll ignores files of another attempt, and a
+start refuses (``BusyError``) while the folder's job of another attempt is alive. State files
+are written to a temporary name and renamed, so a reader never sees half a file.
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ class Job:
     config: str  # a preset name, or the controller's path of the sweep's resolved config file
     config_text: str | None = None  # that file's text when ``config`` is a file (for remote slots)
     env: dict[str, str] = field(default_factory=dict)
+    token: str = ""  # names this attempt; the job writes it into its pid and exit files
 
 
 @dataclass

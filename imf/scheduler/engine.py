@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import socket
 import threading
@@ -20,24 +21,25 @@ from typing import Any, Callable, Iterator
 
 from filelock import FileLock, Timeout
 
-from imf.errors import ImfError, QueueError, SweepError
+from imf.errors import BusyError, ImfError, QueueError, SweepError
 from imf.scheduler.base import Job, JobStatus, Scheduler, scheduler_for
 from imf.scheduler.finish import notify, read_summary, record_trial, write_report
-from imf.scheduler.plan import assign
+from imf.scheduler.recovery import DOWN_AFTER, Recovery
 from imf.scheduler.state import ACTIVE, FINAL, QueueState, SweepDir, SweepState, TrialState, now_iso
 from imf.store.runs import row_score
 
-DOWN_AFTER = 3  # consecutive failed contacts with a queue's machine before it is marked down
+__all__ = ["DOWN_AFTER", "Engine"]
 GOOD_ENDS = ("completed", "stopped_early", "diverged")
 
 
-class Engine:
+class Engine(Recovery):
     def __init__(self, sdir: SweepDir, state: SweepState, echo: Callable[[str], None] = print,
                  sleep: Callable[[float], None] = time.sleep):
         self.sdir, self.state, self.echo, self.sleep = sdir, state, echo, sleep
         self.schedulers: dict[str, Scheduler] = {}
         self.failures: Counter[str] = Counter()
         self.seen: dict[str, tuple[tuple[int, int], float]] = {}  # sizes, when they last grew
+        self.orphan_tried: dict[str, float] = {}  # down queue -> when its orphans were last asked
         self.report_path: Path | None = None
         self.report_text: str | None = None
         self._written = ""
@@ -97,6 +99,7 @@ class Engine:
             self.save()
             try:
                 self._check_queues()
+                self._resolve_orphans()
                 self._reattach_all()
                 while not self._step():
                     self.sleep(self.state.poll)
@@ -116,6 +119,7 @@ class Engine:
 
     def _step(self) -> bool:
         """One poll of every running trial and one launch per free slot; True when all ended."""
+        self._resolve_orphans()
         for trial in [t for t in self.state.trials if t.state == "running"]:
             self._watch(trial)
         for queue in self.state.live_queues():
@@ -155,15 +159,20 @@ class Engine:
         return trial
 
     def _launch(self, trial: TrialState, queue: QueueState) -> None:
-        job = self.job(trial)
+        job, sch = self.job(trial), self.scheduler(queue.name)
+        job.token = secrets.token_hex(8)  # names this attempt in its pid and exit files
         trial.state, trial.reason = "starting", ""
         trial.attempts += 1
+        trial.handle = {"queue": queue.spec, "dir": sch.job_dir(job), "local_dir": str(job.run_dir),
+                        "pid": None, "start_time": None, "token": job.token}
         self.save()  # before the process exists: a resume then looks before starting again
         try:
-            handle = self.scheduler(queue.name).start(job)
+            handle = sch.start(job)
         except QueueError as exc:
-            trial.state = "pending"
-            trial.attempts -= 1
+            trial.state, trial.attempts = "pending", trial.attempts - 1
+            holder = exc.holder if isinstance(exc, BusyError) else trial.handle
+            self._orphan(trial, queue.name, holder, trial.attempts)  # stopped before a retry
+            trial.handle = None
             self._contact_failed(queue, exc)
             return
         self.failures[queue.name] = 0
@@ -275,91 +284,12 @@ class Engine:
             self.log(f"could not record {trial.id}: {problem}")
         trial.recorded = not problems
 
-    # ------------------------------------------------------------------ queues and recovery
-    def _check_queues(self) -> None:
-        for queue in self.state.live_queues():
-            try:
-                self.scheduler(queue.name).check()
-            except QueueError as exc:
-                self._queue_down(queue, str(exc))
-
-    def _contact_failed(self, queue: QueueState, exc: Exception) -> None:
-        self.failures[queue.name] += 1
-        self.log(f"queue {queue.name}: {exc} ({self.failures[queue.name]}/{DOWN_AFTER})")
-        if self.failures[queue.name] >= DOWN_AFTER and queue.state == "live":
-            self._queue_down(queue, str(exc))
-
-    def _queue_down(self, queue: QueueState, reason: str) -> None:
-        """Mark ``queue`` down and move its trials (waiting or lost with it) to live queues."""
-        queue.state, queue.reason = "down", reason
-        self.log(f"queue {queue.name} is down: {reason}")
-        moved = [t for t in self.state.trials if t.queue == queue.name and t.state not in FINAL]
-        for trial in moved:
-            if trial.state in ACTIVE:
-                self.log(f"{trial.id} was running on {queue.name}; it starts again on a live queue")
-                trial.history.append({"attempt": trial.attempts, "queue": queue.name,
-                                      "pid": (trial.handle or {}).get("pid"), "outcome": "queue down",
-                                      "finished": now_iso(), "exit_code": None, "reason": reason})
-                trial.handle = None
-                self.seen.pop(trial.id, None)
-            trial.state = "pending"
-        live = self.state.live_queues()
-        if moved and live:
-            self._reassign(moved, live)
-        self.save()
-
-    def _reassign(self, moved: list[TrialState], live: list[QueueState]) -> None:
-        loads = {q.name: sum(t.cost for t in self.state.trials if t.queue == q.name
-                             and t.state not in FINAL) / q.speed for q in live}
-        order = assign({t.id: t.cost for t in moved}, {q.name: q.speed for q in live}, loads)
-        for name, ids in order.items():
-            last = max([t.order for t in self.state.trials if t.queue == name], default=0)
-            for i, tid in enumerate(ids):
-                trial = self.state.trial(tid)
-                trial.queue, trial.order = name, last + 1 + i
-            if ids:
-                self.log(f"moved {', '.join(ids)} to {name}")
-
-    def _reattach_all(self) -> None:
-        for trial in [t for t in self.state.trials if t.state in ACTIVE]:
-            queue = self.state.queue(trial.queue)
-            sch = self.scheduler(queue.name)
-            if not trial.handle:
-                job = self.job(trial)
-                trial.handle = {"queue": queue.spec, "dir": sch.job_dir(job),
-                                "local_dir": str(job.run_dir), "pid": None, "start_time": None}
-            try:
-                status = sch.reattach(trial.handle)
-            except QueueError as exc:
-                self._contact_failed(queue, exc)
-                trial.state = "running"  # polled again (or moved when the queue goes down)
-                continue
-            self._adopt(trial, queue, status)
-        self.save()
-
-    def _adopt(self, trial: TrialState, queue: QueueState, status: JobStatus) -> None:
-        previous = trial.history[-1].get("pid") if trial.history else None
-        never_started = status.state == "absent" or (
-            trial.state == "starting" and status.pid is not None and status.pid == previous)
-        if never_started and trial.state == "starting":
-            trial.state, trial.handle = "pending", None
-            trial.attempts -= 1
-            self.log(f"{trial.id} had not started when the controller stopped; it starts normally")
-            return
-        if never_started:
-            self._attempt_over(trial, "failed", None, "its folder or pid file disappeared")
-            return
-        trial.handle = {**(trial.handle or {}), "pid": status.pid, "start_time": status.start_time}
-        trial.state = "running"
-        trial.started_unix = trial.started_unix or time.time()
-        self.seen[trial.id] = ((-1, -1), time.monotonic())
-        self.log(f"re-attached {trial.id} on {queue.name} (pid {status.pid}, {status.state})")
-
     # ------------------------------------------------------------------ the end
     def _complete(self) -> None:
         for trial in self.state.trials:
             if not trial.recorded:
                 self._record(trial)
+        self._unresolved_orphans()
         self.state.status = "finished"
         self.save()
         counts = Counter(t.state for t in self.state.trials)

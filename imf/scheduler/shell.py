@@ -15,24 +15,37 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
-from imf.errors import QueueError
+from imf.errors import BusyError, QueueError
 from imf.scheduler.base import Job, JobStatus, Scheduler
 
 # Expand a leading "~/" of the folder argument ($1) on the machine that runs the script.
 _CD = r'''case $1 in "~/"*) d="$HOME/${1#"~/"}";; *) d=$1;; esac
 '''
 
-# Runs the job: records "PID STARTTIME", runs the command (output appended to stdout.log,
-# which a trial may append to as well), records its exit code.
-WRAPPER = r'''st=$(sed 's/^.*) //' /proc/$$/stat | cut -d' ' -f20)
-echo "$$ $st" > pid.tmp && mv pid.tmp pid
+# Runs the job: records "PID STARTTIME TOKEN", runs the command (output appended to stdout.log,
+# which a trial may append to as well), records "EXIT_CODE TOKEN". TOKEN names the attempt.
+WRAPPER = r'''tok=$1; shift
+st=$(sed 's/^.*) //' /proc/$$/stat | cut -d' ' -f20)
+echo "$$ $st $tok" > pid.tmp && mv pid.tmp pid
 "$@" >> stdout.log 2>&1
-echo $? > exit_code.tmp && mv exit_code.tmp exit_code
+echo "$? $tok" > exit_code.tmp && mv exit_code.tmp exit_code
 '''
 
-# args: DIR NENV K=V... ARGV...; archives a previous attempt, starts detached, prints the pid file.
-START = _CD + r'''shift
+# procstat PID prints "STATE STARTTIME" of a process (nothing when there is none);
+# alive PID START is true while that very process (same start time, not a zombie) runs.
+_PROC = r'''procstat() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1,20; }
+alive() { q=$(procstat "$1"); [ -n "$2" ] && [ "${q#* }" = "$2" ] && [ "${q%% *}" != Z ]; }
+'''
+
+# args: DIR TOKEN NENV K=V... ARGV...; refuses (exit 4) while the folder's job is alive (its
+# files are never moved), else archives a previous attempt, starts detached, prints the pid file.
+START = _CD + _PROC + r'''shift
 mkdir -p "$d" && cd "$d" || exit 3
+tok=$1; shift
+if [ -s pid ]; then
+  read p s t < pid
+  if alive "$p" "$s"; then echo "busy $p $s $t"; exit 4; fi
+fi
 n=$1; shift
 while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n-1)); done
 if [ -e pid ] || [ -e stdout.log ] || [ -e exit_code ]; then
@@ -41,16 +54,16 @@ if [ -e pid ] || [ -e stdout.log ] || [ -e exit_code ]; then
   for f in *; do [ "$f" = attempts ] || mv -- "$f" "attempts/$k/"; done
 fi
 case $1 in "~/"*) c="$HOME/${1#"~/"}"; shift; set -- "$c" "$@";; esac
-setsid sh -c ''' + shlex.quote(WRAPPER) + r''' imf-job "$@" </dev/null >/dev/null 2>&1 &
+setsid sh -c ''' + shlex.quote(WRAPPER) + r''' imf-job "$tok" "$@" </dev/null >/dev/null 2>&1 &
 i=0; while [ ! -s pid ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
 cat pid 2>/dev/null
 '''
 
 # args: DIR OFFSET LIMIT; prints key lines, "--", then logs.json.txt from OFFSET.
-PROBE = _CD + r'''cd "$d" 2>/dev/null || { echo nodir; exit 0; }
+PROBE = _CD + _PROC + r'''cd "$d" 2>/dev/null || { echo nodir; exit 0; }
 if [ -s pid ]; then
-  read p s < pid; echo "pid $p $s"
-  [ -r /proc/$p/stat ] && echo "proc $(sed 's/^.*) //' /proc/$p/stat | cut -d' ' -f1,20)"
+  read p s t < pid; echo "pid $p $s $t"
+  q=$(procstat "$p"); [ -n "$q" ] && echo "proc $q"
 fi
 [ -f exit_code ] && echo "exit $(cat exit_code)"
 [ -f logs.json.txt ] && echo "logsize $(wc -c < logs.json.txt)"
@@ -60,46 +73,51 @@ echo --
 exit 0
 '''
 
-# args: DIR GRACE_TENTHS; TERM to the job's process group, KILL after the grace period.
-STOP = _CD + r'''cd "$d" 2>/dev/null && [ -s pid ] || exit 0
-read p s < pid
-alive() { [ -r /proc/$p/stat ] && set -- $(sed 's/^.*) //' /proc/$p/stat | cut -d' ' -f1,20) &&
-  [ "$1" != Z ] && [ "$2" = "$s" ]; }
-alive || exit 0
+# args: DIR GRACE_TENTHS TOKEN; TERM to the job's process group, KILL after the grace period.
+# Only the attempt named by TOKEN is stopped (any attempt when TOKEN is empty).
+STOP = _CD + _PROC + r'''cd "$d" 2>/dev/null && [ -s pid ] || exit 0
+read p s t < pid
+[ -z "$3" ] || [ "$3" = "$t" ] || exit 0
+alive "$p" "$s" || exit 0
 kill -TERM -$p 2>/dev/null
-i=0; while alive && [ $i -lt "$2" ]; do sleep 0.1; i=$((i+1)); done
+i=0; while alive "$p" "$s" && [ $i -lt "$2" ]; do sleep 0.1; i=$((i+1)); done
 kill -KILL -$p 2>/dev/null
 exit 0
 '''
 
-# args: DIR FILE...; a tar of those files that exist.
+# args: DIR FILE...; a tar of those files that exist (named ./FILE: never read as options).
 PACK = _CD + r'''shift
 cd "$d" || exit 3
-for f in "$@"; do [ -f "$f" ] && printf '%s\n' "$f"; done | tar cf - -T -
+for f in "$@"; do [ -f "$f" ] && printf './%s\n' "$f"; done | tar cf - -T -
 '''
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def parse_probe(out: str) -> JobStatus:
-    """Turn PROBE's output into a JobStatus (alive = live, not a zombie, same start time)."""
+def parse_probe(out: str, token: str | None = None) -> JobStatus:
+    """Turn PROBE's output into a JobStatus (alive = live, not a zombie, same start time).
+
+    With ``token``, a pid file of another attempt reads as "absent" and an exit file of
+    another attempt is ignored (an old wrapper may still write one).
+    """
     head, _, log = out.partition("--\n")
     keys: dict[str, list[str]] = {}
     for line in head.splitlines():
         parts = line.split()
         if parts:
             keys[parts[0]] = parts[1:]
-    if "nodir" in keys or "pid" not in keys:
+    pid = keys.get("pid")
+    if "nodir" in keys or pid is None or (token and pid[2:3] != [token]):
         return JobStatus("absent")
     status = JobStatus("running", log_size=_int(keys.get("logsize")),
                        out_size=_int(keys.get("outsize")), new_log=log)
-    pid = keys["pid"]
     status.pid = int(pid[0]) if pid and pid[0].isdigit() else None
     status.start_time = pid[1] if len(pid) > 1 else None
     proc = keys.get("proc", [])
     alive = len(proc) == 2 and proc[0] != "Z" and proc[1] == status.start_time
-    if "exit" in keys and keys["exit"] and keys["exit"][0].lstrip("-").isdigit():
-        status.state, status.exit_code = "exited", int(keys["exit"][0])
+    end = keys.get("exit") or []
+    if end and end[0].lstrip("-").isdigit() and (not token or end[1:2] == [token]):
+        status.state, status.exit_code = "exited", int(end[0])
     elif not alive:
         status.state = "lost"
     return status
@@ -140,24 +158,30 @@ class ShellScheduler(Scheduler):
         bad = [k for k in env if not _ENV_KEY.match(k)]
         if bad:
             raise QueueError(f"queue '{self.spec}': invalid environment variable name '{bad[0]}'")
-        args = [run_dir, str(len(env)), *(f"{k}={v}" for k, v in env.items()),
+        args = [run_dir, job.token, str(len(env)), *(f"{k}={v}" for k, v in env.items()),
                 *self.command(job, run_dir)]
         rc, out, err = self._sh(START, args)
         fields = out.decode(errors="replace").split()
+        if rc == 4 and fields[:1] == ["busy"]:
+            holder = {"queue": self.spec, "dir": run_dir, "local_dir": str(job.run_dir),
+                      "pid": int(fields[1]), "start_time": fields[2],
+                      "token": fields[3] if len(fields) > 3 else ""}
+            raise BusyError(f"queue '{self.spec}': {run_dir} still holds a live job (pid "
+                            f"{holder['pid']}) of another attempt; its files stay", holder)
         if rc != 0 or len(fields) < 2 or not fields[0].isdigit():
             raise QueueError(f"queue '{self.spec}': could not start {job.trial_id} in {run_dir} "
                              f"(exit {rc}): {err.strip()[-300:] or 'no pid file written'}")
         return {"queue": self.spec, "dir": run_dir, "pid": int(fields[0]), "start_time": fields[1],
-                "local_dir": str(job.run_dir)}
+                "local_dir": str(job.run_dir), "token": job.token}
 
     def poll(self, handle: dict[str, Any], offset: int = 0) -> JobStatus:
         rc, out, err = self._sh(PROBE, [handle["dir"], str(int(offset)), str(self.log_chunk)])
         if rc != 0:
             raise QueueError(f"queue '{self.spec}': probe of {handle['dir']} failed: {err.strip()[-300:]}")
-        return parse_probe(out.decode(errors="replace"))
+        return parse_probe(out.decode(errors="replace"), handle.get("token"))
 
     def stop(self, handle: dict[str, Any]) -> None:
-        self._sh(STOP, [handle["dir"], str(int(self.stop_grace_s * 10))],
+        self._sh(STOP, [handle["dir"], str(int(self.stop_grace_s * 10)), handle.get("token") or ""],
                  timeout=self.stop_grace_s + 30)
 
     def pack(self, handle: dict[str, Any], files: list[str]) -> None:

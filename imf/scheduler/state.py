@@ -49,6 +49,7 @@ class TrialState:
     elapsed_s: float | None = None
     recorded: bool = False
     history: list[dict[str, Any]] = field(default_factory=list)  # one entry per ended attempt
+    orphans: list[dict[str, Any]] = field(default_factory=list)  # jobs left on down hosts
 
 
 @dataclass

@@ -1,0 +1,149 @@
+"""Jobs left on a host that went down (orphans) and attempt tokens, against a real sshd."""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+from _sweep_helpers import SSHD, fake_command, wait_for
+
+from imf.errors import BusyError
+from imf.scheduler.base import Job, scheduler_for
+from imf.scheduler.engine import Engine
+from imf.scheduler.state import SweepDir
+from imf.scheduler.sweep import SweepRequest, plan_sweep, resume_sweep
+from imf.store.scoreboard import ScoreboardStore
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    not os.path.exists(SSHD), reason=f"no sshd at {SSHD} (apt-get install -y openssh-server)")]
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    from _sweep_helpers import start_sshd
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _job(tmp_path: Path, argv: list[str], token: str, tid: str = "j") -> Job:
+    return Job(tid, "s", tmp_path / "home" / tid, argv, "smoke", token=token)
+
+
+def test_a_probe_ignores_the_pid_and_exit_files_of_another_attempt(sshd, tmp_path):
+    sch = scheduler_for(sshd.spec("cpu"), sshd.host_options(tmp_path / "remote"))
+    first = sch.start(_job(tmp_path, ["true"], "aaa"))
+    assert first["token"] == "aaa"
+    wait_for(lambda: sch.poll(first).state == "exited")
+    assert sch.poll({**first, "token": "bbb"}).state == "absent"  # not that attempt's folder
+    second = sch.start(_job(tmp_path, ["sleep", "60"], "ccc"))
+    try:
+        # an exit file the first attempt's wrapper writes late is not the second attempt's end
+        (Path(second["dir"]) / "exit_code").write_text("0 aaa\n")
+        status = sch.poll(second)
+        assert status.state == "running" and status.exit_code is None
+    finally:
+        sch.stop(second)
+    assert sch.poll(second).state == "lost"
+
+
+def test_the_files_of_a_live_job_are_never_moved(sshd, tmp_path):
+    sch = scheduler_for(sshd.spec("cpu"), sshd.host_options(tmp_path / "remote"))
+    live = sch.start(_job(tmp_path, ["sleep", "60"], "one"))
+    try:
+        with pytest.raises(BusyError, match=f"pid {live['pid']}") as caught:
+            sch.start(_job(tmp_path, ["true"], "two"))
+        assert caught.value.holder["token"] == "one"
+        assert caught.value.holder["pid"] == live["pid"]
+        assert not (Path(live["dir"]) / "attempts").exists()
+        assert sch.poll(live).state == "running"
+    finally:
+        sch.stop(live)
+    sch.start(_job(tmp_path, ["true"], "three"))  # once it ended, a new attempt moves it aside
+    assert (Path(live["dir"]) / "attempts" / "1" / "pid").is_file()
+
+
+def _orphan_sweep(sshd, tmp_path, monkeypatch, trial_args: tuple[str, ...]):
+    """A one-trial sweep on [ssh, local:cpu] whose ssh queue is down with the trial's first
+    attempt still on it (an orphan), the trial waiting on local:cpu."""
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command(*trial_args))
+    hosts = sshd.hosts_file(tmp_path / "hosts.yaml", tmp_path / "remote")
+    sdir, state, _ = plan_sweep(SweepRequest(
+        config="smoke", grids=["64x1"], queues=[sshd.spec("cpu"), "local:cpu"], hosts=str(hosts),
+        name="o", out=tmp_path / "runs", epochs=3, poll=0.1, stall_timeout=30))
+    trial, ssh_queue = state.trials[0], state.queues[0]
+    trial.queue, ssh_queue.state, ssh_queue.reason = ssh_queue.name, "down", "gone"
+    engine = Engine(sdir, state, lambda s: None)
+    job = engine.job(trial)
+    job.token = "attempt1"
+    handle = engine.scheduler(ssh_queue.name).start(job)
+    trial.attempts, trial.queue = 1, "local:cpu"
+    trial.orphans = [{"queue": ssh_queue.name, "attempt": 1, "handle": handle}]
+    trial.history = [{"attempt": 1, "queue": ssh_queue.name, "pid": handle["pid"],
+                      "outcome": "queue down", "exit_code": None, "reason": "gone"}]
+    sdir.save(state)
+    return sdir, engine, handle
+
+
+def test_a_live_orphan_is_killed_when_its_host_answers_and_the_trial_runs_once(
+        sshd, tmp_path, monkeypatch):
+    sdir, engine, handle = _orphan_sweep(sshd, tmp_path, monkeypatch, ("--epoch-s", "20"))
+    remote = Path(handle["dir"])
+    pid = int(wait_for(lambda: (remote / "fake.pid").is_file() and (remote / "fake.pid").read_text()))
+    engine.state.trial_command = shlex.split(fake_command("--epoch-s", "0.05"))  # the rerun
+    engine.run()
+    assert not _alive(pid) and not _alive(handle["pid"])
+    data = json.loads(sdir.state_file.read_text())
+    trial = data["trials"][0]
+    assert trial["state"] == "completed" and trial["orphans"] == [] and trial["attempts"] == 2
+    assert "killed the orphan" in (sdir.path / "sweep.log").read_text()
+    assert [r["id"] for r in ScoreboardStore(sdir.path).read()] == [trial["id"]]
+
+
+def test_a_finished_orphan_is_the_result_of_a_trial_that_did_not_run_elsewhere(
+        sshd, tmp_path, monkeypatch):
+    sdir, engine, handle = _orphan_sweep(sshd, tmp_path, monkeypatch, ("--epoch-s", "0.01"))
+    sch = engine.scheduler(engine.state.queues[0].name)
+    wait_for(lambda: sch.poll(handle).state == "exited")
+    engine.run()
+    data = json.loads(sdir.state_file.read_text())
+    trial = data["trials"][0]
+    assert trial["state"] == "completed" and trial["attempts"] == 1 and trial["orphans"] == []
+    log = (sdir.path / "sweep.log").read_text()
+    assert " start " not in log and "result of its orphan" in log
+    home = sdir.trial_dir(trial["id"])
+    assert json.loads((home / "summary.json").read_text())["status"] == "completed"
+    assert (home / "checkpoints" / "best.pt").is_file()
+
+
+def test_a_finished_orphan_of_a_trial_completed_elsewhere_is_ignored_on_resume(
+        sshd, tmp_path, monkeypatch):
+    sdir, engine, handle = _orphan_sweep(sshd, tmp_path, monkeypatch, ("--epoch-s", "0.01"))
+    orphans = engine.state.trials[0].orphans
+    engine.state.trials[0].orphans = []  # the trial completes on local:cpu first
+    engine.run()
+    attempts = engine.state.trials[0].attempts
+    sch = engine.scheduler(engine.state.queues[0].name)
+    wait_for(lambda: sch.poll(handle).state == "exited")
+    state = sdir.load()
+    state.trials[0].orphans = orphans
+    sdir.save(state)
+    home = sdir.trial_dir(state.trials[0].id)
+    (home / "summary.json").write_text((home / "summary.json").read_text().replace('"fake"', '"local"'))
+    before = {p: p.read_bytes() for p in home.rglob("*") if p.is_file()}
+    board = (sdir.path / "scoreboard.json").read_bytes()
+    resume_sweep(sdir.path, lambda s: None)
+    assert {p: p.read_bytes() for p in home.rglob("*") if p.is_file()} == before
+    assert (sdir.path / "scoreboard.json").read_bytes() == board
+    data = json.loads(sdir.state_file.read_text())
+    assert data["trials"][0]["orphans"] == [] and data["trials"][0]["attempts"] == attempts
+    assert "is ignored" in (sdir.path / "sweep.log").read_text()
