@@ -21,6 +21,7 @@ from imf.model.ema import EMAModel
 from imf.policy import ImfPolicy
 from imf.train.data import build_datasets, make_loader
 from imf.train.evaluate import score
+from imf.train.precision import autocast_for, use_bf16
 from imf.train.trial import pick_device
 
 SECTION = "## Trial (benchmarks/trial_speed.py)"
@@ -34,7 +35,7 @@ def time_training(cfg, device, steps: int) -> tuple[float, float, torch.nn.Modul
     opt = torch.optim.AdamW(policy.optimizer_groups(cfg.training), lr=cfg.training.lr)
     loader = make_loader(train, cfg, shuffle=True, generator=torch.Generator().manual_seed(0))
     batches = iter(loader)
-    autocast = device.type == "cuda" and torch.cuda.is_bf16_supported()
+    autocast = use_bf16(device, cfg.training.bf16)  # the trial's choice
     t0 = 0.0
     for i in range(steps + 2):
         if i == 2:
@@ -43,7 +44,7 @@ def time_training(cfg, device, steps: int) -> tuple[float, float, torch.nn.Modul
             t0 = time.perf_counter()
         batch = {k: ({kk: vv.to(device) for kk, vv in v.items()} if isinstance(v, dict) else v.to(device))
                  for k, v in next(batches).items()}
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+        with autocast_for(device, autocast):
             loss, _ = policy.compute_loss(batch)
         opt.zero_grad(set_to_none=True)
         loss.backward()
