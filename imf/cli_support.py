@@ -12,6 +12,8 @@ import typer
 
 from imf.config import default_trial_id, load_config, load_resolved, split_config_args
 from imf.errors import ConfigError
+from imf.scheduler.plan import NAME_RE
+from imf.store.runs import read_json_object
 
 
 def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, seed: int | None,
@@ -30,17 +32,55 @@ def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, se
             raise ConfigError(f"--resume continues the run as configured in {out}/config.yaml; "
                               "drop the config and overrides")
         cfg = load_resolved(out / "config.yaml")
+        tid, note, dotted, init_from = _resumed_run(out, trial_id, note, init_from)
     else:
         cfg = load_config(preset or "pusht_image_imf", dotted + flags, overrides)
-    tid = trial_id or default_trial_id(cfg)
-    run_dir = out or Path("runs") / tid
-    if init_from is not None and not init_from.is_file():
-        raise ConfigError(f"--init-from: checkpoint {init_from} does not exist")
+        tid = check_trial_id(trial_id if trial_id is not None else default_trial_id(cfg))
+        dotted += flags
+        if init_from is not None and not init_from.is_file():
+            raise ConfigError(f"--init-from: checkpoint {init_from} does not exist")
+    run_dir = out or _inside(Path("runs"), tid)
     opts = TrialOptions(trial_id=tid, run_dir=run_dir, init_from=init_from, note=note,
-                        overrides=dotted + flags, stores=stores or None, resume=resume)
+                        overrides=dotted, stores=stores or None, resume=resume)
     summary = run_trial(cfg, opts)
     if summary["status"] == "failed":
         raise typer.Exit(1)
+
+
+def check_trial_id(tid: str) -> str:
+    """A trial id names a folder: ``[A-Za-z0-9._-]+`` without a leading dot or dash."""
+    if not NAME_RE.match(tid):
+        raise ConfigError(f"--id {tid!r}: a trial id is [A-Za-z0-9._-]+ and starts with a letter "
+                          f"or digit")
+    return tid
+
+
+def _inside(root: Path, name: str) -> Path:
+    """``root/name``, refused unless it resolves to a folder directly inside ``root``."""
+    path = root / name
+    if path.resolve().parent != root.resolve():
+        raise ConfigError(f"--id {name!r}: the run folder {path} would not be inside {root}")
+    return path
+
+
+def _resumed_run(out: Path, trial_id: str | None, note: str,
+                 init_from: Path | None) -> tuple[str, str, list[str], Path | None]:
+    """Id, note, overrides and warm-start checkpoint of the run in ``out``, from its summary."""
+    try:
+        summary = read_json_object(out / "summary.json")
+    except ValueError as exc:
+        raise ConfigError(f"--resume: {exc}") from None
+    tid = summary.get("id")
+    if not isinstance(tid, str) or not tid:
+        raise ConfigError(f"--resume: {out / 'summary.json'} names no trial id")
+    if trial_id is not None and trial_id != tid:
+        raise ConfigError(f"--resume: the run in {out} is trial {tid!r}; drop --id {trial_id!r}")
+    if note or init_from is not None:
+        raise ConfigError(f"--resume continues trial {tid!r} with its own note and warm start; "
+                          "drop --note and --init-from")
+    kept = summary.get("init_from")
+    overrides = [str(o) for o in summary.get("overrides") or []]
+    return tid, str(summary.get("note") or ""), overrides, Path(kept) if kept else None
 
 
 def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | None,

@@ -107,6 +107,7 @@ class Trial:
         self.status = "running"
         self.reason = ""
         self.started = _now()
+        self.restored = not opts.resume  # False until a resume has loaded latest.pt
 
     # ------------------------------------------------------------ public
 
@@ -135,7 +136,8 @@ class Trial:
             self._loop()
         except BaseException as exc:
             self.status, self.reason = "failed", f"{type(exc).__name__}: {exc}"
-            self._write_summary(finished=True)
+            if self.restored:  # a resume that failed to load keeps the run's summary
+                self._write_summary(finished=True)
             raise
         finally:
             self.tracker.finish()
@@ -156,11 +158,12 @@ class Trial:
 
     def _prepare_folder(self) -> None:
         """Start a new run folder; an earlier attempt's files are moved aside, never lost."""
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        if self.opts.resume:
+        if self.opts.resume:  # a resume that cannot load latest.pt changes no file
             if not (self.run_dir / "checkpoints" / "latest.pt").exists():
                 raise TrainingError(f"--resume: {self.run_dir}/checkpoints/latest.pt does not exist")
+            ckpt_io.load_checkpoint(self.run_dir / "checkpoints" / "latest.pt")
             return
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         previous = [p for p in (LOG_NAME, "summary.json", "checkpoints", CONFIG_NAME, "swanlog")
                     if (self.run_dir / p).exists()]
         if previous:
@@ -179,7 +182,8 @@ class Trial:
         self.device = pick_device(t.device)
         self.say(f"trial {self.opts.trial_id}: device {self.device}, run folder {self.run_dir}")
         train_ds, val_ds, normalizer, _ = build_datasets(cfg, self.say)
-        init = ckpt_io.load_checkpoint(self.opts.init_from) if self.opts.init_from else None
+        warm = self.opts.init_from and not self.opts.resume  # a resume has its own weights
+        init = ckpt_io.load_checkpoint(self.opts.init_from) if warm else None
         if init is not None:
             ckpt_io.check_compatible(init, cfg.policy, self.opts.init_from)
             # Keep the normaliser the weights were trained with, so outputs carry over exactly.
@@ -213,6 +217,7 @@ class Trial:
         self.autocast = use_bf16(self.device, t.bf16)
         if self.opts.resume:
             restore_latest(self)
+            self.restored = True
             self.hold_still_logged = self.epoch > 0  # logged once, in the first epoch's line
         self._write_summary(finished=False)
 
