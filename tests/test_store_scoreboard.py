@@ -126,3 +126,53 @@ def test_record_from_summary_matches_the_interface(tmp_path):
 def test_record_from_summary_without_id_names_the_file(tmp_path):
     with pytest.raises(StoreError, match="summary.json"):
         record_from_summary({"status": "completed"}, tmp_path)
+
+
+def _sweep_with_best(root: Path) -> Path:
+    run = root / "t1"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "best.pt").write_bytes(b"original")
+    summary = {"id": "t1", "status": "completed", "best_score": 0.5,
+               "checkpoints": {"best": "checkpoints/best.pt"}}
+    ScoreboardStore(root).record(record_from_summary(summary, run))
+    return run
+
+
+def test_paths_are_stored_relative_and_a_moved_sweep_reads_its_own_files(tmp_path):
+    import shutil
+    _sweep_with_best(tmp_path / "orig")
+    raw = json.loads((tmp_path / "orig" / "scoreboard.json").read_text())
+    assert raw["trials"][0]["checkpoint"] == "t1/checkpoints/best.pt"
+    assert raw["trials"][0]["run_dir"] == "t1" and raw["best"]["checkpoint"] == "t1/checkpoints/best.pt"
+    shutil.copytree(tmp_path / "orig", tmp_path / "copy")
+    copy = ScoreboardStore(tmp_path / "copy")
+    want = (tmp_path / "copy" / "t1" / "checkpoints" / "best.pt").resolve()
+    assert copy.best()["checkpoint"] == str(want)
+    assert copy.read()[0]["run_dir"] == str((tmp_path / "copy" / "t1").resolve())
+    assert copy.best_checkpoint() == want
+
+
+def test_old_absolute_paths_are_read_under_the_folder_the_scoreboard_is_in(tmp_path):
+    import shutil
+    run = _sweep_with_best(tmp_path / "orig")
+    path = tmp_path / "orig" / "scoreboard.json"
+    board = json.loads(path.read_text())
+    for entry in (board["best"], board["trials"][0]):  # as imf wrote them before
+        entry["checkpoint"] = str((run / "checkpoints" / "best.pt").resolve())
+    board["trials"][0]["run_dir"] = str(run.resolve())
+    path.write_text(json.dumps(board))
+    shutil.copytree(tmp_path / "orig", tmp_path / "copy")
+    assert ScoreboardStore(tmp_path / "copy").best_checkpoint() == \
+        (tmp_path / "copy" / "t1" / "checkpoints" / "best.pt").resolve()
+    (tmp_path / "copy" / "t1" / "checkpoints" / "best.pt").unlink()
+    with pytest.raises(StoreError, match="does not exist"):  # never the original's file
+        ScoreboardStore(tmp_path / "copy").best_checkpoint()
+
+
+def test_eval_best_scores_the_checkpoint_inside_the_given_folder(tmp_path):
+    import shutil
+
+    from imf.train.evaluate_checkpoint import best_checkpoint
+    _sweep_with_best(tmp_path / "orig")
+    shutil.copytree(tmp_path / "orig", tmp_path / "copy")
+    assert best_checkpoint(tmp_path / "copy") == (tmp_path / "copy" / "t1/checkpoints/best.pt").resolve()

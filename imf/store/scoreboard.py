@@ -10,7 +10,11 @@ Layout (plain JSON, readable without imf)::
      "updated": iso-time}
 
 Every record is a read-modify-write under ``scoreboard.json.lock``. A file that
-does not parse is reported and never overwritten.
+does not parse is reported and never overwritten. ``checkpoint`` and ``run_dir`` are stored
+relative to the scoreboard's folder (when inside it), so a copied or moved folder reads its own
+files; ``read`` and ``best`` give them back absolute, under the folder the file is in now.
+Absolute paths written by older versions are read the same way (rebased on the folder that
+held their ``run_dir``).
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ class ScoreboardStore:
 
     def record(self, record: dict[str, Any]) -> None:
         """Upsert ``record`` by id and recompute ``best``."""
-        entry = normalize_record(record)
+        entry = self._relative(normalize_record(record))
         self.root.mkdir(parents=True, exist_ok=True)
         with locked(self.path):
             board = self.load()
@@ -52,12 +56,53 @@ class ScoreboardStore:
             atomic_write_json(self.path, board)
 
     def read(self) -> list[dict[str, Any]]:
-        """Every trial, in the order first recorded."""
-        return self.load()["trials"]
+        """Every trial, in the order first recorded (paths absolute, under this folder)."""
+        return [self._absolute(t, t.get("run_dir")) for t in self.load()["trials"]]
 
     def best(self) -> dict[str, Any] | None:
-        """The ``best`` entry, or None while no trial has a score."""
-        return self.load()["best"]
+        """The ``best`` entry (its checkpoint absolute), or None while no trial has a score."""
+        board = self.load()
+        best = board["best"]
+        if not isinstance(best, dict):
+            return None
+        trial = next((t for t in board["trials"] if t["id"] == best.get("trial")), {})
+        return self._absolute(best, trial.get("run_dir"))
+
+    def best_checkpoint(self) -> Path:
+        """The best trial's checkpoint file in this folder; StoreError when there is none."""
+        if not self.path.exists():
+            raise StoreError(f"no scoreboard.json in {self.root}")
+        best = self.best() or {}
+        if not best.get("checkpoint"):
+            raise StoreError(f"{self.path} has no best trial with a checkpoint yet")
+        path = Path(best["checkpoint"])
+        if not path.is_file():
+            raise StoreError(f"{self.path}: the best checkpoint {path} (trial {best.get('trial')}) "
+                             f"does not exist")
+        return path
+
+    def _relative(self, entry: dict[str, Any]) -> dict[str, Any]:
+        root = self.root.resolve()
+        for key in ("checkpoint", "run_dir"):
+            value = entry.get(key)
+            if isinstance(value, str) and Path(value).is_absolute() and Path(value).is_relative_to(root):
+                entry[key] = Path(value).relative_to(root).as_posix() or "."
+        return entry
+
+    def _absolute(self, entry: dict[str, Any], run_dir: Any) -> dict[str, Any]:
+        """``entry`` with checkpoint and run_dir under this folder (old absolute ones rebased)."""
+        root, entry = self.root.resolve(), dict(entry)
+        old_root = Path(run_dir).parent if isinstance(run_dir, str) and Path(run_dir).is_absolute() else None
+        for key in ("checkpoint", "run_dir"):
+            value = entry.get(key)
+            if not isinstance(value, str) or not value:
+                continue
+            path = Path(value)
+            if not path.is_absolute():
+                entry[key] = str(root / path)
+            elif old_root is not None and path.is_relative_to(old_root):
+                entry[key] = str(root / path.relative_to(old_root))
+        return entry
 
     def load(self) -> dict[str, Any]:
         """The whole scoreboard; an empty one if the file does not exist yet."""
