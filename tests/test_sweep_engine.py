@@ -336,3 +336,35 @@ def test_a_sweep_whose_config_file_is_gone_stops_cleanly_and_can_resume(tmp_path
     config.write_text("base: smoke\n")
     resume_sweep(sdir.path, lambda s: None)
     assert_finished(sdir.path, n=1)
+
+
+def _edit(change):
+    def corrupt(path: Path) -> None:
+        data = json.loads(path.read_text())
+        change(data)
+        path.write_text(json.dumps(data))
+    return corrupt
+
+
+@pytest.mark.parametrize("corrupt, words", [
+    (_edit(lambda d: d.update(poll="fast")), "'poll' must be a number"),
+    (_edit(lambda d: d.update(trials=5)), "'trials' must be a list"),
+    (_edit(lambda d: d["trials"][0].update(epochs="x")), "trials[0] 'epochs' must be an int"),
+    (_edit(lambda d: d["trials"][0].update(handle=5)), "trials[0] 'handle' must be"),
+    (_edit(lambda d: d["trials"][0].update(state="weird")), "trials[0] state 'weird'"),
+    (_edit(lambda d: d["queues"][0].update(spec="nope://x/cpu")), "unknown scheduler 'nope'"),
+    (_edit(lambda d: d["queues"].append(5)), "queues[1] must be an object"),
+    (_edit(lambda d: d.update(stall_timeout=-1)), "'stall_timeout' must be"),
+    (lambda f: f.write_text("[1, 2]"), "must be a JSON object"),
+])
+def test_a_wrong_typed_sweep_json_is_one_line_and_leaves_the_sweep_as_it_was(tmp_path, corrupt, words):
+    sdir, state, _ = plan_sweep(request(tmp_path, grids=["64x1"], queues=["local:cpu"]))
+    sdir.save(state)
+    corrupt(sdir.state_file)
+    before = sdir.state_file.read_bytes()
+    for args in (["status", str(sdir.path)], ["sweep", "--resume", str(sdir.path)]):
+        proc = subprocess.run([sys.executable, "-m", "imf", *args], capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.stderr.startswith("imf: error: ") and words in proc.stderr, proc.stderr
+        assert sdir.state_file.read_bytes() == before

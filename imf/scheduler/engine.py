@@ -109,10 +109,11 @@ class Engine(Recovery):
                 self.log(f"interrupted: no new trial starts, running ones go on; continue with "
                          f"imf sweep --resume {self.sdir.path}")
                 raise
-            except SweepError as exc:
+            except Exception as exc:  # a sweep error, or any other: never left "running"
                 self.state.status = "stopped"
                 self.save()
-                self.log(f"stopped: {exc}")
+                self.log(f"stopped: {exc}" if isinstance(exc, ImfError) else
+                         f"stopped: {type(exc).__name__}: {exc}")
                 raise
             self._complete()
         return self.state

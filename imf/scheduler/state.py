@@ -131,20 +131,23 @@ class SweepDir:
         return self.state_file.exists()
 
     def load(self) -> SweepState:
+        """The state in sweep.json, checked field by field (SweepError naming the field)."""
+        from imf.scheduler.validate import check_sweep_dict
+
         try:
-            state = SweepState.from_dict(json.loads(self.state_file.read_text(encoding="utf-8")))
+            data = json.loads(self.state_file.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise SweepError(f"{self.path}: no sweep.json here (is it a sweep folder?)") from None
-        except (OSError, ValueError, TypeError, KeyError) as exc:  # ValueError: JSON, UTF-8
+        except (OSError, ValueError) as exc:  # ValueError: JSON, UTF-8
             raise SweepError(f"{self.state_file}: unreadable sweep state ({exc})") from None
-        if state.version != VERSION:
-            raise SweepError(f"{self.state_file}: state version {state.version}, this imf reads {VERSION}")
-        queues = {q.name for q in state.queues}
-        lost = next((t for t in state.trials if t.queue not in queues), None)
-        if lost is not None:
-            raise SweepError(f"{self.state_file}: trial {lost.id} is on queue '{lost.queue}', "
-                             f"which the sweep does not have")
-        return state
+        version = data.get("version") if isinstance(data, dict) else None
+        if isinstance(data, dict) and version != VERSION:
+            raise SweepError(f"{self.state_file}: state version {version}, this imf reads {VERSION}")
+        try:
+            check_sweep_dict(data, SweepState, QueueState, TrialState)
+        except SweepError as exc:
+            raise SweepError(f"{self.state_file}: {exc}") from None
+        return SweepState.from_dict(data)
 
     def save(self, state: SweepState) -> None:
         self.path.mkdir(parents=True, exist_ok=True)

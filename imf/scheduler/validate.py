@@ -1,0 +1,100 @@
+"""Checks of a sweep.json read from disk: every field of the right type, every name known.
+
+A hand-edited or damaged state file must give one clear error (naming the field) before any
+part of imf acts on it, never a traceback, and never a half-started resume.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from imf import registry
+from imf.errors import SweepError
+from imf.scheduler.base import GROUP, scheme_of
+
+TRIAL_STATES = ("pending", "starting", "running", "completed", "stopped_early", "diverged",
+                "failed", "stalled")
+QUEUE_STATES = ("live", "down")
+SWEEP_STATUSES = ("planned", "running", "interrupted", "finished", "stopped")
+_NAMES = {"str": "a string", "int": "an int", "float": "a number", "bool": "true or false",
+          "dict": "an object", "list": "a list", "None": "null"}
+
+
+def check_sweep_dict(data: Any, cls: type, queue_cls: type, trial_cls: type) -> None:
+    """Raise SweepError (naming the field) unless ``data`` can be read as a ``cls`` state."""
+    if not isinstance(data, dict):
+        raise SweepError(f"must be a JSON object, got {type(data).__name__}")
+    _check_fields(data, cls, "")
+    for i, queue in enumerate(data["queues"]):
+        _check_item(queue, queue_cls, f"queues[{i}]")
+    for i, trial in enumerate(data["trials"]):
+        _check_item(trial, trial_cls, f"trials[{i}]")
+    _check_values(data)
+
+
+def _check_item(item: Any, cls: type, where: str) -> None:
+    if not isinstance(item, dict):
+        raise SweepError(f"{where} must be an object, got {type(item).__name__}")
+    _check_fields(item, cls, where + " ")
+
+
+def _check_fields(data: dict[str, Any], cls: type, where: str) -> None:
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = [k for k in data if k not in fields]
+    if unknown:
+        raise SweepError(f"{where}unknown key '{unknown[0]}'")
+    for name, f in fields.items():
+        if name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise SweepError(f"{where}'{name}' is missing")
+            continue
+        kinds = [k.strip() for k in str(f.type).split("|")]
+        if not any(_is(data[name], kind) for kind in kinds):
+            wanted = " or ".join(_NAMES.get(k.split("[")[0], k) for k in kinds)
+            raise SweepError(f"{where}'{name}' must be {wanted}, got {data[name]!r:.60}")
+
+
+def _is(value: Any, kind: str) -> bool:
+    base, _, inner = kind.partition("[")
+    if base == "None":
+        return value is None
+    if base in ("int", "float") and isinstance(value, bool):
+        return False
+    types = {"str": str, "int": int, "float": (int, float), "bool": bool, "dict": dict,
+             "list": list}.get(base)
+    if types is None or not isinstance(value, types):
+        return types is None  # Any
+    if base == "list" and inner.startswith(("str", "dict")):  # list[QueueState]: checked apart
+        return all(isinstance(v, str if inner.startswith("str") else dict) for v in value)
+    return True
+
+
+def _check_values(data: dict[str, Any]) -> None:
+    if data.get("status", "planned") not in SWEEP_STATUSES:
+        raise SweepError(f"status '{data['status']}' is not one of {', '.join(SWEEP_STATUSES)}")
+    for key in ("poll", "stall_timeout"):
+        if key in data and not 0 < data[key] < math.inf:
+            raise SweepError(f"'{key}' must be a finite number > 0, got {data[key]}")
+    if data.get("retries", 0) < 0:
+        raise SweepError(f"'retries' must be >= 0, got {data['retries']}")
+    installed = registry.names(GROUP)
+    for i, queue in enumerate(data["queues"]):
+        if queue.get("state", "live") not in QUEUE_STATES:
+            raise SweepError(f"queues[{i}] state '{queue['state']}' is not live or down")
+        scheme = scheme_of(queue["spec"])
+        if scheme not in installed:
+            raise SweepError(f"queues[{i}]: unknown scheduler '{scheme}' in {GROUP}; installed: "
+                             f"{', '.join(installed) or 'none'}")
+    names = {q["name"] for q in data["queues"]}
+    for i, trial in enumerate(data["trials"]):
+        if trial.get("state", "pending") not in TRIAL_STATES:
+            raise SweepError(f"trials[{i}] state '{trial['state']}' is not one of "
+                             f"{', '.join(TRIAL_STATES)}")
+        for orphan in trial.get("orphans", []):
+            if not (isinstance(orphan.get("queue"), str) and isinstance(orphan.get("handle"), dict)):
+                raise SweepError(f"trials[{i}] orphans: each needs a 'queue' and a 'handle' object")
+        lost = [trial["queue"]] + [o["queue"] for o in trial.get("orphans", [])]
+        if any(q not in names for q in lost):
+            raise SweepError(f"trial {trial['id']} is on queue "
+                             f"'{next(q for q in lost if q not in names)}', which the sweep does not have")
