@@ -35,3 +35,49 @@ def test_failed_write_leaves_old_file_and_no_temp(tmp_path):
         atomic_write_text(path, 5)  # type: ignore[arg-type]
     assert json.loads(path.read_text()) == {"ok": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["s.json"]
+
+
+def _temp(folder, name: str, age_s: float):
+    path = folder / name
+    path.write_text("half")
+    os.utime(path, (path.stat().st_atime - age_s, path.stat().st_mtime - age_s))
+    return path
+
+
+def test_stale_temps_go_when_a_store_opens_and_its_own_temps_under_its_lock(tmp_path):
+    from imf.store.iteration_log import IterationLogStore
+    from imf.store.scoreboard import ScoreboardStore
+    old = _temp(tmp_path, ".report.md.k2j3.tmp", 120)
+    young = _temp(tmp_path, ".report.md.a9x1.tmp", 0)
+    mine = _temp(tmp_path, ".scoreboard.json.zz1.tmp", 0)  # a writer killed a moment ago
+    other = _temp(tmp_path, "notes.tmp", 120)  # not a temp of the atomic writer
+    board = ScoreboardStore(tmp_path)
+    assert not old.exists() and young.exists() and mine.exists() and other.exists()
+    board.record({"id": "a", "score": 0.5})
+    assert not mine.exists() and young.exists()  # under the lock no other writer has a temp
+    log_temp = _temp(tmp_path, ".ITERATION_LOG.md.q1.tmp", 0)
+    IterationLogStore(tmp_path).record({"id": "a", "score": 0.5})
+    assert not log_temp.exists() and young.exists()
+
+
+def test_the_temp_file_and_its_folder_are_fsynced_before_the_rename(tmp_path, monkeypatch):
+    import stat
+
+    from imf.store import files
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(files.os, "fsync", lambda fd: (events.append(
+        "dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file"), real_fsync(fd))[1])
+    monkeypatch.setattr(files.os, "replace", lambda a, b: (events.append("rename"), real_replace(a, b))[1])
+    atomic_write_text(tmp_path / "a.txt", "x")
+    assert events.index("file") < events.index("rename") and events.index("dir") < events.index("rename")
+
+
+@pytest.mark.parametrize("umask, mode", [(0o077, 0o600), (0o022, 0o644), (0o002, 0o664)])
+def test_new_files_follow_the_umask(tmp_path, umask, mode):
+    old = os.umask(umask)
+    try:
+        atomic_write_json(tmp_path / "s.json", {"a": 1})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "s.json").stat().st_mode & 0o777 == mode

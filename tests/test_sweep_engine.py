@@ -368,3 +368,18 @@ def test_a_wrong_typed_sweep_json_is_one_line_and_leaves_the_sweep_as_it_was(tmp
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
         assert proc.stderr.startswith("imf: error: ") and words in proc.stderr, proc.stderr
         assert sdir.state_file.read_bytes() == before
+
+
+def test_a_controller_removes_temps_left_by_killed_writers_in_its_sweep_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.01"))
+    start_sweep(request(tmp_path, grids=["64x1"], queues=["local:cpu"]), lambda s: None)
+    sweep_dir = tmp_path / "t"
+    state_temp = sweep_dir / ".sweep.json.k1.tmp"  # a controller killed a moment ago
+    state_temp.write_text("{")
+    old = sweep_dir / ".report.md.k2.tmp"
+    old.write_text("half")
+    os.utime(old, (0, 0))
+    keep = sweep_dir / ".report.md.k3.tmp"  # young: perhaps another process is writing it
+    keep.write_text("half")
+    resume_sweep(sweep_dir, lambda s: None)
+    assert not state_temp.exists() and not old.exists() and keep.exists()

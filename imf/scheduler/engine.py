@@ -26,6 +26,7 @@ from imf.scheduler.base import Job, JobStatus, Scheduler, scheduler_for
 from imf.scheduler.finish import notify, read_summary, record_trial, write_report
 from imf.scheduler.recovery import DOWN_AFTER, Recovery
 from imf.scheduler.state import ACTIVE, FINAL, QueueState, SweepDir, SweepState, TrialState, now_iso
+from imf.store.files import clean_stale_temps
 from imf.store.runs import row_score
 
 __all__ = ["DOWN_AFTER", "Engine"]
@@ -76,6 +77,7 @@ class Engine(Recovery):
         except Timeout:
             raise SweepError(f"{self.sdir.path}: another controller is running this sweep "
                              f"(pid {self.state.controller.get('pid')})") from None
+        clean_stale_temps(self.sdir.path, ("sweep.json",))  # only a controller writes sweep.json
         old = None
         if threading.current_thread() is threading.main_thread():
             old = signal.signal(signal.SIGTERM, _interrupt)

@@ -24,7 +24,7 @@ from typing import Any
 
 from imf.errors import StoreError
 from imf.store.base import normalize_record, now_iso
-from imf.store.files import atomic_write_text, locked
+from imf.store.files import atomic_write_text, clean_stale_temps, locked
 
 FILENAME = "ITERATION_LOG.md"
 HEADER = """# Iteration log
@@ -50,6 +50,8 @@ class IterationLogStore:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.path = self.root / FILENAME
+        if self.root.is_dir():
+            clean_stale_temps(self.root)  # leftovers of writers killed a while ago
 
     # trials -----------------------------------------------------------------
     def record(self, record: dict[str, Any]) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 
 from imf.errors import StoreError
 from imf.store.base import BEST_METRIC, best_of, normalize_record, now_iso
-from imf.store.files import atomic_write_json, locked
+from imf.store.files import atomic_write_json, clean_stale_temps, locked
 
 FILENAME = "scoreboard.json"
 
@@ -37,6 +37,8 @@ class ScoreboardStore:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.path = self.root / FILENAME
+        if self.root.is_dir():
+            clean_stale_temps(self.root)  # leftovers of writers killed a while ago
 
     def record(self, record: dict[str, Any]) -> None:
         """Upsert ``record`` by id and recompute ``best``."""
