@@ -1,5 +1,6 @@
 """The renderer draws the reference's picture: 512 canvas points, bilinear resize, the spec's colours."""
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -46,10 +47,22 @@ def test_colours_of_the_spec():
     assert pixel(420, 470) == pytest.approx((255, 255, 255), abs=0.5)          # background
     goal_centre = (256 - 35 * math.sin(GOAL[2]), 256 + 35 * math.cos(GOAL[2]))  # inside the goal stem
     assert pixel(*goal_centre) == pytest.approx((144, 238, 144), abs=0.5)
-    assert pixel(256, 300 + 15) == pytest.approx((142, 163, 183), abs=0.5)       # block fill
+    assert pixel(256, 300 + 15) == pytest.approx((143, 163, 184), abs=0.5)       # block fill
     assert pixel(256 + 60, 300 + 15) == pytest.approx((119, 136, 153), abs=12)  # block edge
     assert pixel(60, 60) == pytest.approx((78, 126, 255), abs=0.5)              # agent's inner disc
     assert image[:, 0, 50] == pytest.approx((211, 211, 211), abs=40)            # a wall, blended
+
+
+def test_the_goal_covers_the_reference_canvas_pixels():
+    """tests/test_pusht_render_goal.npz: the goal T on the reference's 512 canvas, drawn by
+    pygame 2.1.3 as the reference does (pymunk 6.2.1 vertices of the block's two boxes at the
+    goal pose, rounded by pymunk.pygame_util.to_pygame, each filled by pygame.draw.polygon)."""
+    saved = np.load(Path(__file__).with_name("test_pusht_render_goal.npz"))
+    reference = np.unpackbits(saved["mask"], axis=1).astype(bool)  # (512 rows y, 512 columns x)
+    ys, xs = np.mgrid[0:512, 0:512].astype(np.float64)
+    goal = (R.static_layer(xs, ys, GOAL) == R.GOAL_GREEN).all(axis=-1)
+    assert reference.sum() == 6450 and goal.sum() == 6450
+    assert np.array_equal(goal, reference)
 
 
 def test_large_frame_for_people():

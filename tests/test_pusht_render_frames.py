@@ -1,4 +1,7 @@
-"""The fast renderer keeps the look: frames saved from the renderer before it was sped up.
+"""The fast renderer keeps the look: frames saved from the renderer before it was sped up,
+re-saved when the block fill and the goal's pixels moved to the reference's (issue 9; the
+re-saved frames differ from the old ones by at most 1/255 except on pixels whose resize taps
+touch a goal pixel that changed).
 
 tests/test_pusht_render_frames.npz holds `states` (N, 5: agent x, y, block x, y, angle), the
 frames as uint16 (N, 3, 96, 96) = round(image * 65535), and `n_single`: the first n_single
@@ -14,7 +17,7 @@ import pytest
 from imf.pusht import render as R
 
 FRAMES = Path(__file__).with_suffix(".npz")
-TOLERANCE = 1.0 / 255.0  # per pixel and channel; the uint16 rounding alone is 1/131070
+TOLERANCE = 1e-5  # per pixel and channel: the uint16 rounding (1/131070) and float32 noise
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from imf.errors import DataError
 from imf.pusht.env import PushTEnv
 from imf.pusht.planner import ScriptedExpert
 
-DEMO_FORMAT_VERSION = 2  # 2: targets clipped to the arena
+DEMO_FORMAT_VERSION = 3  # 2: targets clipped to the arena; 3: the reference's block fill and goal pixels
 DEMO_SEED_BASE = 1_000_000  # episode seeds start here: far from the test (100000+) and train (0-5) seeds
 MAX_STEPS = 300
 

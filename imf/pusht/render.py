@@ -18,12 +18,13 @@ from typing import Sequence
 import numpy as np
 
 from imf.pusht import geometry as geo
+from imf.pusht.raster import goal_mask
 
 CANVAS = 512
 WHITE = (255.0, 255.0, 255.0)
 GOAL_GREEN = (144.0, 238.0, 144.0)          # LightGreen
 BLOCK_EDGE = (119.0, 136.0, 153.0)          # LightSlateGray
-BLOCK_FILL = (142.0, 163.0, 183.0)          # LightSlateGray x 1.2, as ints
+BLOCK_FILL = (143.0, 163.0, 184.0)          # LightSlateGray x 1.2, rounded (pymunk's as_int)
 AGENT_OUTER = (65.0, 105.0, 225.0)          # RoyalBlue
 AGENT_INNER = (78.0, 126.0, 255.0)          # RoyalBlue x 1.2, capped
 WALL_GRAY = (211.0, 211.0, 211.0)           # LightGray
@@ -144,14 +145,11 @@ def _segment_distance(xs: np.ndarray, ys: np.ndarray, a: Sequence[float], b: Seq
 
 
 def static_layer(xs: np.ndarray, ys: np.ndarray, goal_pose: Sequence[float]) -> np.ndarray:
-    """(..., 3) colours of the background: white, the goal T, the walls."""
+    """(..., 3) colours of the background: white, the goal T (the reference's pixels, see
+    imf.pusht.raster), the walls."""
     rgb = np.empty(xs.shape + (3,), dtype=np.float32)
     rgb[...] = WHITE
-    lx, ly = _to_body(xs, ys, goal_pose)
-    goal_inside = np.zeros(xs.shape, dtype=bool)
-    for (x0, y0), _, (x1, y1), _ in geo.T_BOXES:
-        goal_inside |= (lx >= x0) & (lx <= x1) & (ly >= y0) & (ly <= y1)
-    rgb[goal_inside] = GOAL_GREEN
+    rgb[goal_mask(xs, ys, goal_pose)] = GOAL_GREEN
     for a, b in WALL_SEGMENTS:
         rgb[_segment_distance(xs, ys, a, b) <= WALL_RADIUS] = WALL_GRAY
     return rgb
