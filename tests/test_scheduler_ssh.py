@@ -119,7 +119,8 @@ def test_ssh_command_line_keeps_user_options_first_and_shares_one_connection(tmp
     assert argv[:5] == ["ssh", "-o", "ConnectTimeout=3", "-J", "jump"]
     for opt in ("BatchMode=yes", "ControlMaster=auto", "ServerAliveInterval=15", "ConnectTimeout=10"):
         assert opt in argv
-    assert any(a.startswith("ControlPath=") for a in argv) and argv[-3:] == ["-p", "2222", "me@box"]
+    assert any(a.startswith("ControlPath=") for a in argv)
+    assert argv[-4:] == ["-p", "2222", "--", "me@box"]
     assert "StrictHostKeyChecking=no" not in " ".join(argv)
 
 
@@ -138,8 +139,8 @@ def test_a_host_lost_mid_sweep_goes_down_and_its_trials_finish_locally(tmp_path,
             t["state"] == "running" and t["queue"].startswith("ssh://")
             for t in json.loads(state_file.read_text())["trials"]), timeout=60)
         server.stop()
-        argv = scheduler_for(server.spec(), server.host_options(tmp_path)).ssh_argv()
-        subprocess.run([*argv[:-1], "-O", "exit", argv[-1]], capture_output=True, timeout=30)
+        sch = scheduler_for(server.spec(), server.host_options(tmp_path))
+        subprocess.run(sch.control_argv("exit"), capture_output=True, timeout=30)
         thread.join(120)
     finally:
         server.stop()
@@ -156,3 +157,62 @@ def _sweep(req: SweepRequest, errors: list[BaseException]) -> None:
         start_sweep(req, lambda s: None)
     except BaseException as exc:  # surfaced by the test thread
         errors.append(exc)
+
+
+@pytest.mark.parametrize("spec, options", [
+    ("ssh://-oProxyCommand=sh/cpu", {}),
+    ("ssh://-oProxyCommand=sh@box/cpu", {}),
+    ("ssh://box/cpu", {"user": "-oProxyCommand=sh"}),
+    ("ssh://box/cpu", {"port": "22 -oProxyCommand=sh"}),
+])
+def test_hosts_users_and_ports_that_could_be_read_as_ssh_options_are_refused(spec, options):
+    with pytest.raises(QueueError, match="option"):
+        scheduler_for(spec, options)
+
+
+def test_the_destination_comes_after_a_double_dash(tmp_path):
+    sch = scheduler_for("ssh://me@box/gpu:0", {})
+    argv = sch.ssh_argv()
+    assert argv[-2:] == ["--", "me@box"]
+    assert sch.control_argv("exit")[-2:] == ["--", "me@box"]
+
+
+@pytest.fixture
+def private_tmp(tmp_path, monkeypatch):
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path / f"imf-ssh-{os.getuid()}"
+
+
+def test_the_control_folder_is_made_private(private_tmp):
+    from imf.scheduler.ssh import control_dir
+    assert control_dir() == private_tmp and private_tmp.stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda p: (p.mkdir(), p.chmod(0o777)), "group or world"),
+    (lambda p: (p.mkdir(), p.chmod(0o770)), "group or world"),
+    (lambda p: (p.parent.joinpath("elsewhere").mkdir(mode=0o700), p.symlink_to("elsewhere")),
+     "not a folder"),
+    (lambda p: (p.mkdir(mode=0o700), os.chown(p, 65534, 65534)), "not yours"),
+])
+def test_a_control_folder_that_others_could_use_is_refused(private_tmp, make, words):
+    from imf.scheduler.ssh import control_dir
+    if "yours" in words and os.geteuid() != 0:
+        pytest.skip("making a folder owned by another user needs root")
+    make(private_tmp)
+    with pytest.raises(QueueError, match=words):
+        control_dir()
+
+
+def test_the_master_connection_is_keyed_on_the_options_and_closed_with_the_scheduler(sshd, tmp_path):
+    options = sshd.host_options(tmp_path)
+    sch = scheduler_for(sshd.spec("cpu"), options)
+    other = scheduler_for(sshd.spec("cpu"), {**options, "ssh_options": options["ssh_options"][:-2]})
+    path = next(a for a in sch.ssh_argv() if a.startswith("ControlPath="))
+    assert path != next(a for a in other.ssh_argv() if a.startswith("ControlPath="))
+    sch.check()  # opens the master
+    check = lambda: subprocess.run(sch.control_argv("check"), capture_output=True, timeout=30)  # noqa: E731
+    assert check().returncode == 0
+    sch.close()
+    assert check().returncode != 0

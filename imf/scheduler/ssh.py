@@ -12,9 +12,11 @@ Every remote argument is shell-quoted; the job starts detached and survives the 
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shlex
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -41,9 +43,26 @@ mkdir -p "$d" && cat > "$d/$2"
 
 
 def control_dir() -> Path:
-    """A short private folder for the master connections' sockets (paths are length-limited)."""
+    """A short private folder for the master connections' sockets (paths are length-limited).
+
+    Made 0700; an existing one is used only when it is a real folder of ours that neither the
+    group nor others may write (a socket there is a logged-in connection to a host)."""
     path = Path(tempfile.gettempdir()) / f"imf-ssh-{os.getuid()}"
-    path.mkdir(mode=0o700, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise QueueError(f"cannot make the ssh control folder {path}: {exc}") from None
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode):
+        raise QueueError(f"ssh control folder {path} is not a folder (a link?); remove it")
+    if info.st_uid != os.getuid():
+        raise QueueError(f"ssh control folder {path} is not yours (owner uid {info.st_uid}); "
+                         f"remove it")
+    if info.st_mode & 0o022:
+        raise QueueError(f"ssh control folder {path} may be written by group or world "
+                         f"(mode {info.st_mode & 0o777:o}); chmod 700 it or remove it")
     return path
 
 
@@ -59,24 +78,53 @@ class SshScheduler(ShellScheduler):
         self.host = match.group("host")
         self.user = match.group("user") or self.options.get("user")
         self.port = match.group("port") or self.options.get("port")
+        self._check_target()
         self.device = match.group("device")
         extra = self.options.get("ssh_options") or []
         self.extra = shlex.split(extra) if isinstance(extra, str) else [str(a) for a in extra]
         self.workdir = str(self.options.get("workdir") or "~/imf-runs").rstrip("/")
         self._home: str | None = None
 
+    def _check_target(self) -> None:
+        """Host, user and port may never reach ssh as options (``-oProxyCommand=...``)."""
+        for what, value in (("host", self.host), ("user", self.user)):
+            if value is not None and (not isinstance(value, str) or value.startswith("-")
+                                      or not value.strip() or any(c.isspace() for c in value)):
+                raise QueueError(f"queue '{self.spec}': {what} {value!r} could be read as an "
+                                 f"ssh option (or is empty); it may not start with '-'")
+        if self.port is not None and not str(self.port).isdigit():
+            raise QueueError(f"queue '{self.spec}': port {self.port!r} is not a number (an ssh "
+                             f"option cannot ride in it)")
+
     @property
     def target(self) -> str:
         return f"{self.user}@{self.host}" if self.user else self.host
 
-    def ssh_argv(self) -> list[str]:
-        argv = ["ssh", *self.extra]  # the user's options first: for ssh the first value wins
+    def _options(self) -> list[str]:
+        argv = [*self.extra]  # the user's options first: for ssh the first value wins
         for opt in BASE_OPTIONS:
             argv += ["-o", opt]
-        argv += ["-o", f"ControlPath={control_dir()}/%C"]
+        # One master per host and per set of user options (known_hosts, identity, ...).
+        key = hashlib.sha256("\0".join(self.extra).encode()).hexdigest()[:10]
+        argv += ["-o", f"ControlPath={control_dir()}/{key}-%C"]
         if self.port:
             argv += ["-p", str(self.port)]
-        return argv + [self.target]
+        return argv
+
+    def ssh_argv(self) -> list[str]:
+        return ["ssh", *self._options(), "--", self.target]
+
+    def control_argv(self, command: str) -> list[str]:
+        """``ssh -O COMMAND`` for this queue's master connection (check, exit)."""
+        return ["ssh", *self._options(), "-O", command, "--", self.target]
+
+    def close(self) -> None:
+        """Close the shared master connection: it must not outlive the sweep."""
+        try:
+            subprocess.run(self.control_argv("exit"), capture_output=True, timeout=30,
+                           stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired, QueueError):
+            pass
 
     def _ssh(self, remote: str, timeout: float, data: bytes | None = None) -> tuple[int, bytes, str]:
         try:
