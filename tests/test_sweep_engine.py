@@ -383,3 +383,16 @@ def test_a_controller_removes_temps_left_by_killed_writers_in_its_sweep_folder(t
     keep.write_text("half")
     resume_sweep(sweep_dir, lambda s: None)
     assert not state_temp.exists() and not old.exists() and keep.exists()
+
+
+def test_a_corrupt_scoreboard_at_the_end_is_an_error_on_stderr_not_only_in_the_log(tmp_path, monkeypatch):
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.01"))
+    start_sweep(request(tmp_path, grids=["64x1"], queues=["local:cpu"]), lambda s: None)
+    board = tmp_path / "t" / "scoreboard.json"
+    board.write_text("{")
+    proc = subprocess.run([sys.executable, "-m", "imf", "sweep", "--resume", str(tmp_path / "t")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("imf: error: ") and "scoreboard" in lines[0], proc.stderr
+    assert "is corrupt" in lines[0] and board.read_text() == "{"

@@ -302,11 +302,15 @@ class Engine(Recovery):
             self.report_path, self.report_text = write_report(self.sdir.path)
         except (ImfError, ImportError, OSError, ValueError, KeyError) as exc:
             self.log(f"report failed: {type(exc).__name__}: {exc}")
-            return
+            raise SweepError(f"sweep {self.state.name} finished, but its report failed: {exc}") from None
         self.echo(self.report_text)
         self.log(f"report written: {self.report_path}")
         if self.state.notify:
             self.log(notify(self.state.notify, self.report_path))
+        unrecorded = [t.id for t in self.state.trials if not t.recorded]
+        if unrecorded:
+            raise SweepError(f"sweep {self.state.name} finished, but {len(unrecorded)} trial(s) could "
+                             f"not be recorded ({', '.join(unrecorded[:3])}); see {self.sdir.path / 'sweep.log'}")
 
 
 def _interrupt(signum: int, frame: Any) -> None:
