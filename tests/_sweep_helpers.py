@@ -75,6 +75,27 @@ class SshServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
 
+    def kill_sessions(self) -> int:
+        """SIGKILL the sessions this sshd serves (its child processes): connections drop."""
+        killed = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[1]) == self.proc.pid:
+                try:
+                    os.kill(int(stat.parent.name), 9)
+                    killed += 1
+                except ProcessLookupError:
+                    pass
+        return killed
+
+    def restart(self) -> None:
+        """Start sshd again on the same port with the same keys (after ``stop``)."""
+        self.proc = _sshd(self.log.parent / "sshd_config", self.log)
+        _wait_listening(self.proc, self.port, self.log)
+
 
 def _keygen(path: Path) -> None:
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
@@ -97,17 +118,25 @@ def start_sshd(folder: Path) -> SshServer:
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
     log = folder / "sshd.log"
-    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL,
-                            stderr=open(log, "w"))
+    proc = _sshd(config, log)
     host_pub = (folder / "host_key.pub").read_text().split()
     known = folder / "known_hosts"
     known.write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
     server = SshServer(port, proc, folder / "user_key", known, log)
+    _wait_listening(proc, port, log)
+    return server
 
+
+def _sshd(config: Path, log: Path) -> subprocess.Popen:
+    with open(log, "a") as err:
+        return subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL,
+                                stderr=err)
+
+
+def _wait_listening(proc: subprocess.Popen, port: int, log: Path) -> None:
     def listening() -> bool:
         if proc.poll() is not None:
             raise AssertionError(f"sshd exited: {log.read_text()}")
         with socket.socket() as s:
             return s.connect_ex(("127.0.0.1", port)) == 0
     wait_for(listening, timeout=15)
-    return server

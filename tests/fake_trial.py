@@ -9,6 +9,7 @@ Options (before the trial's own arguments, so a sweep's IMF_TRIAL_COMMAND prefix
   --fail-on S         exit 3 while the trial id contains S and fewer than --fail-times attempts ran
   --fail-times N      how many attempts of --fail-on / --hang-on trials misbehave (default 1)
   --hang-on S         stop writing anything (sleep) after the first epoch, same attempt rule
+  --ledger FILE       append "ID PID" to FILE when the trial completes (drills count completions)
 It writes fake.pid, config.yaml, one logs.json.txt line per epoch (test_mean_score every 2 and
 at the end), summary.json in the documented format and checkpoints/best.pt; exits 0.
 """
@@ -29,6 +30,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.Namespace]:
     fake.add_argument("--fail-on", default=None)
     fake.add_argument("--hang-on", default=None)
     fake.add_argument("--fail-times", type=int, default=1)
+    fake.add_argument("--ledger", default=None)
     opts, rest = fake.parse_known_args(argv)
     trial = argparse.ArgumentParser(allow_abbrev=False)
     trial.add_argument("config")
@@ -103,6 +105,9 @@ def main(argv: list[str]) -> int:
         "checkpoints": {"latest": None, "best": "checkpoints/best.pt", "topk": []},
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "code_version": "fake"})
+    if opts.ledger:
+        with open(opts.ledger, "a") as ledger:
+            ledger.write(f"{args.id} {os.getpid()}\n")
     return 0
 
 

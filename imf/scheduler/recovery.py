@@ -37,7 +37,9 @@ class Recovery:
     def _contact_failed(self, queue: QueueState, exc: Exception) -> None:
         self.failures[queue.name] += 1
         self.log(f"queue {queue.name}: {exc} ({self.failures[queue.name]}/{DOWN_AFTER})")
-        if self.failures[queue.name] >= DOWN_AFTER and queue.state == "live":
+        active = any(t.queue == queue.name and t.state in ACTIVE for t in self.state.trials)
+        if queue.state == "live" and self.failures[queue.name] >= DOWN_AFTER or \
+                queue.state == "down" and active:  # an orphan taken back, lost again
             self._queue_down(queue, str(exc))
 
     def _queue_down(self, queue: QueueState, reason: str) -> None:
