@@ -147,3 +147,45 @@ def test_a_finished_orphan_of_a_trial_completed_elsewhere_is_ignored_on_resume(
     data = json.loads(sdir.state_file.read_text())
     assert data["trials"][0]["orphans"] == [] and data["trials"][0]["attempts"] == attempts
     assert "is ignored" in (sdir.path / "sweep.log").read_text()
+
+
+def test_a_host_down_mid_trial_then_resume_runs_every_trial_once_and_stops_the_orphan(tmp_path):
+    """The fault drill of issue 10: sshd and its sessions killed mid-trial, the controller
+    SIGKILLed after "is down", sshd back, --resume."""
+    import signal
+    import subprocess
+    import sys
+    from collections import Counter
+
+    from _sweep_helpers import start_sshd
+    server = start_sshd(tmp_path / "sshd")
+    ledger = tmp_path / "ledger.txt"
+    env = {**os.environ, "IMF_TRIAL_COMMAND": fake_command("--epoch-s", "0.3", "--ledger", str(ledger))}
+    hosts = server.hosts_file(tmp_path / "hosts.yaml", tmp_path / "remote")
+    sweep_dir, remote = tmp_path / "runs" / "s", tmp_path / "remote" / "s"
+    cmd = [sys.executable, "-m", "imf", "sweep", "smoke", "--grid", "64x1,2", "--queue", server.spec("cpu"),
+           "--queue", "local:cpu", "--hosts", str(hosts), "--name", "s", "--out", str(tmp_path / "runs"),
+           "--epochs", "25", "--poll", "0.2", "--stall-timeout", "60"]
+    try:
+        controller = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pid_file = wait_for(lambda: next((p for p in remote.glob("*/fake.pid") if p.read_text()), None), timeout=120)
+        orphan = int(pid_file.read_text())
+        server.kill_sessions()
+        server.stop()
+        wait_for(lambda: "is down" in (sweep_dir / "sweep.log").read_text(), timeout=120)
+        controller.send_signal(signal.SIGKILL)
+        controller.wait()
+        assert _alive(orphan)  # the job on the host that went down runs on
+        server.restart()
+        resume_sweep(sweep_dir, lambda s: None)
+    finally:
+        server.stop()
+    assert not _alive(orphan)
+    data = json.loads((sweep_dir / "sweep.json").read_text())
+    assert Counter(line.split()[0] for line in ledger.read_text().splitlines()) == \
+        {t["id"]: 1 for t in data["trials"]}  # every trial ran to its end exactly once
+    assert all(t["state"] == "completed" and t["orphans"] == [] for t in data["trials"])
+    for t in data["trials"]:
+        assert json.loads((sweep_dir / t["id"] / "summary.json").read_text())["epochs_done"] == 25
+    assert sorted(r["id"] for r in ScoreboardStore(sweep_dir).read()) == sorted(t["id"] for t in data["trials"])
+    assert "killed the orphan" in (sweep_dir / "sweep.log").read_text()
