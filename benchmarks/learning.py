@@ -1,0 +1,208 @@
+"""Does it learn PushT? Learning curves of imf, flow and ddpm on one backbone and one budget.
+
+    python benchmarks/learning.py                      # low-dim, imf-1 / flow-1 / ddpm-100
+    python benchmarks/learning.py --minutes 10 --runs imf:1,flow:1,ddpm:100,flow:10
+    python benchmarks/learning.py --obs image --minutes 30 --runs imf:1
+    python benchmarks/learning.py --pin               # all runs at once, 2 cores each (big machine)
+
+Each run is a real `imf trial` of the CPU preset (pusht_lowdim_cpu, or pusht_image_cpu for
+--obs image) with `training.time_budget_s` on the cpu clock (CPU seconds / torch
+threads: the wall clock of an idle 2-core machine, unchanged when the machine is shared). The
+trial scores its EMA policy on the 50 test seeds every few epochs. Afterwards the final
+checkpoint is re-scored with other noise seeds, and its evaluation timed. Writes
+docs/learning_curves.png (or learning_curves_image.png) and a section of benchmarks/RESULTS.md.
+The test seeds and the metric are the trial's own; nothing here is tuned on them.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from results_file import write_section
+
+ROOT = Path(__file__).resolve().parent.parent
+HOLD_STILL, EXPERT = 0.076, 1.0  # test_mean_score on the 50 test seeds (docs/pusht.md)
+PRESETS = {"keypoints": "pusht_lowdim_cpu", "image": "pusht_image_cpu"}
+
+
+def start_trial(out: Path, obs: str, objective: str, steps: int, minutes: float,
+                cores: list[int] | None) -> tuple[subprocess.Popen, Path]:
+    """Start one trial; with ``cores`` it runs pinned to them with as many torch threads."""
+    run_dir = out / f"{objective}-{steps}"
+    steps_key = "objective.ddpm_steps" if objective == "ddpm" else "objective.sample_steps"
+    cmd = [sys.executable, "-m", "imf", "trial", PRESETS[obs], f"objective.name={objective}", f"{steps_key}={steps}",
+           f"training.time_budget_s={minutes * 60:g}", "training.budget_clock=cpu",
+           "logging.swanlab=false", "--out", str(run_dir), "--store", "none",
+           "--id", f"learning-{obs}-{objective}-{steps}"]
+    env = dict(os.environ)
+    if cores:
+        env["OMP_NUM_THREADS"] = str(len(cores))
+    print(("" if not cores else f"[cores {cores}] ") + "$ " + " ".join(cmd[1:]), flush=True)
+    log = open(out / f"{objective}-{steps}.out", "w")
+    pin = (lambda: os.sched_setaffinity(0, cores)) if cores else None
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env, preexec_fn=pin)
+    log.close()
+    return proc, run_dir
+
+
+def wait_trial(proc: subprocess.Popen, run_dir: Path) -> Path:
+    if proc.wait() != 0:
+        sys.exit(f"learning.py: trial failed, see {run_dir}.out")
+    return run_dir
+
+
+def rescore(run_dir: Path, noise_seeds: list[int]) -> tuple[list[float], list[float], float]:
+    """Scores and success rates of the final checkpoint per noise seed; seconds per evaluation."""
+    from imf.train.evaluate_checkpoint import evaluate_checkpoint
+
+    scores, successes, seconds = [], [], []
+    for seed in noise_seeds:
+        t0 = time.perf_counter()
+        result = evaluate_checkpoint(run_dir / "checkpoints" / "latest.pt", device="cpu", noise_seed=seed)
+        seconds.append(time.perf_counter() - t0)
+        scores.append(result["test_mean_score"])
+        successes.append(result["test_success_rate"])
+    return scores, successes, min(seconds)
+
+
+def summarise(run_dir: Path, label: str, noise_seeds: list[int]) -> dict:
+    rows = [json.loads(line) for line in (run_dir / "logs.json.txt").read_text().splitlines()]
+    scored = [r for r in rows if "test_mean_score" in r]
+    batch = json.loads(json.dumps(__import__("yaml").safe_load((run_dir / "config.yaml").read_text())))
+    batch_size = batch["training"]["batch_size"]
+    final_scores, final_success, eval_s = rescore(run_dir, noise_seeds)
+    return {
+        "label": label,
+        "curve": [(r["train_s"] / 60, r["test_mean_score"], r["test_success_rate"]) for r in scored],
+        "best": max(r["test_mean_score"] for r in scored),
+        "best_success": max(r["test_success_rate"] for r in scored),
+        "last3": sum(r["test_mean_score"] for r in scored[-3:]) / len(scored[-3:]),
+        "final": final_scores, "final_success": final_success,
+        "samples_s": rows[-1]["global_step"] * batch_size / rows[-1]["train_s"],
+        "steps": rows[-1]["global_step"], "train_min": rows[-1]["train_s"] / 60, "eval_s": eval_s,
+        "hold_still_rmse": rows[0].get("val_hold_still_rmse"),
+        "rmse": rows[-1].get("val_action_rmse"), "rmse_first": rows[-1].get("val_action_rmse_first"),
+    }
+
+
+def plot(results: list[dict], path: Path, title: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for res in results:
+        minutes = [c[0] for c in res["curve"]]
+        axes[0].plot(minutes, [c[1] for c in res["curve"]], marker="o", ms=3, label=res["label"])
+        axes[1].plot(minutes, [c[2] for c in res["curve"]], marker="o", ms=3, label=res["label"])
+    for ax, name in zip(axes, ("test_mean_score (50 test seeds)", "success rate (coverage > 0.95)")):
+        ax.axhline(EXPERT, color="green", ls="--", lw=1, label="scripted expert" if ax is axes[0] else None)
+        if ax is axes[0]:
+            ax.axhline(HOLD_STILL, color="grey", ls=":", lw=1, label="hold still")
+        ax.set_xlabel("training minutes (2 cores, cpu clock)")
+        ax.set_ylabel(name)
+        ax.set_ylim(0, 1.05)
+        ax.grid(alpha=0.3)
+    axes[0].legend(loc="lower right", fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+
+
+def table(results: list[dict], obs: str, minutes: float, noise_seeds: list[int],
+          machine: str | None) -> list[str]:
+    section = f"## Learning, {obs} observations (benchmarks/learning.py)"
+    where = machine or f"{platform.machine()}, {os.cpu_count()} cores, torch threads {_threads()}"
+    lines = [section, "",
+             f"`python benchmarks/learning.py --obs {obs} --minutes {minutes:g}` on {where}; budget {minutes:g} training minutes per run "
+             f"(cpu clock), EMA policy scored on the 50 test seeds during training; `final` re-scores the last "
+             f"checkpoint with noise seeds {', '.join(map(str, noise_seeds))} (mean, min-max). "
+             f"Hold still: {HOLD_STILL}; expert: {EXPERT}.", "",
+             "| run | steps | samples/s | best score | last-3 mean | best success | final score | final success | s per 50-episode eval | val action RMSE (first / chunk, hold still) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        f = r["final"]
+        lines.append(
+            f"| {r['label']} | {r['steps']} | {r['samples_s']:.0f} | {r['best']:.3f} | {r['last3']:.3f} | "
+            f"{r['best_success']:.2f} | {sum(f) / len(f):.3f} ({min(f):.3f}-{max(f):.3f}) | "
+            f"{sum(r['final_success']) / len(f):.2f} | {r['eval_s']:.1f} | "
+            f"{_num(r['rmse_first'])} / {_num(r['rmse'])} ({_num(r['hold_still_rmse'])}) |")
+    return lines
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _threads() -> int:
+    import torch
+    return torch.get_num_threads()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--obs", choices=sorted(PRESETS), default="keypoints")
+    parser.add_argument("--minutes", type=float, default=10.0, help="training minutes per run (cpu clock)")
+    parser.add_argument("--runs", default="imf:1,flow:1,ddpm:100", help="objective:sampling-steps, comma-separated")
+    parser.add_argument("--noise-seeds", default="1,2", help="noise seeds for re-scoring the final checkpoint")
+    parser.add_argument("--out", type=Path, default=Path("runs/learning"))
+    parser.add_argument("--pin", action="store_true",
+                        help="run all at once, each pinned to 2 cores of its own (needs 2 cores a run)")
+    parser.add_argument("--machine", help="where it ran, for the table (default: this machine's facts)")
+    parser.add_argument("--first-core", type=int, default=0, help="with --pin: the first core to use")
+    parser.add_argument("--from-json", type=Path, help="redraw the figure and table from a results.json")
+    parser.add_argument("--no-write", action="store_true", help="print the table, leave RESULTS.md and docs/ alone")
+    args = parser.parse_args()
+    if not args.minutes > 0:
+        sys.exit(f"learning.py: --minutes must be > 0, got {args.minutes}")
+    runs = []
+    for item in args.runs.split(","):
+        name, _, steps = item.partition(":")
+        if not steps.isdigit() or int(steps) < 1:
+            sys.exit(f"learning.py: --runs item {item!r}: expected objective:steps, e.g. imf:1")
+        runs.append((name, int(steps)))
+    noise_seeds = [int(s) for s in args.noise_seeds.split(",")]
+    if args.from_json:
+        write_outputs(json.loads(args.from_json.read_text()), args, noise_seeds)
+        return
+    out = (args.out / args.obs).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    if args.pin:  # all runs at once, run i on cores 2i and 2i+1 (a machine with cores to spare)
+        if args.first_core + 2 * len(runs) > (os.cpu_count() or 1):
+            sys.exit(f"learning.py: --pin needs cores {args.first_core}..{args.first_core + 2 * len(runs) - 1}, "
+                     f"this machine has {os.cpu_count()}")
+        first = args.first_core
+        started = [start_trial(out, args.obs, n, k, args.minutes, [first + 2 * i, first + 2 * i + 1])
+                   for i, (n, k) in enumerate(runs)]
+        run_dirs = [wait_trial(*item) for item in started]
+    else:
+        run_dirs = [wait_trial(*start_trial(out, args.obs, n, k, args.minutes, None)) for n, k in runs]
+    if args.pin:  # evaluations are timed on 2 cores too
+        os.sched_setaffinity(0, [args.first_core, args.first_core + 1])
+        import torch
+        torch.set_num_threads(2)
+    for (name, steps), run_dir in zip(runs, run_dirs):
+        results.append(summarise(run_dir, f"{name}, {steps} step{'s' if steps > 1 else ''}", noise_seeds))
+        (out / "results.json").write_text(json.dumps(results, indent=1))
+    write_outputs(results, args, noise_seeds)
+
+
+def write_outputs(results: list[dict], args: argparse.Namespace, noise_seeds: list[int]) -> None:
+    lines = table(results, args.obs, args.minutes, noise_seeds, args.machine)
+    print("\n".join(lines))
+    if not args.no_write:
+        name = "learning_curves.png" if args.obs == "keypoints" else f"learning_curves_{args.obs}.png"
+        plot(results, ROOT / "docs" / name, f"PushT from {args.obs}: {args.minutes:g} training minutes on 2 CPU cores")
+        write_section(lines[0], lines)
+
+
+if __name__ == "__main__":
+    main()
