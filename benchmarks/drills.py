@@ -190,7 +190,8 @@ def drill_ssh_down(root: Path) -> Figures:
         time.sleep(2)
         server.kill_sessions()  # while they are still the listener's children
         server.stop()
-        wait_for(lambda: "is down" in _log(root), timeout=180)
+        # "is down" logged and (with this imf) the orphan saved: then the controller dies
+        wait_for(lambda: "is down" in _log(root) and _orphan_saved(root), timeout=180)
         ctl.kill()
         ctl.wait()
         server.restart()
@@ -203,6 +204,11 @@ def drill_ssh_down(root: Path) -> Figures:
 
 def _remote_started(root: Path) -> bool:
     return any(p.stat().st_size for p in (root / "remote").glob("d/*/logs.json.txt"))
+
+
+def _orphan_saved(root: Path) -> bool:
+    trials = state(root / "d").get("trials", [])
+    return any(t.get("orphans") for t in trials) or (trials and "orphans" not in trials[0])
 
 
 def _log(root: Path) -> str:

@@ -35,6 +35,13 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _trials(sweep_dir: Path) -> list[dict]:
+    try:
+        return json.loads((sweep_dir / "sweep.json").read_text())["trials"]
+    except (OSError, ValueError, KeyError):
+        return []
+
+
 def _job(tmp_path: Path, argv: list[str], token: str, tid: str = "j") -> Job:
     return Job(tid, "s", tmp_path / "home" / tid, argv, "smoke", token=token)
 
@@ -172,7 +179,8 @@ def test_a_host_down_mid_trial_then_resume_runs_every_trial_once_and_stops_the_o
         orphan = int(pid_file.read_text())
         server.kill_sessions()
         server.stop()
-        wait_for(lambda: "is down" in (sweep_dir / "sweep.log").read_text(), timeout=120)
+        # "is down" is logged, and the orphan saved in sweep.json: then the controller dies
+        wait_for(lambda: any(t.get("orphans") for t in _trials(sweep_dir)), timeout=120)
         controller.send_signal(signal.SIGKILL)
         controller.wait()
         assert _alive(orphan)  # the job on the host that went down runs on
