@@ -13,6 +13,7 @@ from imf.errors import BusyError
 from imf.scheduler.base import Job, scheduler_for
 from imf.scheduler.engine import Engine
 from imf.scheduler.state import SweepDir
+from imf.scheduler.status import render_status
 from imf.scheduler.sweep import SweepRequest, plan_sweep, resume_sweep
 from imf.store.scoreboard import ScoreboardStore
 
@@ -106,6 +107,7 @@ def test_a_live_orphan_is_killed_when_its_host_answers_and_the_trial_runs_once(
     sdir, engine, handle = _orphan_sweep(sshd, tmp_path, monkeypatch, ("--epoch-s", "20"))
     remote = Path(handle["dir"])
     pid = int(wait_for(lambda: (remote / "fake.pid").is_file() and (remote / "fake.pid").read_text()))
+    assert f"orphan of {engine.state.trials[0].id} on " in render_status(sdir)
     engine.state.trial_command = shlex.split(fake_command("--epoch-s", "0.05"))  # the rerun
     engine.run()
     assert not _alive(pid) and not _alive(handle["pid"])

@@ -11,7 +11,7 @@ from typing import Callable
 from imf.errors import SweepError
 from imf.scheduler.state import ACTIVE, FINAL, SweepDir, SweepState, TrialState
 
-COLUMNS = ("queue", "trial", "state", "epoch", "last", "best", "elapsed", "eta")
+COLUMNS = ("queue", "trial", "state", "epoch", "val_mse", "last", "best", "elapsed", "eta")
 
 
 def find_sweep(path: str | Path) -> SweepDir:
@@ -50,8 +50,8 @@ def trial_row(trial: TrialState, now: float) -> list[str]:
     if trial.state == "running" and elapsed and trial.epoch:
         eta = elapsed / trial.epoch * max(0, trial.epochs - trial.epoch)
     state = trial.state + (f" ({trial.attempts})" if trial.attempts > 1 else "")
-    return [trial.queue, trial.id, state, f"{trial.epoch}/{trial.epochs}", _score(trial.last_score),
-            _score(trial.best_score), _duration(elapsed), _duration(eta)]
+    return [trial.queue, trial.id, state, f"{trial.epoch}/{trial.epochs}", _score(trial.val_mse),
+            _score(trial.last_score), _score(trial.best_score), _duration(elapsed), _duration(eta)]
 
 
 def controller_line(state: SweepState, sdir: SweepDir) -> str:
@@ -87,6 +87,9 @@ def render_status(sdir: SweepDir, state: SweepState | None = None, now: float | 
              f"{controller_line(state, sdir)}"]
     down = [q for q in state.queues if q.state == "down"]
     lines += [f"queue {q.name} is down: {q.reason}" for q in down]
+    lines += [f"orphan of {t.id} on {o['handle'].get('host') or o['queue']} (pid "
+              f"{o['handle'].get('pid')}): stopped when its host answers" for t in state.trials
+              for o in t.orphans]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     return "\n".join(lines)
 
