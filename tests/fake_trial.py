@@ -84,7 +84,7 @@ def main(argv: list[str]) -> int:
         for epoch in range(args.epochs):
             time.sleep(epoch_s)
             row = {"epoch": epoch, "global_step": (epoch + 1) * 10, "train_loss": 1.0 / (epoch + 1),
-                   "val_loss": 1.1 / (epoch + 1), "lr": 1e-4}
+                   "val_loss": 1.1 / (epoch + 1), "val_mse": round(0.5 / (epoch + 1), 4), "lr": 1e-4}
             if epoch % 2 == 1 or epoch == args.epochs - 1:
                 last = round(min(1.0, base * (1 + epoch) / args.epochs), 4)
                 row["test_mean_score"] = last

@@ -72,6 +72,7 @@ def test_a_sweep_runs_every_trial_records_reports_and_notifies(tmp_path, monkeyp
     assert Path(record["checkpoint"]).is_file()
     table = render_status(SweepDir(sweep_dir))
     assert "4/4 ended" in table and "t-causal-e64-l2-s42" in table and "4/4" in table
+    assert "val_mse" in table and "0.1250" in table  # the last epoch's val_mse, 0.5 / 4
 
 
 def test_local_cpu_slots_set_threads_and_hide_gpus(tmp_path, monkeypatch):

@@ -182,6 +182,7 @@ class Engine(Recovery):
         trial.handle, trial.state = handle, "running"
         trial.started, trial.started_unix, trial.finished = now_iso(), time.time(), None
         trial.log_offset, trial.epoch, trial.last_score, trial.best_score = 0, 0, None, None
+        trial.val_mse = None
         self.seen[trial.id] = ((-1, -1), time.monotonic())
         self.log(f"start {trial.id} on {queue.name} (attempt {trial.attempts}, pid {handle.get('pid')})")
         self.save()
@@ -220,6 +221,8 @@ class Engine(Recovery):
             if not isinstance(record, dict):
                 continue
             trial.epoch += "epoch" in record
+            if isinstance(record.get("val_mse"), (int, float)):
+                trial.val_mse = float(record["val_mse"])
             score = row_score(record)
             if score is not None:
                 trial.last_score = score

@@ -44,6 +44,7 @@ class TrialState:
     epoch: int = 0
     last_score: float | None = None
     best_score: float | None = None
+    val_mse: float | None = None  # the last epoch's; the validation number people read
     log_offset: int = 0
     started_unix: float | None = None
     elapsed_s: float | None = None
