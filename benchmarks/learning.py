@@ -9,7 +9,7 @@ Each run is a real `imf trial` of the CPU preset (pusht_lowdim_cpu, or pusht_ima
 --obs image) with `training.time_budget_s` on the cpu clock (CPU seconds / torch
 threads: the wall clock of an idle 2-core machine, unchanged when the machine is shared). The
 trial scores its EMA policy on the 50 test seeds every few epochs. Afterwards the final
-checkpoint is re-scored with other noise seeds, and its evaluation timed. Writes
+checkpoint is re-scored with other noise seeds (`imf eval --noise-seed`), and that timed. Writes
 docs/learning_curves.png (or learning_curves_image.png) and a section of benchmarks/RESULTS.md.
 The test seeds and the metric are the trial's own; nothing here is tuned on them.
 """
@@ -24,11 +24,13 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
 from results_file import write_section
 
 ROOT = Path(__file__).resolve().parent.parent
 HOLD_STILL, EXPERT = 0.076, 1.0  # test_mean_score on the 50 test seeds (docs/pusht.md)
 PRESETS = {"keypoints": "pusht_lowdim_cpu", "image": "pusht_image_cpu"}
+THREADS: int | None = None  # --threads: torch threads per run (default: torch's own choice)
 
 
 def start_trial(out: Path, obs: str, objective: str, steps: int, minutes: float,
@@ -43,6 +45,8 @@ def start_trial(out: Path, obs: str, objective: str, steps: int, minutes: float,
     env = dict(os.environ)
     if cores:
         env["OMP_NUM_THREADS"] = str(len(cores))
+    elif THREADS:
+        env["OMP_NUM_THREADS"] = str(THREADS)
     print(("" if not cores else f"[cores {cores}] ") + "$ " + " ".join(cmd[1:]), flush=True)
     log = open(out / f"{objective}-{steps}.out", "w")
     pin = (lambda: os.sched_setaffinity(0, cores)) if cores else None
@@ -57,35 +61,41 @@ def wait_trial(proc: subprocess.Popen, run_dir: Path) -> Path:
     return run_dir
 
 
-def rescore(run_dir: Path, noise_seeds: list[int]) -> tuple[list[float], list[float], float]:
-    """Scores and success rates of the final checkpoint per noise seed; seconds per evaluation."""
-    from imf.train.evaluate_checkpoint import evaluate_checkpoint
-
-    scores, successes, seconds = [], [], []
-    for seed in noise_seeds:
-        t0 = time.perf_counter()
-        result = evaluate_checkpoint(run_dir / "checkpoints" / "latest.pt", device="cpu", noise_seed=seed)
-        seconds.append(time.perf_counter() - t0)
-        scores.append(result["test_mean_score"])
-        successes.append(result["test_success_rate"])
-    return scores, successes, min(seconds)
+def start_rescore(run_dir: Path, seed: int, cores: list[int] | None) -> tuple[subprocess.Popen, float]:
+    """`imf eval` of the final checkpoint with another noise seed (pinned like its trial)."""
+    cmd = [sys.executable, "-m", "imf", "eval", str(run_dir / "checkpoints" / "latest.pt"),
+           "--noise-seed", str(seed), "--device", "cpu", "--json"]
+    pin = (lambda: os.sched_setaffinity(0, cores)) if cores else None
+    threads = len(cores) if cores else THREADS
+    env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env, preexec_fn=pin)
+    return proc, time.perf_counter()
 
 
-def summarise(run_dir: Path, label: str, noise_seeds: list[int]) -> dict:
+def finish_rescore(proc: subprocess.Popen, started: float) -> tuple[dict, float]:
+    out, _ = proc.communicate()
+    if proc.returncode != 0:
+        sys.exit(f"learning.py: imf eval failed (exit {proc.returncode})")
+    return json.loads(out), time.perf_counter() - started
+
+
+def summarise(run_dir: Path, label: str, rescored: list[tuple[dict, float]]) -> dict:
+    """The curve and the table's numbers. ``final`` is the last rollout (noise seed =
+    training.seed) plus the same checkpoint re-scored with the other noise seeds."""
     rows = [json.loads(line) for line in (run_dir / "logs.json.txt").read_text().splitlines()]
     scored = [r for r in rows if "test_mean_score" in r]
-    batch = json.loads(json.dumps(__import__("yaml").safe_load((run_dir / "config.yaml").read_text())))
-    batch_size = batch["training"]["batch_size"]
-    final_scores, final_success, eval_s = rescore(run_dir, noise_seeds)
+    batch_size = yaml.safe_load((run_dir / "config.yaml").read_text())["training"]["batch_size"]
     return {
         "label": label,
         "curve": [(r["train_s"] / 60, r["test_mean_score"], r["test_success_rate"]) for r in scored],
         "best": max(r["test_mean_score"] for r in scored),
         "best_success": max(r["test_success_rate"] for r in scored),
         "last3": sum(r["test_mean_score"] for r in scored[-3:]) / len(scored[-3:]),
-        "final": final_scores, "final_success": final_success,
+        "final": [scored[-1]["test_mean_score"]] + [res["test_mean_score"] for res, _ in rescored],
+        "final_success": [scored[-1]["test_success_rate"]] + [res["test_success_rate"] for res, _ in rescored],
         "samples_s": rows[-1]["global_step"] * batch_size / rows[-1]["train_s"],
-        "steps": rows[-1]["global_step"], "train_min": rows[-1]["train_s"] / 60, "eval_s": eval_s,
+        "steps": rows[-1]["global_step"], "train_min": rows[-1]["train_s"] / 60,
+        "eval_s": min(seconds for _, seconds in rescored),
         "hold_still_rmse": rows[0].get("val_hold_still_rmse"),
         "rmse": rows[-1].get("val_action_rmse"), "rmse_first": rows[-1].get("val_action_rmse_first"),
     }
@@ -123,7 +133,8 @@ def table(results: list[dict], obs: str, minutes: float, noise_seeds: list[int],
     lines = [section, "",
              f"`python benchmarks/learning.py --obs {obs} --minutes {minutes:g}` on {where}; budget {minutes:g} training minutes per run "
              f"(cpu clock), EMA policy scored on the 50 test seeds during training; `final` re-scores the last "
-             f"checkpoint with noise seeds {', '.join(map(str, noise_seeds))} (mean, min-max). "
+             f"checkpoint with noise seeds {', '.join(map(str, noise_seeds))} besides the last rollout's (mean, min-max); "
+             f"eval seconds include starting `imf eval`. "
              f"Hold still: {HOLD_STILL}; expert: {EXPERT}.", "",
              "| run | steps | samples/s | best score | last-3 mean | best success | final score | final success | s per 50-episode eval | val action RMSE (first / chunk, hold still) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -151,11 +162,12 @@ def main() -> None:
     parser.add_argument("--obs", choices=sorted(PRESETS), default="keypoints")
     parser.add_argument("--minutes", type=float, default=10.0, help="training minutes per run (cpu clock)")
     parser.add_argument("--runs", default="imf:1,flow:1,ddpm:100", help="objective:sampling-steps, comma-separated")
-    parser.add_argument("--noise-seeds", default="1,2", help="noise seeds for re-scoring the final checkpoint")
+    parser.add_argument("--noise-seeds", default="1", help="other noise seeds for re-scoring the final checkpoint")
     parser.add_argument("--out", type=Path, default=Path("runs/learning"))
     parser.add_argument("--pin", action="store_true",
                         help="run all at once, each pinned to 2 cores of its own (needs 2 cores a run)")
     parser.add_argument("--machine", help="where it ran, for the table (default: this machine's facts)")
+    parser.add_argument("--threads", type=int, help="torch threads per run (the cpu clock divides by it)")
     parser.add_argument("--first-core", type=int, default=0, help="with --pin: the first core to use")
     parser.add_argument("--from-json", type=Path, help="redraw the figure and table from a results.json")
     parser.add_argument("--no-write", action="store_true", help="print the table, leave RESULTS.md and docs/ alone")
@@ -169,29 +181,31 @@ def main() -> None:
             sys.exit(f"learning.py: --runs item {item!r}: expected objective:steps, e.g. imf:1")
         runs.append((name, int(steps)))
     noise_seeds = [int(s) for s in args.noise_seeds.split(",")]
+    global THREADS
+    THREADS = args.threads
     if args.from_json:
         write_outputs(json.loads(args.from_json.read_text()), args, noise_seeds)
         return
     out = (args.out / args.obs).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    results = []
-    if args.pin:  # all runs at once, run i on cores 2i and 2i+1 (a machine with cores to spare)
+    cores = [[args.first_core + 2 * i, args.first_core + 2 * i + 1] if args.pin else None
+             for i in range(len(runs))]
+    if args.pin:  # all runs at once, run i on cores first+2i and first+2i+1
         if args.first_core + 2 * len(runs) > (os.cpu_count() or 1):
             sys.exit(f"learning.py: --pin needs cores {args.first_core}..{args.first_core + 2 * len(runs) - 1}, "
                      f"this machine has {os.cpu_count()}")
-        first = args.first_core
-        started = [start_trial(out, args.obs, n, k, args.minutes, [first + 2 * i, first + 2 * i + 1])
-                   for i, (n, k) in enumerate(runs)]
+        started = [start_trial(out, args.obs, n, k, args.minutes, c) for (n, k), c in zip(runs, cores)]
         run_dirs = [wait_trial(*item) for item in started]
+        rescores = [[start_rescore(d, seed, c) for seed in noise_seeds] for d, c in zip(run_dirs, cores)]
+        rescored = [[finish_rescore(*item) for item in per_run] for per_run in rescores]
     else:
-        run_dirs = [wait_trial(*start_trial(out, args.obs, n, k, args.minutes, None)) for n, k in runs]
-    if args.pin:  # evaluations are timed on 2 cores too
-        os.sched_setaffinity(0, [args.first_core, args.first_core + 1])
-        import torch
-        torch.set_num_threads(2)
-    for (name, steps), run_dir in zip(runs, run_dirs):
-        results.append(summarise(run_dir, f"{name}, {steps} step{'s' if steps > 1 else ''}", noise_seeds))
-        (out / "results.json").write_text(json.dumps(results, indent=1))
+        run_dirs, rescored = [], []
+        for name, steps in runs:
+            run_dirs.append(wait_trial(*start_trial(out, args.obs, name, steps, args.minutes, None)))
+            rescored.append([finish_rescore(*start_rescore(run_dirs[-1], seed, None)) for seed in noise_seeds])
+    results = [summarise(d, f"{n}, {k} step{'s' if k > 1 else ''}", r)
+               for (n, k), d, r in zip(runs, run_dirs, rescored)]
+    (out / "results.json").write_text(json.dumps(results, indent=1))
     write_outputs(results, args, noise_seeds)
 
 
