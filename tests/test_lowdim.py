@@ -136,3 +136,16 @@ def test_time_budget_ends_training_with_a_rollout(demo_cache, tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "tb" / "logs.json.txt").read_text().splitlines()]
     assert summary["status"] == "completed" and len(rows) < 50
     assert "test_mean_score" in rows[-1] and rows[-1]["train_s"] >= 0.5
+
+
+def test_cosine_schedule_follows_the_time_budget():
+    from imf.train.budget import TrainClock, cosine_with_warmup
+    clock = TrainClock("wall", budget_s=100.0)
+    factor = cosine_with_warmup(10, 10_000, clock)
+    assert factor(0) == pytest.approx(0.1) and factor(10) == pytest.approx(1.0)
+    clock.spent_s = 50.0  # half the budget: half-way down the cosine, whatever the step
+    assert factor(20) == pytest.approx(0.5)
+    clock.spent_s = 100.0
+    assert factor(20) == pytest.approx(0.0) and clock.exhausted()
+    with pytest.raises(ConfigError, match="budget_clock"):
+        TrainClock("sundial")

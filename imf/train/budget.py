@@ -1,4 +1,5 @@
-"""A training-time budget: seconds spent in training steps (not validation or rollouts).
+"""A training-time budget (seconds spent in training steps, not validation or rollouts) and
+the learning-rate schedule that can decay over it.
 
 The "wall" clock is what a user waiting for a result cares about. The "cpu" clock counts the
 process's CPU seconds divided by torch's thread count, which equals the wall clock on an idle
@@ -6,6 +7,7 @@ machine and stays the same on a loaded one, so benchmarks on shared machines com
 """
 from __future__ import annotations
 
+import math
 import time
 
 import torch
@@ -46,3 +48,16 @@ class TrainClock:
 
     def exhausted(self) -> bool:
         return bool(self.budget_s) and self.seconds() >= self.budget_s
+
+
+def cosine_with_warmup(warmup: int, total: int, clock: TrainClock | None = None):
+    """Linear warm-up over ``warmup`` steps, then a cosine to 0 at step ``total`` or, with a
+    time budget on ``clock``, at the end of the budget (whichever comes first)."""
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / max(1, warmup)
+        progress = (step - warmup) / max(1, total - warmup)
+        if clock is not None and clock.budget_s:
+            progress = max(progress, clock.progress())
+        return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+    return factor

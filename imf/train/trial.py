@@ -8,7 +8,6 @@ the two only repeats an epoch on ``--resume``, never loses one.
 """
 from __future__ import annotations
 
-import math
 import random
 import sys
 import time
@@ -31,7 +30,7 @@ from imf.train import checkpoint as ckpt_io
 from imf.train.data import build_datasets, make_loader
 from imf.train.evaluate import rollout_metrics
 from imf.train.precision import autocast_for, use_bf16
-from imf.train.budget import TrainClock
+from imf.train.budget import TrainClock, cosine_with_warmup
 from imf.train.console import epoch_line, progress_bar
 from imf.train.runfiles import CONFIG_NAME, LOG_NAME, STDOUT_NAME, JsonLinesLog, Tee, write_summary
 from imf.train.state import restore_latest, save_epoch
@@ -68,19 +67,6 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
-
-
-def cosine_with_warmup(warmup: int, total: int, clock: TrainClock | None = None):
-    """Linear warm-up over ``warmup`` steps, then a cosine to 0 at step ``total`` or, with a
-    time budget on ``clock``, at the end of the budget (whichever comes first)."""
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / max(1, warmup)
-        progress = (step - warmup) / max(1, total - warmup)
-        if clock is not None and clock.budget_s:
-            progress = max(progress, clock.progress())
-        return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
-    return factor
 
 
 def _now() -> str:
