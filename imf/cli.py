@@ -11,19 +11,23 @@ from pathlib import Path
 import typer
 
 from imf import registry
+from imf.cli_options import (Command, Group, complete_config_args, complete_mask, complete_queue,
+                             complete_store, show_version)
 from imf.config import split_config_args
 from imf.errors import ImfError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, cls=Group,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="One-step iMF policies on PushT: trials, sweeps, reports.")
 
 
 @app.callback()
-def _root() -> None:
+def _root(version: bool = typer.Option(False, "--version", callback=show_version, is_eager=True,
+                                       help="Print the versions of imf (and its git commit), torch and python.")) -> None:
     """One-step iMF policies on PushT: trials, sweeps, reports."""
 
 
-@app.command()
+@app.command(cls=Command)
 def plugins(as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts.")) -> None:
     """List every plugin by group, with the package that provides it; broken ones with their error."""
     infos = [info for group in registry.GROUPS for info in registry.discover(group)]
@@ -42,9 +46,10 @@ def plugins(as_json: bool = typer.Option(False, "--json", help="Print JSON for s
             typer.echo(line)
 
 
-@app.command(context_settings={"allow_extra_args": False})
+@app.command(cls=Command, context_settings={"allow_extra_args": False})
 def trial(
-    args: list[str] = typer.Argument(None, help="CONFIG (a preset or YAML path), then key=value dotted overrides."),
+    args: list[str] = typer.Argument(None, help="CONFIG (a preset or YAML path), then key=value dotted overrides.",
+                                     autocompletion=complete_config_args),
     trial_id: str = typer.Option(None, "--id", help="Trial id (default <config>-<mask>-e<n_emb>-l<n_layer>-s<seed>)."),
     out: Path = typer.Option(None, "--out", help="The trial's run folder (default runs/<id>)."),
     seed: int = typer.Option(None, "--seed", help="Seed for torch, numpy and random (training.seed)."),
@@ -54,7 +59,8 @@ def trial(
     note: str = typer.Option("", "--note", help="A note kept in the summary and the result stores."),
     overrides: str = typer.Option(None, "--overrides", help="JSON object deep-merged into the config."),
     device: str = typer.Option(None, "--device", help="auto, cpu, cuda or cuda:N (training.device)."),
-    store: list[str] = typer.Option(None, "--store", help="Result store to record in (repeatable); 'none' for none."),
+    store: list[str] = typer.Option(None, "--store", help="Result store to record in (repeatable); 'none' for none.",
+                                   autocompletion=complete_store),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its latest.pt."),
 ) -> None:
     """One run: config + overrides -> train -> score in the simulator -> checkpoints, logs, stores."""
@@ -64,7 +70,7 @@ def trial(
                   resume=resume)
 
 
-@app.command("eval")
+@app.command("eval", cls=Command)
 def eval_(
     checkpoint: Path = typer.Argument(None, help="A checkpoint (.pt) to score."),
     best: Path = typer.Option(None, "--best", help="Score the best checkpoint of the scoreboard in this folder."),
@@ -81,7 +87,7 @@ def eval_(
                  workers=workers, as_json=as_json, noise_seed=noise_seed)
 
 
-@app.command()
+@app.command(cls=Command)
 def report(
     paths: list[Path] = typer.Argument(None, help="A sweep folder, or run folders (default: the current folder)."),
     out: Path = typer.Option(None, "--out", help="Folder for report.md/.json/.csv and heatmap.png (default: the sweep folder)."),
@@ -101,12 +107,15 @@ def report(
     typer.echo(f"wrote {', '.join(str(p) for p in written)}", err=as_json)
 
 
-@app.command(context_settings={"allow_extra_args": False})
+@app.command(cls=Command, context_settings={"allow_extra_args": False})
 def sweep(
-    args: list[str] = typer.Argument(None, help="CONFIG (preset or YAML path; default pusht_image_imf, or pusht_image_imf_fullattn with --mask full), then key=value overrides for every trial."),
-    mask: str = typer.Option(None, "--mask", help="Attention mask of every trial (an imf.masks plugin, e.g. full)."),
+    args: list[str] = typer.Argument(None, help="CONFIG (preset or YAML path; default pusht_image_imf, or pusht_image_imf_fullattn with --mask full), then key=value overrides for every trial.",
+                                     autocompletion=complete_config_args),
+    mask: str = typer.Option(None, "--mask", help="Attention mask of every trial (an imf.masks plugin, e.g. full).",
+                             autocompletion=complete_mask),
     grid: list[str] = typer.Option(None, "--grid", help="N_EMB,..xN_LAYER,.. (e.g. 128,256,384x6,12,18) or key=v1,v2; repeatable, multiplied."),
-    queue: list[str] = typer.Option(None, "--queue", help="A slot: local:N, local:cpu, ssh://[user@]host[:port]/gpu:N; repeatable (default: local GPUs, else local:cpu)."),
+    queue: list[str] = typer.Option(None, "--queue", help="A slot: local:N, local:cpu, ssh://\\[user@]host\\[:port]/gpu:N; repeatable (default: local GPUs, else local:cpu).",
+                                   autocompletion=complete_queue),
     hosts: Path = typer.Option(None, "--hosts", help="Hosts YAML: per-host workdir, python, ssh_options, speed; may list the queues."),
     name: str = typer.Option(None, "--name", help="Sweep name: the folder under --out and the trial ids' prefix (default 'sweep')."),
     out: Path = typer.Option(Path("runs"), "--out", help="Folder that holds sweep folders."),
@@ -146,7 +155,7 @@ def sweep(
         raise typer.Exit(130)
 
 
-@app.command()
+@app.command(cls=Command)
 def status(
     folder: Path = typer.Argument(Path("runs"), help="A sweep folder, or a folder of sweeps (the latest is shown)."),
     watch: bool = typer.Option(False, "--watch", help="Refresh until the sweep ends."),
@@ -160,11 +169,11 @@ def status(
     typer.echo(status_lib.render_status(status_lib.find_sweep(folder)))
 
 
-log_app = typer.Typer(no_args_is_help=True, help="Hypothesis / result / conclusion entries in ITERATION_LOG.md.")
+log_app = typer.Typer(no_args_is_help=True, cls=Group, help="Hypothesis / result / conclusion entries in ITERATION_LOG.md.")
 app.add_typer(log_app, name="log")
 
 
-@log_app.command("hypothesis")
+@log_app.command(cls=Command, name="hypothesis")
 def log_hypothesis(
     text: str = typer.Option(..., "--text", help="The hypothesis."),
     expect: str = typer.Option(..., "--expect", help="What you expect to see if it holds."),
@@ -179,7 +188,7 @@ def log_hypothesis(
     typer.echo(IterationLogStore(folder).add_hypothesis(text, expect, command))
 
 
-@log_app.command("conclude")
+@log_app.command(cls=Command, name="conclude")
 def log_conclude(
     hypothesis_id: str = typer.Argument(..., help="The hypothesis id, e.g. H1."),
     result: str = typer.Option(..., "--result", help="What the run showed."),
@@ -195,11 +204,11 @@ def log_conclude(
     typer.echo(f"concluded {block['id']}")
 
 
-data_app = typer.Typer(no_args_is_help=True, help="Scripted demonstrations and replay-buffer zarr stores.")
+data_app = typer.Typer(no_args_is_help=True, cls=Group, help="Scripted demonstrations and replay-buffer zarr stores.")
 app.add_typer(data_app, name="data")
 
 
-@data_app.command("demo")
+@data_app.command(cls=Command, name="demo")
 def data_demo(
     episodes: int = typer.Option(..., "--episodes", min=1, help="Successful expert episodes to record."),
     out: Path = typer.Option(..., "--out", help="Output replay-buffer store (a .zarr directory)."),
@@ -227,7 +236,7 @@ def data_demo(
     typer.echo(f"wrote {episodes} episodes to {path}")
 
 
-@data_app.command("info")
+@data_app.command(cls=Command, name="info")
 def data_info(path: Path = typer.Argument(..., help="A replay-buffer zarr store (directory or zip).")) -> None:
     """Print episodes, steps, episode lengths and array shapes of a replay-buffer store."""
     from imf.data.replay_buffer import ReplayBuffer, describe

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,20 +17,10 @@ from typing import Any
 import numpy as np
 import torch
 
-import imf
 from imf.errors import CheckpointError
+from imf.version import code_version  # noqa: F401  (kept in checkpoints)
 
 FORMAT = "imf-checkpoint-1"
-
-
-def code_version() -> str:
-    """The package version plus the git commit when imf runs from a checkout."""
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(imf.__file__).parent,
-                             capture_output=True, text=True, timeout=5).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        sha = ""
-    return f"{imf.__version__}+{sha}" if sha else imf.__version__
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
