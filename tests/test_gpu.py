@@ -62,7 +62,7 @@ def test_predict_action_on_cuda_matches_cpu(objective, steps, monkeypatch):
     assert on_cuda.device.type == "cuda" and on_cuda_bf16.dtype == torch.float32
     # World units (a 512-unit workspace); TF32 convolutions are allowed by default on CUDA.
     torch.testing.assert_close(on_cuda.cpu(), on_cpu, atol=2.0, rtol=0)
-    torch.testing.assert_close(on_cuda_bf16.cpu(), on_cpu, atol=8.0, rtol=0)
+    torch.testing.assert_close(on_cuda_bf16.cpu(), on_cpu, atol=4.0, rtol=0)  # CPU bf16: < 0.7
 
 
 def test_a_short_trial_runs_on_cuda_with_bf16(demo_cache, tmp_path):  # noqa: F811
