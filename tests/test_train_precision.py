@@ -54,6 +54,6 @@ def test_predict_action_under_bf16_autocast_is_float32_and_near_the_float32_chun
     with autocast_for(CPU, True):
         half = policy.predict_action(obs(), generator=torch.Generator().manual_seed(0), n_steps=steps)
     assert half.dtype == torch.float32 and half.shape == full.shape
-    # Same noise draws (float32 state), only the network in bf16: world units within 2 of 512
-    # (0.2-0.4 seen); bf16 noise draws would move them by tens.
+    # Same noise draws, float32 state, only the network in bf16: within 2 world units of 512
+    # (0.2-0.4 seen; a bf16 state alone rounds actions near 500 to steps of 2).
     assert (half - full).abs().max() < 2.0
