@@ -96,8 +96,14 @@ def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | No
     if as_json:
         typer.echo(json.dumps(result, indent=2))
         return
-    typer.echo(f"checkpoint {result['checkpoint']} (trial {result['trial']}, epoch {result['epoch']})")
+    typer.echo(f"checkpoint {result['checkpoint']} (trial {result['trial']}, "
+               f"epoch {_epoch_shown(result['epoch'])})")
     typer.echo(f"test_mean_score {result['test_mean_score']:.4f}  success rate "
                f"{result['test_success_rate']:.2f}  over {result['n_test']} seeds from {result['start_seed']}")
     scores = "  ".join(f"{s}:{v:.3f}" for s, v in result["per_seed"].items())
     typer.echo(f"per seed: {scores}")
+
+
+def _epoch_shown(epoch: int | None) -> str:
+    """Checkpoints keep the 0-based epoch index; people count epochs from 1."""
+    return "?" if epoch is None else str(epoch + 1)

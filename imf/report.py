@@ -108,14 +108,19 @@ def _read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
 
 def _fill_scores(row: TrialRow, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
     log = summarize_log(rows)
-    done = summary.get("epochs_done")
-    row.final_epoch = done if log.final_epoch is None else log.final_epoch
-    row.best_score, row.best_epoch = log.best_score, log.best_epoch
+    done = summary.get("epochs_done")  # a count: the last epoch counted from 1
+    row.final_epoch = done if log.final_epoch is None else _counted(log.final_epoch)
+    row.best_score, row.best_epoch = log.best_score, _counted(log.best_epoch)
     row.success_rate = log.success_rate
     if row.best_score is None and first_number(summary, ("best_score",)) is not None:
-        row.best_score, row.best_epoch = float(summary["best_score"]), summary.get("best_epoch")
+        row.best_score, row.best_epoch = float(summary["best_score"]), _counted(summary.get("best_epoch"))
     if row.success_rate is None:
         row.success_rate = first_number(summary, ("best_success_rate",))
+
+
+def _counted(epoch: Any) -> int | None:
+    """Reports count epochs from 1; logs.json.txt and summary.json keep the 0-based index."""
+    return epoch + 1 if isinstance(epoch, int) and not isinstance(epoch, bool) else None
 
 
 def _from_scoreboard(record: dict[str, Any], sweep: dict[str, dict[str, Any]]) -> TrialRow:

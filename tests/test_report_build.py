@@ -20,9 +20,9 @@ def test_ranking_and_per_trial_numbers(tmp_path):
                       (5, "sw-full-e128-l6-s1", 0.40), (None, "sw-full-e256-l12-s1", None)]
     by_id = {t.id: t for t in report.trials}
     second = by_id["sw-full-e256-l6-s0"]
-    assert (second.final_epoch, second.best_epoch, second.success_rate) == (3, 3, 0.40)
+    assert (second.final_epoch, second.best_epoch, second.success_rate) == (4, 4, 0.40)  # from 1
     first = by_id["sw-full-e128-l6-s0"]
-    assert (first.final_epoch, first.best_epoch, first.status) == (2, 1, "completed")
+    assert (first.final_epoch, first.best_epoch, first.status) == (3, 2, "completed")
     assert by_id["sw-full-e256-l12-s0"].status == "diverged"
     assert by_id["sw-full-e256-l12-s1"].status == "running"
     assert first.note == "note sw-full-e128-l6-s0" and first.source == "imf"
@@ -59,7 +59,7 @@ def test_single_size_has_no_trend_and_ties_rank_by_epoch(tmp_path):
 def test_truncated_last_line_is_tolerated(tmp_path):
     make_run(tmp_path, "r", [0.2, 0.3], n_emb=64, n_layer=2, tail='{"epoch": 2, "test_mean_sc')
     report = build_report([tmp_path / "r"])
-    assert report.trials[0].best_score == 0.3 and report.trials[0].final_epoch == 1
+    assert report.trials[0].best_score == 0.3 and report.trials[0].final_epoch == 2
     assert report.notices == [f"skipped 1 unreadable line(s) in {tmp_path / 'r' / 'logs.json.txt'}"]
 
 
@@ -74,7 +74,7 @@ def test_diffusion_policy_folders_and_size_sources(tmp_path):
     by_id = {t.id: t for t in build_report([outputs]).trials}
     dp = by_id["2024.01.01/10.00.00_train_tf"]
     assert (dp.source, dp.status, dp.n_emb, dp.n_layer) == ("diffusion_policy", "completed", 256, 8)
-    assert (dp.best_score, dp.best_epoch, dp.success_rate) == (0.65, 2, None)
+    assert (dp.best_score, dp.best_epoch, dp.success_rate) == (0.65, 3, None)
     nested = by_id["2024.01.02/11.00.00_train_tf"]
     assert (nested.n_emb, nested.n_layer) == (128, 4)
     assert (by_id["cfg-only"].n_emb, by_id["cfg-only"].status) == (64, "unknown")

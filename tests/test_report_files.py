@@ -22,7 +22,7 @@ def test_all_four_files_are_written(tmp_path):
     assert data["trends"]["width"]["delta"] == pytest.approx(0.35)
     rows = list(csv.DictReader((sweep / "report.csv").open()))
     assert [r["rank"] for r in rows] == ["1", "2", "3", "4", "5", ""]
-    assert rows[1]["id"] == "sw-full-e256-l6-s0" and rows[1]["best_epoch"] == "3"
+    assert rows[1]["id"] == "sw-full-e256-l6-s0" and rows[1]["best_epoch"] == "4"
     assert float(rows[1]["best_score"]) == 0.8 and rows[1]["success_rate"] == "0.4"
     md = (sweep / "report.md").read_text()
     assert "| 1    | sw-full-e256-l12-s0 | diverged" in md

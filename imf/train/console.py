@@ -1,15 +1,50 @@
-"""What a trial prints: a progress bar on a terminal, one line per epoch everywhere."""
+"""What a trial prints: a progress bar on a terminal, one line per epoch everywhere.
+
+Epochs are counted from 1 wherever people read them (these lines, the bar, ``imf status``,
+``imf report``); logs.json.txt, summary.json and checkpoints keep Diffusion Policy's 0-based
+``epoch`` index.
+"""
 from __future__ import annotations
 
 import sys
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 
-def progress_bar(epoch: int, step: int, total: int, loss: float) -> None:
-    width = 24
-    filled = int(width * step / max(1, total))
-    sys.stdout.write(f"\repoch {epoch} [{'#' * filled}{'.' * (width - filled)}] {step}/{total} loss {loss:.4f}")
-    sys.stdout.flush()
+def shown(epoch: int) -> int:
+    """The number people see for the 0-based ``epoch`` index."""
+    return epoch + 1
+
+
+class EpochBar:
+    """One epoch's steps as a transient rich bar on the terminal (never in stdout.log)."""
+
+    def __init__(self, epoch: int, num_epochs: int, steps: int) -> None:
+        self.progress = Progress(
+            TextColumn(f"epoch {shown(epoch)}/{num_epochs}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("loss {task.fields[loss]}"), TimeRemainingColumn(),
+            console=Console(file=sys.stdout), transient=True, auto_refresh=False)
+        self.task = self.progress.add_task("train", total=steps, loss="-")
+        self.progress.start()
+
+    def step(self, loss: float) -> None:
+        self.progress.update(self.task, advance=1, loss=f"{loss:.4f}", refresh=True)
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+@contextmanager
+def rollout_status(epoch: int, n_test: int, tty: bool) -> Iterator[None]:
+    """A spinner while the rollouts of ``epoch`` run, on a terminal only."""
+    if not tty:
+        yield
+        return
+    with Console(file=sys.stdout).status(f"epoch {shown(epoch)}: rollouts on {n_test} test seeds"):
+        yield
 
 
 def _fmt(value: Any) -> str:
@@ -19,7 +54,7 @@ def _fmt(value: Any) -> str:
 def epoch_line(record: dict[str, Any], total: int) -> str:
     """One line per epoch. With adaptive weighting the imf loss is ~1 by construction, so the
     mse of the compound velocity is the validation number shown when the objective has one."""
-    line = f"epoch {record['epoch'] + 1}/{total} step {record['global_step']} "
+    line = f"epoch {shown(record['epoch'])}/{total} step {record['global_step']} "
     if "train_mse" in record:
         line += f"train_mse {_fmt(record['train_mse'])} val_mse {_fmt(record.get('val_mse'))} "
     else:

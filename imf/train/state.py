@@ -58,5 +58,5 @@ def restore_latest(trial: Any) -> None:
     trial.clock.spent_s = trainer.get("train_s", 0.0)
     ckpt_io.set_rng_state(state["rng"])
     dropped = trial.log.truncate_after(state["epoch"])
-    trial.say(f"resume: continuing at epoch {trial.epoch} from latest.pt"
+    trial.say(f"resume: continuing at epoch {trial.epoch + 1} from latest.pt"
               + (f" (dropped {dropped} log lines written after it)" if dropped else ""))

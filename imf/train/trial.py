@@ -31,7 +31,7 @@ from imf.train.data import build_datasets, make_loader
 from imf.train.evaluate import rollout_metrics
 from imf.train.precision import autocast_for, use_bf16
 from imf.train.budget import TrainClock, cosine_with_warmup
-from imf.train.console import epoch_line, progress_bar
+from imf.train.console import EpochBar, epoch_line, rollout_status, shown
 from imf.train.runfiles import CONFIG_NAME, LOG_NAME, STDOUT_NAME, JsonLinesLog, Tee, write_summary
 from imf.train.state import restore_latest, save_epoch
 from imf.train.stopping import DivergenceDetector, EarlyStopper
@@ -108,7 +108,7 @@ class Trial:
             summary = self._write_summary(finished=True)
             self._record(summary)
             self.say(f"trial {self.opts.trial_id}: {self.status}"
-                     + (f", best test_mean_score {self.best[0]:.4f} at epoch {self.best[1]}" if self.best else "")
+                     + (f", best test_mean_score {self.best[0]:.4f} at epoch {shown(self.best[1])}" if self.best else "")
                      + f" ({self.run_dir})")
             return summary
         finally:
@@ -217,7 +217,7 @@ class Trial:
             if train is None:
                 self.log.append({"epoch": epoch, "global_step": self.global_step, "diverged": True,
                                  "reason": self.reason})
-                self.say(f"epoch {epoch}: diverged: {self.reason}; kept the last good checkpoint")
+                self.say(f"epoch {shown(epoch)}: diverged: {self.reason}; kept the last good checkpoint")
                 return
             record = {"epoch": epoch, "global_step": self.global_step, **train,
                       **self._validate(), "lr": self.lr_schedule.get_last_lr()[0]}
@@ -245,9 +245,16 @@ class Trial:
         """Train one epoch; the mean loss and objective metrics, or None when it diverged."""
         self.policy.train()
         self.shuffle.manual_seed(self.cfg.training.seed * 1_000_003 + epoch)  # same order on resume
+        bar = EpochBar(epoch, self.cfg.training.num_epochs, self.steps_per_epoch) if sys.stdout.isatty() else None
+        try:
+            return self._train_steps(bar)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _train_steps(self, bar: EpochBar | None) -> dict[str, float] | None:
         losses: list[float] = []
         sums: dict[str, float] = {}
-        tty = sys.stdout.isatty()
         self.clock.start()
         for i, batch in enumerate(self.train_loader):
             if i >= self.steps_per_epoch or self.clock.exhausted():
@@ -271,11 +278,9 @@ class Trial:
             losses.append(value)
             for key, metric in metrics.items():
                 sums[key] = sums.get(key, 0.0) + metric
-            if tty:
-                progress_bar(epoch, i + 1, self.steps_per_epoch, value)
+            if bar is not None:
+                bar.step(value)
         self.clock.stop()
-        if tty:
-            sys.stdout.write("\r\033[K")
         means = {f"train_{k}": v / len(losses) for k, v in sums.items() if k != "loss"}
         return {"train_loss": float(np.mean(losses)) if losses else None, **means}
 
@@ -310,13 +315,8 @@ class Trial:
     def _rollout(self, record: dict[str, Any]) -> bool:
         """Score the EMA policy; return True when early stopping says stop."""
         policy = self.ema.averaged_model if self.ema is not None else self.policy
-        tty = sys.stdout.isatty()
-        if tty:
-            sys.stdout.write(f"\repoch {record['epoch']}: rollouts on {self.cfg.eval.n_test} test seeds ...")
-            sys.stdout.flush()
-        metrics = rollout_metrics(policy, self.cfg, self.device)
-        if tty:
-            sys.stdout.write("\r\033[K")
+        with rollout_status(record["epoch"], self.cfg.eval.n_test, sys.stdout.isatty()):
+            metrics = rollout_metrics(policy, self.cfg, self.device)
         record.update(metrics)
         score = metrics["test_mean_score"]
         self.last_score = score
