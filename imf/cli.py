@@ -124,7 +124,7 @@ def sweep(
     retries: int = typer.Option(None, "--retries", help="Retries of a failed or stalled trial (default 1)."),
     stall_timeout: float = typer.Option(None, "--stall-timeout", help="Seconds without log or stdout growth before a trial is stalled (default 1800)."),
     poll: float = typer.Option(None, "--poll", help="Seconds between polls of the running trials (default 5)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the queues, the order on each and their estimated finish; run nothing."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the queues, the order and estimated finish on each, and every trial's command; load every plugin the plan uses; run nothing."),
     resume: Path = typer.Option(None, "--resume", help="Continue the sweep in this folder (re-attach, skip ended trials)."),
     notify: str = typer.Option(None, "--notify", help="Command run with the report's path when the sweep ends."),
 ) -> None:
@@ -147,7 +147,7 @@ def sweep(
             name=name, out=out, epochs=epochs, seed=seed, mask=mask, retries=retries,
             stall_timeout=stall_timeout, poll=poll, notify=notify, overrides=items)
         if dry_run:
-            typer.echo(sweep_lib.describe(*sweep_lib.plan_sweep(request)))
+            typer.echo(sweep_lib.dry_run(request))
             return
         sweep_lib.start_sweep(request, typer.echo)
     except KeyboardInterrupt:

@@ -97,6 +97,10 @@ class Scheduler(ABC):
         """Find a job started by an earlier controller: by its folder, pid and start time."""
         return self.poll(handle, 0)
 
+    def describe(self, job: Job) -> str:
+        """The job's command line as this slot would run it (for ``--dry-run``; contacts nothing)."""
+        return " ".join(job.argv)
+
     def close(self) -> None:
         """Release connections."""
 

@@ -148,9 +148,18 @@ class ShellScheduler(Scheduler):
     def config_path(self, job: Job) -> str:
         return job.config
 
-    def command(self, job: Job, run_dir: str) -> list[str]:
-        values = {"python": self.python, "run_dir": run_dir, "config": self.config_path(job)}
+    def command(self, job: Job, run_dir: str, config: str | None = None) -> list[str]:
+        values = {"python": self.python, "run_dir": run_dir, "config": config or self.config_path(job)}
         return [_fill(arg, values) for arg in job.argv]
+
+    def planned_config_path(self, job: Job) -> str:
+        """Where the job's config will be, worked out without contacting the machine."""
+        return self.config_path(job)
+
+    def describe(self, job: Job) -> str:
+        env = [f"{k}={v}" for k, v in {**self.slot_env(), **job.env}.items()]
+        argv = self.command(job, self.job_dir(job), self.planned_config_path(job))
+        return shlex.join((["env", *env] if env else []) + argv)
 
     def start(self, job: Job) -> dict[str, Any]:
         run_dir = self.job_dir(job)

@@ -186,6 +186,14 @@ class SshScheduler(ShellScheduler):
             return job.config
         return self.remote_path(f"{self.sweep_dir(job)}/{Path(job.config).name}")
 
+    def planned_config_path(self, job: Job) -> str:
+        if job.config_text is None:
+            return job.config
+        return f"{self.sweep_dir(job)}/{Path(job.config).name}"  # "~/" is left to the remote shell
+
+    def describe(self, job: Job) -> str:
+        return f"ssh {self.target}: {super().describe(job)}"
+
     def start(self, job: Job) -> dict[str, Any]:
         if job.config_text is not None:
             rc, _, err = self._sh(UPLOAD, [self.sweep_dir(job), Path(job.config).name],

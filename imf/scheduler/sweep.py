@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import os
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -17,12 +17,14 @@ import yaml
 from imf import registry
 from imf.config import load_config, load_preset_dict
 from imf.errors import SweepError, UnknownPluginError
+from imf.scheduler.base import GROUP as SCHEDULERS, scheme_of
 from imf.scheduler.engine import Engine
 from imf.scheduler.plan import Plan, build_trials, make_plan, render_plan
 from imf.scheduler.queues import load_hosts, resolve_queues
 from imf.scheduler.state import SweepDir, SweepState, TrialState
 
-__all__ = ["SweepError", "SweepRequest", "describe", "plan_sweep", "resume_sweep", "start_sweep"]
+__all__ = ["SweepError", "SweepRequest", "describe", "dry_run", "load_plugins", "plan_sweep",
+           "resume_sweep", "start_sweep"]
 
 DEFAULT_CONFIG = "pusht_image_imf"
 FULL_ATTENTION_CONFIG = "pusht_image_imf_fullattn"  # the spec's full-attention variant (n_head 1)
@@ -105,16 +107,39 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
 
 
 def describe(sdir: SweepDir, state: SweepState, plan: Plan) -> str:
-    """The dry-run text: what would run where, in which order, and the first trial's command."""
-    first = state.trials[0] if state.trials else None
+    """The dry-run text: what would run where, in which order, and each trial's command."""
     header = (f"sweep '{state.name}' in {sdir.path}: {len(state.trials)} trials on "
               f"{len(state.queues)} queues (config {state.config}, retries {state.retries}, "
               f"stall timeout {state.stall_timeout:g}s)")
-    text = render_plan(plan, header)
-    if first:
-        argv = Engine(sdir, state).job(first).argv
-        text += "\nfirst trial's command: " + shlex.join(argv)
-    return text
+    lines = [render_plan(plan, header), "commands:"]
+    engine = Engine(sdir, state)
+    planned = str((sdir.path / CONFIG_FILE).resolve())  # start_sweep writes a YAML config there
+    by_id = {t.id: t for t in state.trials}
+    for trial in (by_id[tid] for ids in plan.order.values() for tid in ids):
+        job = engine.job(trial)
+        if job.config_text is not None:
+            job = replace(job, config=planned)
+        lines.append(f"  {trial.id} on {trial.queue}: {engine.scheduler(trial.queue).describe(job)}")
+    return "\n".join(lines)
+
+
+def load_plugins(state: SweepState) -> None:
+    """Import every plugin the plan uses (masks, objectives, schedulers, stores), so a broken
+    one fails the dry run rather than its trials; this may import torch (objectives do)."""
+    for group, key in (("imf.masks", "mask"), ("imf.objectives", "objective")):
+        for name in sorted({str(t.params[key]) for t in state.trials}):
+            registry.check(group, name)
+    for scheme in sorted({scheme_of(q.spec) for q in state.queues}):
+        registry.check(SCHEDULERS, scheme)
+    for store in state.stores:
+        registry.check("imf.stores", store)
+
+
+def dry_run(req: SweepRequest) -> str:
+    """``imf sweep --dry-run``: check and plan everything, load its plugins, run nothing."""
+    sdir, state, plan = plan_sweep(req)
+    load_plugins(state)
+    return describe(sdir, state, plan)
 
 
 def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print) -> Engine:
