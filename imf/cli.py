@@ -41,9 +41,11 @@ def plugins(as_json: bool = typer.Option(False, "--json", help="Print JSON for s
             typer.echo("  (none)")
         for i in members:
             line = f"  {i.name:<16} {i.dist} {i.version}"
-            if i.broken:
-                line += f"  BROKEN: {i.error}"
+            if i.status != "ok":
+                line += f"  {i.status.upper()}: {i.problem}"
             typer.echo(line)
+        for name, dist in registry.excluded(group):
+            typer.echo(f"  {name:<16} {dist}  EXCLUDED by IMF_PLUGINS")
 
 
 @app.command(cls=Command, context_settings={"allow_extra_args": False})

@@ -5,12 +5,16 @@ found exactly like a third-party package's. A plugin that fails to import is
 remembered as broken and reported; it never breaks lookups of other names.
 
 ``IMF_PLUGINS`` restricts third-party plugins: a comma-separated list of
-distribution names whose plugins may load (imf's own always load); set it to
-an empty string to load built-ins only.
+distribution names whose plugins may load (imf's own always load), compared as
+packaging does (PEP 503: case, ``-``, ``_`` and ``.`` do not matter); set it to
+an empty string to load built-ins only. An unknown name whose plugin it leaves
+out says so. Two plugins of one name: imf's own wins, else the first
+distribution by name; the other is listed as shadowed, never used.
 """
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -29,41 +33,84 @@ class PluginInfo:
     dist: str
     version: str
     error: str | None = None  # set when importing the plugin failed
+    shadowed_by: str | None = None  # the distribution whose plugin of this name wins instead
 
     @property
     def broken(self) -> bool:
         return self.error is not None
 
+    @property
+    def status(self) -> str:
+        return "shadowed" if self.shadowed_by else "broken" if self.broken else "ok"
+
+    @property
+    def problem(self) -> str | None:
+        if self.shadowed_by:
+            owner = "imf's built-in" if self.shadowed_by == BUILTIN_DIST else f"{self.shadowed_by}'s"
+            return f"ignored: {owner} '{self.name}' answers to this name"
+        return self.error
+
     def as_dict(self) -> dict[str, Any]:
         return {"group": self.group, "name": self.name, "value": self.value, "dist": self.dist,
-                "version": self.version, "status": "broken" if self.broken else "ok",
-                "error": self.error}
+                "version": self.version, "status": self.status, "error": self.problem}
 
 
-def _allowed(dist: str) -> bool:
+def normalize(dist: str) -> str:
+    """A distribution name as packaging compares them (PEP 503): ``IMF_Window.mask`` -> ``imf-window-mask``."""
+    return re.sub(r"[-_.]+", "-", dist).lower()
+
+
+def _allowed_dists() -> set[str] | None:
+    """The normalised names ``IMF_PLUGINS`` allows, or None when it is not set (all allowed)."""
     spec = os.environ.get("IMF_PLUGINS")
-    if dist == BUILTIN_DIST or spec is None:
-        return True
-    return dist in {d.strip() for d in spec.split(",") if d.strip()}
+    if spec is None:
+        return None
+    return {normalize(d.strip()) for d in spec.split(",") if d.strip()}
 
 
-def _entry_points(group: str) -> list[tuple[metadata.EntryPoint, str, str]]:
-    found: dict[str, tuple[metadata.EntryPoint, str, str]] = {}
+Found = tuple[metadata.EntryPoint, str, str]  # entry point, distribution, version
+
+
+@dataclass
+class _Scan:
+    kept: dict[str, Found]  # name -> the entry point that answers to it
+    excluded: list[Found]  # third-party ones IMF_PLUGINS leaves out
+    shadowed: list[tuple[Found, str]]  # ones another distribution's entry point hides, with it
+
+
+def _scan(group: str) -> _Scan:
+    """imf's own entry points first, then third parties by name; the first of a name wins."""
+    allowed = _allowed_dists()
+    found: list[Found] = []
+    scan = _Scan({}, [], [])
     for ep in metadata.entry_points(group=group):
         dist = ep.dist.metadata["Name"] if ep.dist is not None else "?"
         version = ep.dist.version if ep.dist is not None else "?"
-        if not _allowed(dist):
-            continue
-        # imf's own entry point keeps a name a third party also declares.
-        if ep.name in found and found[ep.name][1] == BUILTIN_DIST:
-            continue
-        found[ep.name] = (ep, dist, version)
-    return [found[name] for name in sorted(found)]
+        if dist != BUILTIN_DIST and allowed is not None and normalize(dist) not in allowed:
+            scan.excluded.append((ep, dist, version))
+        else:
+            found.append((ep, dist, version))
+    for entry in sorted(found, key=lambda f: (f[1] != BUILTIN_DIST, normalize(f[1]))):
+        holder = scan.kept.setdefault(entry[0].name, entry)
+        if holder is not entry:
+            scan.shadowed.append((entry, holder[1]))
+    return scan
+
+
+def _entry_points(group: str) -> list[Found]:
+    kept = _scan(group).kept
+    return [kept[name] for name in sorted(kept)]
 
 
 def _check_group(group: str) -> None:
     if group not in GROUPS:
         raise PluginError(f"unknown plugin group '{group}'; groups: {', '.join(GROUPS)}")
+
+
+def excluded(group: str) -> list[tuple[str, str]]:
+    """(name, distribution) of each plugin of ``group`` that ``IMF_PLUGINS`` leaves out."""
+    _check_group(group)
+    return [(ep.name, dist) for ep, dist, _ in _scan(group).excluded]
 
 
 def discover(group: str, load: bool = True) -> list[PluginInfo]:
@@ -78,6 +125,9 @@ def discover(group: str, load: bool = True) -> list[PluginInfo]:
             except Exception as exc:  # a broken plugin is reported, never fatal
                 info.error = f"{type(exc).__name__}: {exc}"
         infos.append(info)
+    for (ep, dist, version), holder in _scan(group).shadowed:
+        infos.append(PluginInfo(group, ep.name, ep.value, dist, version,
+                                shadowed_by=holder))
     return infos
 
 
@@ -98,9 +148,17 @@ def get(group: str, name: str) -> Any:
                 raise PluginError(
                     f"plugin '{name}' in {group} (from {dist}) failed to load: "
                     f"{type(exc).__name__}: {exc}") from None
+    raise unknown(group, name)
+
+
+def unknown(group: str, name: str) -> UnknownPluginError:
+    """The error for a name nothing answers to: what is installed, and why a plugin of that
+    name that is installed does not count."""
     installed = ", ".join(names(group)) or "none"
     kind = group.split(".", 1)[1].rstrip("s")
-    raise UnknownPluginError(f"unknown {kind} '{name}' in {group}; installed: {installed}")
+    why = "".join(f"; '{name}' is provided by {dist}, which IMF_PLUGINS excludes"
+                  for ep, dist, _ in _scan(group).excluded if ep.name == name)
+    return UnknownPluginError(f"unknown {kind} '{name}' in {group}{why}; installed: {installed}")
 
 
 def check(group: str, name: str) -> None:

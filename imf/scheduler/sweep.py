@@ -16,7 +16,7 @@ import yaml
 
 from imf import registry
 from imf.config import load_config, load_preset_dict
-from imf.errors import SweepError, UnknownPluginError
+from imf.errors import SweepError
 from imf.scheduler.base import GROUP as SCHEDULERS, scheme_of
 from imf.scheduler.engine import Engine
 from imf.scheduler.plan import Plan, build_trials, make_plan, render_plan
@@ -56,13 +56,12 @@ class SweepRequest:
     overrides: list[str] = field(default_factory=list)
 
 
-def _check_plugins(group: str, wanted: set[str], what: str) -> None:
+def _check_plugins(group: str, wanted: set[str]) -> None:
     """Unknown plugin names are an error; nothing is imported (a trial loads its plugins)."""
     installed = registry.names(group)
     for name in sorted(wanted):
         if name not in installed:
-            raise UnknownPluginError(f"unknown {what} '{name}' in {group}; installed: "
-                                     f"{', '.join(installed) or 'none'}")
+            raise registry.unknown(group, name)
 
 
 def _positive(value: float, flag: str, allow_zero: bool = False) -> float:
@@ -83,8 +82,8 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
     name = req.name if req.name is not None else defaults.name
     trials = build_trials(name, req.config, req.grids or defaults.grid, req.overrides,
                           mask=req.mask, seed=req.seed, epochs=req.epochs)
-    _check_plugins("imf.masks", {t.params["mask"] for t in trials}, "mask")
-    _check_plugins("imf.objectives", {t.params["objective"] for t in trials}, "objective")
+    _check_plugins("imf.masks", {t.params["mask"] for t in trials})
+    _check_plugins("imf.objectives", {t.params["objective"] for t in trials})
     queues = resolve_queues(req.queues or defaults.queues, load_hosts(req.hosts))
     for store in base.logging.stores:
         registry.check("imf.stores", store)
