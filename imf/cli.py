@@ -240,9 +240,9 @@ def data_demo(
 
 @data_app.command(cls=Command, name="info")
 def data_info(path: Path = typer.Argument(..., help="A replay-buffer zarr store (directory or zip).")) -> None:
-    """Print episodes, steps, episode lengths and array shapes of a replay-buffer store."""
-    from imf.data.replay_buffer import ReplayBuffer, describe
-    typer.echo(describe(ReplayBuffer.open(path, required=())))
+    """Episodes, steps and lengths, then every stored array: shape, dtype, chunks, compressor, and how imf reads it."""
+    from imf.data.store_info import describe_store
+    typer.echo(describe_store(path))
 
 
 def main() -> None:

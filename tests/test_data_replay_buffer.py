@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import zarr
 
-from imf.data.replay_buffer import ReplayBuffer, describe, write_replay_buffer
+from imf.data.replay_buffer import ReplayBuffer, write_replay_buffer
+from imf.data.store_info import describe_store
 from imf.errors import DataError
 
 ENDS = np.array([4, 9, 15], dtype=np.int64)
@@ -46,7 +47,7 @@ def test_reads_the_reference_v2_layout(tmp_path):
     np.testing.assert_array_equal(buf.arrays["img"], arrays["img"].astype(np.uint8))
     for name in ("state", "action", "keypoint", "n_contacts"):
         np.testing.assert_array_equal(buf.arrays[name], arrays[name])
-    text = describe(buf)
+    text = describe_store(path)
     assert "episodes   3" in text and "(15, 96, 96, 3)" in text
 
 

@@ -243,16 +243,3 @@ def _check_for_write(arrays: dict[str, np.ndarray], ends: np.ndarray) -> None:
         expected = (int(ends[-1]),) + ARRAY_SPECS[name][0]
         if tuple(values.shape) != expected:
             raise DataError(f"array '{name}' has shape {tuple(values.shape)}; expected {expected}")
-
-
-def describe(buffer: ReplayBuffer) -> str:
-    """A few lines for people: episodes, steps, episode lengths, array shapes and dtypes."""
-    lengths = buffer.episode_lengths
-    lines = [f"store      {buffer.path} (zarr v{buffer.zarr_format})",
-             f"episodes   {buffer.n_episodes}",
-             f"steps      {buffer.n_steps}",
-             f"lengths    min {lengths.min()}  mean {lengths.mean():.1f}  max {lengths.max()}"]
-    for name, values in buffer.arrays.items():
-        lines.append(f"data/{name:<11}{str(values.shape):<20} {values.dtype}")
-    lines.append(f"meta/episode_ends {(buffer.n_episodes,)} int64")
-    return "\n".join(lines)
