@@ -20,6 +20,7 @@ from imf.store.files import atomic_write_bytes, atomic_write_json, atomic_write_
 from imf.store.runs import (HYDRA_CONFIG, LOGS, SUMMARY, find_run_dirs, first_number, is_run_dir,
                             model_size, read_json_object, read_log, read_sweep_trials, summarize_log)
 from imf.store.scoreboard import ScoreboardStore
+from imf.tables import table, to_text
 
 METRIC = "test_mean_score"
 CSV_FIELDS = ("rank", "id", "status", "n_emb", "n_layer", "final_epoch", "best_score",
@@ -253,13 +254,10 @@ def _ranking_rows(report: Report) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
-def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
+def _markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows)]
-    if markdown:
-        line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
-        return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-    return [line(headers)] + [line(r) for r in rows]
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+    return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
 
 
 def trend_lines(trends: Trends) -> list[str]:
@@ -312,7 +310,7 @@ def _counts(report: Report) -> str:
 def render_text(report: Report) -> str:
     """Ranking table, trends and the text heatmap, for the terminal."""
     out = [f"{_counts(report)}; score = max {METRIC}", ""]
-    out += _table(*_ranking_rows(report), markdown=False)
+    out += to_text(table(*_ranking_rows(report))).splitlines()
     out += ["", "trends:"] + [f"  {line}" for line in trend_lines(report.trends)]
     out += ["", heatmap_text(report.trends)]
     return "\n".join(out) + "\n"
@@ -325,7 +323,7 @@ def render_markdown(report: Report, heatmap_png: bool) -> str:
            f"Score: max {METRIC} over the evaluated epochs; success: the test success rate "
            "at that epoch.", "",
            "## Ranking", ""]
-    out += _table(*_ranking_rows(report), markdown=True)
+    out += _markdown_table(*_ranking_rows(report))
     out += ["", "## Trends", ""] + [f"- {line}" for line in trend_lines(report.trends)]
     out += ["", "## Heatmap", ""]
     if heatmap_png:
