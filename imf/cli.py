@@ -132,6 +132,7 @@ def sweep(
 ) -> None:
     """Run a grid of trials on GPU queues (local or SSH), watch them, recover, then report."""
     from imf.scheduler import sweep as sweep_lib
+    from imf.scheduler.live import sweep_view
     try:
         if resume is not None:
             fixed = {"CONFIG/overrides": args, "--mask": mask, "--grid": grid, "--queue": queue,
@@ -139,8 +140,9 @@ def sweep(
             given = [flag for flag, value in fixed.items() if value]
             if given:
                 raise sweep_lib.SweepError(f"--resume continues a sweep as it was planned; drop {', '.join(given)}")
-            sweep_lib.resume_sweep(resume, typer.echo, poll=poll, stall_timeout=stall_timeout,
-                                   retries=retries, notify=notify)
+            with sweep_view(sys.stdout.isatty()) as (echo, on_start):
+                sweep_lib.resume_sweep(resume, echo, poll=poll, stall_timeout=stall_timeout,
+                                       retries=retries, notify=notify, on_start=on_start)
             return
         preset, items = split_config_args(list(args or []))
         config = preset or sweep_lib.default_config(mask)
@@ -151,7 +153,8 @@ def sweep(
         if dry_run:
             typer.echo(sweep_lib.dry_run(request))
             return
-        sweep_lib.start_sweep(request, typer.echo)
+        with sweep_view(sys.stdout.isatty()) as (echo, on_start):
+            sweep_lib.start_sweep(request, echo, on_start=on_start)
     except KeyboardInterrupt:
         typer.echo("imf: interrupted; running trials go on; continue with imf sweep --resume DIR", err=True)
         raise typer.Exit(130)
@@ -160,15 +163,21 @@ def sweep(
 @app.command(cls=Command)
 def status(
     folder: Path = typer.Argument(Path("runs"), help="A sweep folder, or a folder of sweeps (the latest is shown)."),
-    watch: bool = typer.Option(False, "--watch", help="Refresh until the sweep ends."),
+    watch: bool = typer.Option(False, "--watch", help="Refresh until the sweep ends (in place on a terminal; printed again otherwise)."),
     interval: float = typer.Option(5.0, "--interval", help="Seconds between refreshes with --watch."),
 ) -> None:
     """A table of a sweep's trials: queue, state, epoch/total, last and best score, elapsed, ETA."""
+    from rich.console import Console
     from imf.scheduler import status as status_lib
+    console = Console() if sys.stdout.isatty() else None
     if watch:
-        status_lib.watch(folder, interval, typer.echo, clear=sys.stdout.isatty())
+        status_lib.watch(folder, interval, typer.echo, console=console)
         return
-    typer.echo(status_lib.render_status(status_lib.find_sweep(folder)))
+    sdir = status_lib.find_sweep(folder)
+    if console is not None:
+        console.print(status_lib.status_view(sdir, bars=True))
+        return
+    typer.echo(status_lib.render_status(sdir))
 
 
 log_app = typer.Typer(no_args_is_help=True, cls=Group, help="Hypothesis / result / conclusion entries in ITERATION_LOG.md.")

@@ -325,7 +325,7 @@ def test_bad_resume_and_watch_values_are_errors_not_ignored(tmp_path):
             resume_sweep(sdir.path, lambda s: None, **kwargs)
     for interval in (0, -1, float("nan")):
         with pytest.raises(SweepError, match="--interval"):
-            watch(sdir.path, interval, lambda s: None, sleep=lambda s: None, clear=False)
+            watch(sdir.path, interval, lambda s: None, sleep=lambda s: None)
     assert sweep_json(sdir.path)["status"] == "planned"
 
 

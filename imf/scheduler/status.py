@@ -8,8 +8,13 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from rich.console import Console, Group
+from rich.progress_bar import ProgressBar
+from rich.text import Text
+
 from imf.errors import SweepError
 from imf.scheduler.state import ACTIVE, FINAL, SweepDir, SweepState, TrialState
+from imf.tables import table, to_text
 
 COLUMNS = ("queue", "trial", "state", "epoch", "val_mse", "last", "best", "elapsed", "eta")
 
@@ -73,36 +78,60 @@ def controller_line(state: SweepState, sdir: SweepDir) -> str:
     return state.status
 
 
-def render_status(sdir: SweepDir, state: SweepState | None = None, now: float | None = None) -> str:
+def _epoch_bar(trial: TrialState) -> ProgressBar:
+    return ProgressBar(total=max(1, trial.epochs), completed=min(trial.epoch, trial.epochs), width=12)
+
+
+def status_view(sdir: SweepDir, state: SweepState | None = None, now: float | None = None,
+                bars: bool = False) -> Group:
+    """The sweep's status as rich renderables: notes, then one table row per trial (with an
+    epoch bar when ``bars``; a bar says nothing without colour, so plain text has none)."""
     state = state or sdir.load()
     now = time.time() if now is None else now
     done = sum(t.state in FINAL for t in state.trials)
-    rows = [list(COLUMNS)]
     queue_pos = {q.name: i for i, q in enumerate(state.queues)}
     trials = sorted(state.trials, key=lambda t: (queue_pos.get(t.queue, 0), t.state not in ACTIVE,
                                                  t.state == "pending", t.order))
-    rows += [trial_row(t, now) for t in trials]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+    rows = []
+    for t in trials:
+        row: list = trial_row(t, now)
+        rows.append(row[:4] + [_epoch_bar(t)] + row[4:] if bars else row)
+    headers = list(COLUMNS[:4]) + ([""] if bars else []) + list(COLUMNS[4:])
     lines = [f"sweep {state.name} ({sdir.path}): {done}/{len(state.trials)} ended; "
              f"{controller_line(state, sdir)}"]
-    down = [q for q in state.queues if q.state == "down"]
-    lines += [f"queue {q.name} is down: {q.reason}" for q in down]
+    lines += [f"queue {q.name} is down: {q.reason}" for q in state.queues if q.state == "down"]
     lines += [f"orphan of {t.id} on {o['handle'].get('host') or o['queue']} (pid "
               f"{o['handle'].get('pid')}): stopped when its host answers" for t in state.trials
               for o in t.orphans]
-    lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    return "\n".join(lines)
+    return Group(*(Text(line) for line in lines), table(headers, rows))
+
+
+def render_status(sdir: SweepDir, state: SweepState | None = None, now: float | None = None) -> str:
+    """The status as plain text (``imf status`` in a pipe or a file)."""
+    return to_text(status_view(sdir, state, now))
+
+
+def sweep_over(state: SweepState) -> bool:
+    return state.status != "running" or all(t.state in FINAL for t in state.trials)
 
 
 def watch(path: str | Path, interval: float, echo: Callable[[str], None],
-          sleep: Callable[[float], None] = time.sleep, clear: bool = True) -> None:
-    """Print the table every ``interval`` seconds until the sweep is no longer running."""
+          sleep: Callable[[float], None] = time.sleep, console: Console | None = None) -> None:
+    """The table every ``interval`` seconds until the sweep is no longer running: kept in place
+    by rich Live on ``console`` (a terminal), else printed again each time through ``echo``."""
     if not 0 < interval < math.inf:
         raise SweepError(f"--interval: must be a finite number of seconds > 0, got {interval}")
     sdir = find_sweep(path)
+    if console is not None:
+        from imf.scheduler.live import LiveView
+        with LiveView(console, refresh_s=interval) as view:
+            view.follow(sdir)
+            while not sweep_over(sdir.load()):
+                sleep(interval)
+        return
     while True:
         state = sdir.load()
-        echo(("\033[2J\033[H" if clear else "") + render_status(sdir, state))
-        if state.status != "running" or all(t.state in FINAL for t in state.trials):
+        echo(render_status(sdir, state))
+        if sweep_over(state):
             return
         sleep(interval)

@@ -141,8 +141,10 @@ def dry_run(req: SweepRequest) -> str:
     return describe(sdir, state, plan)
 
 
-def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print) -> Engine:
-    """Plan ``req``, write the sweep folder and run the sweep to its end."""
+def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print,
+                on_start: Callable[[SweepDir], None] | None = None) -> Engine:
+    """Plan ``req``, write the sweep folder and run the sweep to its end; ``on_start`` is told
+    the sweep folder once it exists (the live view follows it)."""
     sdir, state, plan = plan_sweep(req)
     if sdir.exists():
         raise SweepError(f"{sdir.path} already holds a sweep; continue it with "
@@ -153,6 +155,8 @@ def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print) -> Engin
         resolved.write_text(yaml.safe_dump(load_preset_dict(req.config), sort_keys=False))
         state.config = str(resolved.resolve())
     sdir.save(state)
+    if on_start:
+        on_start(sdir)
     for line in render_plan(plan, f"plan of sweep {state.name} in {sdir.path}").splitlines():
         echo(sdir.log(line))
     engine = Engine(sdir, state, echo)
@@ -162,10 +166,13 @@ def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print) -> Engin
 
 def resume_sweep(path: str | Path, echo: Callable[[str], None] = print, *,
                  poll: float | None = None, stall_timeout: float | None = None,
-                 retries: int | None = None, notify: str | None = None) -> Engine:
+                 retries: int | None = None, notify: str | None = None,
+                 on_start: Callable[[SweepDir], None] | None = None) -> Engine:
     """Continue the sweep in ``path``: re-attach, skip what ended, run the rest."""
     sdir = SweepDir(path)
     state = sdir.load()
+    if on_start:
+        on_start(sdir)
     for queue in state.queues:  # every queue gets another chance
         queue.state, queue.reason = "live", ""
     if poll is not None:
