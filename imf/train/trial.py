@@ -35,7 +35,7 @@ from imf.train.console import EpochBar, epoch_line, rollout_status, shown
 from imf.train.runfiles import CONFIG_NAME, LOG_NAME, STDOUT_NAME, JsonLinesLog, Tee, write_summary
 from imf.train.state import restore_latest, save_epoch
 from imf.train.stopping import DivergenceDetector, EarlyStopper
-from imf.train.tracker import Tracker
+from imf.train.tracker import Tracker, run_group
 from imf.train.validation import ActionProbe
 
 
@@ -118,7 +118,8 @@ class Trial:
     def _train_and_score(self) -> None:
         try:
             self._setup()
-            self.tracker.start(self.cfg, self.opts.trial_id, self.run_dir)
+            self.tracker.start(self.cfg, self.opts.trial_id, self.run_dir,
+                               run_group(self.cfg, self.opts.overrides))
             self._loop()
         except BaseException as exc:
             self.status, self.reason = "failed", f"{type(exc).__name__}: {exc}"
