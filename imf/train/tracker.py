@@ -11,6 +11,7 @@ never kill training.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import math
 import os
@@ -56,9 +57,11 @@ class Tracker:
         """One line: where the run is and the command that syncs or shows it."""
         if mode == "offline":
             return f"swanlab: offline run in {self._run.dir}; upload it with: swanlab sync {self._run.dir}"
+        if mode == "local" and importlib.util.find_spec("swanboard") is None:
+            return (f"swanlab: local run in {self._run.dir}; `swanlab watch` shows only runs made "
+                    "with SwanLab's board installed: pip install 'imf[board]' before training")
         if mode == "local":
-            return (f"swanlab: local run in {self._run.dir}; view it with: swanlab watch {log_dir} "
-                    "(needs: pip install 'imf[board]')")
+            return f"swanlab: local run in {self._run.dir}; view it with: swanlab watch {log_dir}"
         return f"swanlab: run at {self._run.url}"
 
     def log(self, scalars: dict[str, Any], step: int) -> None:
