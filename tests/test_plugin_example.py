@@ -47,8 +47,13 @@ def test_pip_install_example_plugin_into_temp_venv(tmp_path):
     hook = "import site; " + "; ".join(f"site.addsitedir({p!r})" for p in outer)
     with open(os.path.join(inner_site, "_imf_outer.pth"), "w") as fh:
         fh.write(hook + "\n")
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps",
-                    str(WINDOW_PLUGIN_DIR)], check=True, capture_output=True, text=True)
+    source = tmp_path / "imf_window_mask"  # a clean copy, to see what the build leaves in it
+    shutil.copytree(WINDOW_PLUGIN_DIR, source,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    before = sorted(p.name for p in source.iterdir())
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(source)],
+                   check=True, capture_output=True, text=True)
+    assert sorted(p.name for p in source.iterdir()) == before  # no build/, no *.egg-info
     out = subprocess.run([str(py), "-m", "imf", "plugins"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     line = next(line for line in out.stdout.splitlines() if line.strip().startswith("window"))
