@@ -26,6 +26,8 @@ def test_every_trial_shows_its_command_as_it_would_run(tmp_path):
     assert "ssh me@box: env CUDA_VISIBLE_DEVICES=1 python3 -m imf trial smoke" in remote
     assert "--out '~/imf-runs/dr/dr-causal-e" in remote
     assert not (tmp_path / "dr").exists()
+    assert text.splitlines()[-1] == ("plugins loaded: imf.masks: causal; imf.objectives: imf; "
+                                     "imf.schedulers: local, ssh; imf.stores: iteration-log, scoreboard")
 
 
 def test_a_yaml_config_shows_the_copy_every_trial_reads(tmp_path):

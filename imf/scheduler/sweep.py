@@ -122,23 +122,25 @@ def describe(sdir: SweepDir, state: SweepState, plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def load_plugins(state: SweepState) -> None:
+def load_plugins(state: SweepState) -> list[str]:
     """Import every plugin the plan uses (masks, objectives, schedulers, stores), so a broken
-    one fails the dry run rather than its trials; this may import torch (objectives do)."""
-    for group, key in (("imf.masks", "mask"), ("imf.objectives", "objective")):
-        for name in sorted({str(t.params[key]) for t in state.trials}):
+    one fails the dry run rather than its trials; this may import torch (objectives do).
+    Returns ``group: names`` lines of what was loaded."""
+    wanted = {"imf.masks": {str(t.params["mask"]) for t in state.trials},
+              "imf.objectives": {str(t.params["objective"]) for t in state.trials},
+              SCHEDULERS: {scheme_of(q.spec) for q in state.queues},
+              "imf.stores": set(state.stores)}
+    for group, names in wanted.items():
+        for name in sorted(names):
             registry.check(group, name)
-    for scheme in sorted({scheme_of(q.spec) for q in state.queues}):
-        registry.check(SCHEDULERS, scheme)
-    for store in state.stores:
-        registry.check("imf.stores", store)
+    return [f"{group}: {', '.join(sorted(names))}" for group, names in wanted.items() if names]
 
 
 def dry_run(req: SweepRequest) -> str:
     """``imf sweep --dry-run``: check and plan everything, load its plugins, run nothing."""
     sdir, state, plan = plan_sweep(req)
-    load_plugins(state)
-    return describe(sdir, state, plan)
+    loaded = load_plugins(state)
+    return describe(sdir, state, plan) + "\nplugins loaded: " + "; ".join(loaded)
 
 
 def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print,
