@@ -43,10 +43,13 @@ def _complete(words: str, cword: int) -> list[str]:
     return result.output.split()
 
 
-def test_completion_scripts_are_generated():
-    for shell in ("bash", "zsh", "fish"):
-        result = runner.invoke(app, ["--show-completion", shell], prog_name="imf")
-        assert result.exit_code == 0 and "_IMF_COMPLETE" in result.output, shell
+@pytest.mark.parametrize("shell, marker", [("bash", "complete -o default -F _imf_completion imf"),
+                                           ("zsh", "#compdef imf"), ("fish", "complete --command imf")])
+def test_completion_scripts_are_generated(monkeypatch, shell, marker):
+    import typer.completion
+    monkeypatch.setattr(typer.completion, "_get_shell_name", lambda: shell)  # the shell it detects
+    result = runner.invoke(app, ["--show-completion"], prog_name="imf")
+    assert result.exit_code == 0 and marker in result.output and "_IMF_COMPLETE" in result.output
 
 
 def test_completion_of_presets_overrides_plugins_and_queues():
