@@ -15,23 +15,30 @@ import torch
 from torch.utils.data import Dataset
 
 from imf.data.normalizer import MinMaxNormalizer
-from imf.data.replay_buffer import ReplayBuffer
+from imf.data.replay_buffer import IMAGE_TASK_ARRAYS, ReplayBuffer
 from imf.data.sampler import WindowSampler, downsample_mask, validation_mask
 from imf.errors import DataError
 
 
-class PushTImageDataset(Dataset):
-    """Training windows over the replay buffer; `val=True` gives the validation windows.
+class ReplayWindows(Dataset):
+    """Windows over a replay buffer's episodes, split as the reference splits them; subclasses
+    say which arrays they read (``REQUIRED``) and what an item holds.
 
     Like the reference, the validation windows are those of every episode outside the
     training mask (the validation split plus the episodes max_train_episodes left out).
     """
 
+    REQUIRED: tuple[str, ...] = IMAGE_TASK_ARRAYS
+
     def __init__(self, buffer: ReplayBuffer | str | os.PathLike, horizon: int, n_obs_steps: int,
                  n_action_steps: int, val_ratio: float = 0.02, split_seed: int = 42,
                  max_train_episodes: int | None = 90, val: bool = False) -> None:
         if isinstance(buffer, (str, os.PathLike)):
-            buffer = ReplayBuffer.open(buffer)
+            buffer = ReplayBuffer.open(buffer, required=self.REQUIRED, only_required=True)
+        missing = [name for name in self.REQUIRED if name not in buffer.arrays]
+        if missing:
+            raise DataError(f"replay buffer '{buffer.path}' has no array 'data/{missing[0]}', "
+                            f"which {type(self).__name__} needs")
         if not 1 <= n_obs_steps <= horizon:
             raise DataError(f"n_obs_steps must be in [1, horizon={horizon}], got {n_obs_steps}")
         if max_train_episodes is not None and max_train_episodes < 1:
@@ -41,8 +48,6 @@ class PushTImageDataset(Dataset):
         val_mask = validation_mask(buffer.n_episodes, val_ratio, split_seed)
         self.train_mask = downsample_mask(~val_mask, max_train_episodes, split_seed)
         self.val = val
-        self.images = buffer.arrays["img"]                    # (N, 96, 96, 3) uint8
-        self.agent_pos = buffer.arrays["state"][:, :2].astype(np.float32)  # (N, 2)
         self.actions = buffer.arrays["action"].astype(np.float32, copy=False)  # (N, 2)
         self.sampler = self._make_sampler(~self.train_mask if val else self.train_mask)
 
@@ -50,23 +55,36 @@ class PushTImageDataset(Dataset):
         return WindowSampler(self.buffer.episode_ends, self.horizon, pad_before=self.n_obs_steps - 1,
                              pad_after=self.n_action_steps - 1, episode_mask=mask)
 
-    def get_validation_dataset(self) -> "PushTImageDataset":
+    def get_validation_dataset(self) -> "ReplayWindows":
         val_set = copy.copy(self)
         val_set.val = True
         val_set.sampler = self._make_sampler(~self.train_mask)
         return val_set
 
+    def train_rows(self) -> np.ndarray:
+        """(N,) bool: the buffer rows of the training episodes (what normalisers are fitted on)."""
+        return np.repeat(self.train_mask, self.buffer.episode_lengths)
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+
+class PushTImageDataset(ReplayWindows):
+    """Training windows of images + agent_pos; `val=True` gives the validation windows."""
+
+    def __init__(self, buffer: ReplayBuffer | str | os.PathLike, *args: Any, **kwargs: Any) -> None:
+        super().__init__(buffer, *args, **kwargs)
+        self.images = self.buffer.arrays["img"]                    # (N, 96, 96, 3) uint8
+        self.agent_pos = self.buffer.arrays["state"][:, :2].astype(np.float32)  # (N, 2)
+
     def get_normalizer(self) -> MinMaxNormalizer:
         """Min-max over the training episodes' action and agent_pos; image [0, 1] -> [-1, 1]."""
-        train_rows = np.repeat(self.train_mask, self.buffer.episode_lengths)  # (N,) bool
+        train_rows = self.train_rows()
         normalizer = MinMaxNormalizer()
         normalizer.fit("action", self.actions[train_rows])
         normalizer.fit("agent_pos", self.agent_pos[train_rows])
         normalizer.set_identity_range("image", 0.0, 1.0)
         return normalizer
-
-    def __len__(self) -> int:
-        return len(self.sampler)
 
     def __getitem__(self, index: int) -> dict[str, Any]:
         frames = self.sampler.frame_indices(index)  # (horizon,)

@@ -11,7 +11,7 @@ from imf.config import Config
 from imf.data.dataset import PushTImageDataset
 from imf.data.normalizer import MinMaxNormalizer
 from imf.data.keypoint_dataset import PushTKeypointDataset
-from imf.data.replay_buffer import KEYPOINT_TASK_ARRAYS, ReplayBuffer
+from imf.data.replay_buffer import ReplayBuffer
 
 
 def resolve_data_path(cfg: Config, say: Callable[[str], None]) -> Path:
@@ -28,11 +28,8 @@ def resolve_data_path(cfg: Config, say: Callable[[str], None]) -> Path:
 def build_datasets(cfg: Config, say: Callable[[str], None]) -> tuple[Any, Any, MinMaxNormalizer, Path]:
     path = resolve_data_path(cfg, say)
     p = cfg.policy
-    if p.obs_type == "keypoints":
-        buffer = ReplayBuffer.open(path, required=KEYPOINT_TASK_ARRAYS, only_required=True)
-        dataset_cls: Any = PushTKeypointDataset
-    else:
-        buffer, dataset_cls = ReplayBuffer.open(path), PushTImageDataset
+    dataset_cls = PushTKeypointDataset if p.obs_type == "keypoints" else PushTImageDataset
+    buffer = ReplayBuffer.open(path, required=dataset_cls.REQUIRED, only_required=True)
     train = dataset_cls(buffer, horizon=p.horizon, n_obs_steps=p.n_obs_steps,
                               n_action_steps=p.n_action_steps, val_ratio=cfg.data.val_ratio,
                               split_seed=cfg.data.split_seed,
