@@ -9,7 +9,7 @@ import torch
 
 from imf.config import Config, from_dict
 from imf.data.normalizer import MinMaxNormalizer
-from imf.errors import CheckpointError, StoreError
+from imf.errors import CheckpointError
 from imf.policy import ImfPolicy
 from imf.train.checkpoint import load_checkpoint
 from imf.train.evaluate import score, test_seeds
@@ -30,17 +30,10 @@ def policy_from_checkpoint(state: dict[str, Any], device: torch.device) -> tuple
 
 
 def best_checkpoint(folder: Path) -> Path:
-    """The checkpoint the scoreboard in ``folder`` names as best."""
+    """The checkpoint the scoreboard in ``folder`` names as best, resolved under ``folder``."""
     from imf.store.scoreboard import ScoreboardStore
 
-    board = ScoreboardStore(folder)
-    if not board.path.exists():
-        raise StoreError(f"--best: no scoreboard.json in {folder}")
-    best = board.best() or {}
-    if not best.get("checkpoint"):
-        raise StoreError(f"--best: {board.path} has no best trial with a checkpoint yet")
-    ckpt = Path(best["checkpoint"])
-    return ckpt if ckpt.is_absolute() else folder / ckpt
+    return ScoreboardStore(folder).best_checkpoint()
 
 
 def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int | None = None,
