@@ -39,9 +39,8 @@ def save_epoch(trial: Any, record: dict[str, Any]) -> None:
         trial.topk.add(record["test_mean_score"], record["epoch"], latest)
 
 
-def restore_latest(trial: Any) -> None:
+def restore_latest(trial: Any, state: dict[str, Any]) -> None:
     """Continue from latest.pt: weights, optimizer, schedule, RNG, counters, log."""
-    state = ckpt_io.load_checkpoint(trial.run_dir / "checkpoints" / "latest.pt")
     trial.policy.load_state_dict(state["policy"])
     if trial.ema is not None and state.get("ema_state"):
         trial.ema.load_state_dict({**state["ema_state"], "averaged_model": state["ema"]})

@@ -148,7 +148,7 @@ class Trial:
         if self.opts.resume:  # a resume that cannot load latest.pt changes no file
             if not (self.run_dir / "checkpoints" / "latest.pt").exists():
                 raise TrainingError(f"--resume: {self.run_dir}/checkpoints/latest.pt does not exist")
-            ckpt_io.load_checkpoint(self.run_dir / "checkpoints" / "latest.pt")
+            self.resume_state = ckpt_io.load_checkpoint(self.run_dir / "checkpoints" / "latest.pt")
             return
         self.run_dir.mkdir(parents=True, exist_ok=True)
         previous = [p for p in (LOG_NAME, "summary.json", "checkpoints", CONFIG_NAME, "swanlog")
@@ -203,7 +203,8 @@ class Trial:
         self.divergence = DivergenceDetector(t.divergence_factor, t.divergence_warmup_steps)
         self.autocast = use_bf16(self.device, t.bf16)
         if self.opts.resume:
-            restore_latest(self)
+            restore_latest(self, self.resume_state)
+            self.resume_state = None  # the optimizer and weights hold it now
             self.restored = True
             self.hold_still_logged = self.epoch > 0  # logged once, in the first epoch's line
         self._write_summary(finished=False)
