@@ -184,7 +184,10 @@ def main() -> None:
         if not steps.isdigit() or int(steps) < 1:
             sys.exit(f"learning.py: --runs item {item!r}: expected objective:steps, e.g. imf:1")
         runs.append((name, int(steps)))
-    noise_seeds = [int(s) for s in args.noise_seeds.split(",")]
+    try:
+        noise_seeds = [int(s) for s in args.noise_seeds.split(",")]
+    except ValueError:
+        sys.exit(f"learning.py: --noise-seeds must be integers separated by commas, got {args.noise_seeds!r}")
     global THREADS
     THREADS = args.threads
     EXTRA[:] = args.set
