@@ -1,0 +1,71 @@
+"""Small statistics for reports and suggestions: standard errors, spreads, noise-aware comparisons.
+
+Plain Python (no numpy), so anything may import it. Conventions:
+- standard deviations are sample ones (n - 1 in the denominator);
+- with fewer than two values there is no estimate of spread: ``standard_error`` and the sd of
+  ``mean_sd`` are 0.0 then, and callers that need to know whether the noise was *measured*
+  look at the number of values (a 0.0 from one value is "unknown", not "exact");
+- two scores differ clearly when their gap exceeds ``z`` standard errors of the difference,
+  ``z * sqrt(se_a**2 + se_b**2)`` (z = 1.96: a 95% interval for the difference excludes 0).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+Z95 = 1.96
+
+
+def _finite(values: Iterable[float]) -> list[float]:
+    numbers = [float(v) for v in values]
+    if not all(math.isfinite(v) for v in numbers):
+        raise ValueError(f"values must be finite numbers, got {numbers}")
+    return numbers
+
+
+def mean_sd(values: Iterable[float]) -> tuple[float, float]:
+    """(mean, sample standard deviation); the sd is 0.0 for one value. Empty: ValueError."""
+    numbers = _finite(values)
+    if not numbers:
+        raise ValueError("mean_sd needs at least one value")
+    mean = math.fsum(numbers) / len(numbers)
+    if len(numbers) < 2:
+        return mean, 0.0
+    variance = math.fsum((v - mean) ** 2 for v in numbers) / (len(numbers) - 1)
+    return mean, math.sqrt(variance)
+
+
+def standard_error(values: Iterable[float]) -> float:
+    """Standard error of the mean: sample sd / sqrt(n); 0.0 for n < 2 (no estimate)."""
+    numbers = _finite(values)
+    if len(numbers) < 2:
+        return 0.0
+    return mean_sd(numbers)[1] / math.sqrt(len(numbers))
+
+
+def difference_se(se_a: float, se_b: float) -> float:
+    """Standard error of a - b for independent a and b."""
+    return math.hypot(se_a, se_b)
+
+
+def clear_difference(a: float, se_a: float, b: float, se_b: float, z: float = Z95) -> bool:
+    """True when |a - b| is larger than ``z`` standard errors of the difference."""
+    return abs(a - b) > z * difference_se(se_a, se_b)
+
+
+def tied_within_noise(a: float, se_a: float, b: float, se_b: float, z: float = Z95) -> bool:
+    """True when a and b are not clearly different (see ``clear_difference``)."""
+    return not clear_difference(a, se_a, b, se_b, z)
+
+
+def interval(mean: float, se: float, z: float = Z95) -> tuple[float, float]:
+    """The two-sided interval mean -/+ z * se (95% for the default z)."""
+    return mean - z * se, mean + z * se
+
+
+def tied_with_best(scores: Sequence[tuple[float, float]], z: float = Z95) -> list[bool]:
+    """For each (score, se): is it tied within noise with the highest score? The best is True."""
+    if not scores:
+        return []
+    best, best_se = max(scores, key=lambda pair: pair[0])
+    return [tied_within_noise(s, se, best, best_se, z) for s, se in scores]
