@@ -74,8 +74,22 @@ def test_fused_and_plain_attention_agree(mask):
     model = make_model(mask)
     z, t, h, cond = inputs()
     with torch.no_grad():
-        fused, plain = model(z, t, h, cond, fused=True), model(z, t, h, cond, fused=False)
+        fused = model(z, t, h, cond)
+        with fwAD.dual_level():  # forward AD active: attention takes its plain-matmul path
+            plain = fwAD.unpack_dual(model(fwAD.make_dual(z, torch.zeros_like(z)), t, h, cond)).primal
     torch.testing.assert_close(fused, plain, atol=1e-5, rtol=1e-5)
+
+
+def test_forward_ad_detection_follows_torch():
+    # The one use of torch's private ``_current_level``: fails loudly if a torch release moves it.
+    from imf.model.jvp_ops import forward_ad_active
+    assert isinstance(fwAD._current_level, int)
+    seen = []
+    torch.func.jvp(lambda x: seen.append(forward_ad_active()) or x * 2, (torch.ones(2),), (torch.ones(2),))
+    with fwAD.dual_level():
+        seen.append(forward_ad_active())
+    seen.append(forward_ad_active())
+    assert seen == [True, True, False]
 
 
 def central_difference(fn, primals, tangents, eps=1e-6):
@@ -92,7 +106,7 @@ def test_jvp_matches_central_difference(n_cond_layers):
     tangents = (torch.randn_like(z), torch.ones_like(t), torch.ones_like(h))
 
     def fn(z_, t_, h_):
-        return model(z_, t_, h_, cond, fused=False)
+        return model(z_, t_, h_, cond)
 
     fd = central_difference(fn, (z, t, h), tangents)
     _, func_tangent = torch.func.jvp(fn, (z, t, h), tangents)
@@ -109,7 +123,7 @@ def test_jvp_helper_float32_and_gradients_match_plain_forward():
     z, t, h, cond = inputs()
     cond = cond.requires_grad_()
     tangents = (torch.randn_like(z), torch.ones_like(t), torch.ones_like(h))
-    u, dudt = jvp(lambda z_, t_, h_: model(z_, t_, h_, cond, fused=False), (z, t, h), tangents)
+    u, dudt = jvp(lambda z_, t_, h_: model(z_, t_, h_, cond), (z, t, h), tangents)
     model64 = copy.deepcopy(model).double()
     fd = central_difference(lambda *a: model64(*a, cond.detach().double()),
                             [x.double() for x in (z, t, h)], [x.double() for x in tangents])

@@ -48,14 +48,13 @@ class Attention(nn.Module):
         b, n, d = x.shape
         return x.view(b, n, self.n_head, d // self.n_head).transpose(1, 2)  # (B, nh, T, hd)
 
-    def forward(self, x: torch.Tensor, source: torch.Tensor, mask: torch.Tensor | None,
-                fused: bool = True) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, source: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         b, n, d = x.shape
         q = self._split(self.q_proj(x))  # (B, nh, Tq, hd)
         k, v = self.kv_proj(source).chunk(2, dim=-1)
         k, v = self._split(k), self._split(v)  # (B, nh, Tk, hd)
         p = self.p_drop if self.training else 0.0
-        if fused and not forward_ad_active():
+        if not forward_ad_active():  # inside a JVP the fused kernels have no forward-AD rule
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         else:
             y = self._math_attention(q, k, v, mask, p)
@@ -89,9 +88,9 @@ class DecoderLayer(nn.Module):
         self.drop = nn.Dropout(p_drop)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None,
-                cross_mask: torch.Tensor | None, fused: bool = True) -> torch.Tensor:
+                cross_mask: torch.Tensor | None) -> torch.Tensor:
         h = self.ln1(x)  # (B, T, D)
-        x = x + self.drop(self.self_attn(h, h, self_mask, fused))
+        x = x + self.drop(self.self_attn(h, h, self_mask))
         if self.cross_attn is not None:
-            x = x + self.drop(self.cross_attn(self.ln2(x), memory, cross_mask, fused))
+            x = x + self.drop(self.cross_attn(self.ln2(x), memory, cross_mask))
         return x + self.drop(self.ffn(self.ln3(x)))

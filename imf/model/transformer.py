@@ -87,8 +87,7 @@ class ImfTransformer(nn.Module):
             nn.init.normal_(module.pos_emb, mean=0.0, std=0.02)
             nn.init.normal_(module.cond_pos_emb, mean=0.0, std=0.02)
 
-    def encode_cond(self, t: torch.Tensor, h: torch.Tensor, cond: torch.Tensor,
-                    fused: bool = True) -> torch.Tensor:
+    def encode_cond(self, t: torch.Tensor, h: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
         """Condition tokens (B, 2 + n_obs, D) from times (B,), (B,) and features (B, n_obs, F)."""
         times = sinusoidal_embedding(torch.stack([t, h], dim=1), self.n_emb, self.time_scale)  # (B, 2, D)
         tokens = torch.cat([times.to(cond.dtype), self.cond_obs_emb(cond)], dim=1)  # (B, 2+O, D)
@@ -96,27 +95,25 @@ class ImfTransformer(nn.Module):
         if isinstance(self.cond_encoder, nn.Sequential):
             return self.cond_encoder(x)
         for layer in self.cond_encoder:  # a small encoder: self-attention over cond tokens
-            x = layer(x, None, self.cond_mask, None, fused)
+            x = layer(x, None, self.cond_mask, None)
         return x
 
-    def trunk(self, z: torch.Tensor, t: torch.Tensor, h: torch.Tensor, cond: torch.Tensor,
-              fused: bool = True) -> torch.Tensor:
+    def trunk(self, z: torch.Tensor, t: torch.Tensor, h: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
         """Final hidden state (B, H, D) of the action tokens."""
-        memory = self.encode_cond(t, h, cond, fused)  # (B, 2+O, D)
+        memory = self.encode_cond(t, h, cond)  # (B, 2+O, D)
         x = self.drop(self.input_emb(z) + self.pos_emb[:, : z.shape[1]])  # (B, H, D)
         for layer in self.layers:
-            x = layer(x, memory, self.self_mask, self.cross_mask, fused)
+            x = layer(x, memory, self.self_mask, self.cross_mask)
         return self.ln_f(x)
 
-    def forward(self, z: torch.Tensor, t: torch.Tensor, h: torch.Tensor, cond: torch.Tensor,
-                fused: bool = True) -> torch.Tensor:
-        return self.head(self.trunk(z, t, h, cond, fused))  # (B, H, A)
+    def forward(self, z: torch.Tensor, t: torch.Tensor, h: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
+        return self.head(self.trunk(z, t, h, cond))  # (B, H, A)
 
-    def forward_with_v(self, z, t, h, cond, fused: bool = True):
+    def forward_with_v(self, z, t, h, cond):
         """(u, v): the average velocity and the auxiliary v-head, from one trunk pass."""
         if self.v_head is None:
             raise ValueError("this model was built without a v-head (objective.tangent=boundary)")
-        x = self.trunk(z, t, h, cond, fused)
+        x = self.trunk(z, t, h, cond)
         return self.head(x), self.v_head(x)
 
     def optim_groups(self, weight_decay: float) -> list[dict]:

@@ -4,7 +4,7 @@ An objective is built as ``cls(cfg: ObjectiveConfig)`` and gives
 - ``loss(model, actions (B,H,A), cond (B,n_obs,F), generator=None) -> (loss, metrics)``,
 - ``sample(model, cond, n_steps=None, generator=None) -> (B,H,A)`` normalised actions.
 
-``model`` is a noise-prediction network called as ``model(z, t, h, cond, fused=...)`` with
+``model`` is a noise-prediction network called as ``model(z, t, h, cond)`` with
 z (B,H,A), times t and h = t - r of shape (B,), and condition features (B,n_obs,F); it
 exposes ``horizon`` and ``action_dim`` (see ``imf.model.ImfTransformer``). Flow conventions
 (shared/spec/IMF.md): t = 0 is data, t = 1 is noise, z_t = (1 - t) x + t e, v = e - x.

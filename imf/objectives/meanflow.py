@@ -29,10 +29,7 @@ class MeanFlowObjective(ObjectiveBase):
         h = t - r
         ones = torch.ones_like(t)
 
-        def u_fn(z_, t_, h_, cond_):
-            return model(z_, t_, h_, cond_, fused=False)
-
-        u, dudt = jvp(u_fn, (z, t, h), (v, ones, ones), (cond,))  # dr = 0, dt = 1 -> dh = 1
+        u, dudt = jvp(model, (z, t, h), (v, ones, ones), (cond,))  # dr = 0, dt = 1 -> dh = 1
         target = (v - expand(h) * dudt).detach()
         return u.to(z.dtype) - target.to(z.dtype)
 
