@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from imf.config_compat import ALIASES, known_elsewhere, upgrade  # noqa: F401 (ALIASES: re-exported)
 from imf.config_values import coerce as _coerce
 from imf.config_values import parse_scalar as _parse_scalar
 from imf.config_values import suggest as _suggest
@@ -44,7 +45,6 @@ class PolicyConfig:
     image_feature_dim: int = 64
     num_keypoints: int = 32
     crop_shape: int = 84
-    image_size: int = 96
     time_scale: float = 1.0  # the time embedding sees t * time_scale, t in [0, 1] (docs/policy.md)
 
 
@@ -102,7 +102,6 @@ class TrainingConfig:
     val_probe_windows: int = 512  # fixed validation windows for the world-unit action RMSE
     num_workers: int = 0
     bf16: bool = True  # autocast on CUDA only
-    resume: bool = False
 
 
 @dataclass
@@ -123,7 +122,6 @@ class LoggingConfig:
     project: str = "imf"
     group: str | None = None
     stores: list[str] = field(default_factory=lambda: ["scoreboard", "iteration-log"])
-    metric: str = "test_mean_score"
 
 
 @dataclass
@@ -155,16 +153,6 @@ class Config:
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.to_yaml())
-
-
-# Familiar spellings from Diffusion Policy that map onto one of our keys.
-ALIASES = {"policy.causal_attn": "policy.mask"}
-
-
-def _alias_value(alias: str, value: Any) -> Any:
-    if alias == "policy.causal_attn":
-        return "causal" if _coerce(value, bool, alias) else "full"
-    return value
 
 
 def all_keys(cls: type = Config, prefix: str = "") -> list[str]:
@@ -309,17 +297,6 @@ def deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _apply_aliases(data: dict[str, Any]) -> dict[str, Any]:
-    for alias, target in ALIASES.items():
-        section, key = alias.split(".")
-        sub = data.get(section)
-        if isinstance(sub, dict) and key in sub:
-            sub = dict(sub)
-            sub[target.split(".")[1]] = _alias_value(alias, sub.pop(key))
-            data = {**data, section: sub}
-    return data
-
-
 def parse_json_overrides(text: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
@@ -333,7 +310,7 @@ def parse_json_overrides(text: str) -> dict[str, Any]:
 def dotted_to_nested(overrides: list[str]) -> dict[str, Any]:
     """``["policy.n_emb=256"]`` -> ``{"policy": {"n_emb": 256}}`` (values still raw)."""
     nested: dict[str, Any] = {}
-    known = set(all_keys()) | set(ALIASES)
+    known = set(all_keys()) | known_elsewhere()
     for item in overrides:
         if "=" not in item:
             raise ConfigError(f"override '{item}': expected key.path=value")
@@ -350,7 +327,7 @@ def dotted_to_nested(overrides: list[str]) -> dict[str, Any]:
 
 
 def from_dict(data: dict[str, Any]) -> Config:
-    cfg = _build(Config, _apply_aliases(data))
+    cfg = _build(Config, upgrade(data))
     _validate(cfg)
     return cfg
 
@@ -361,9 +338,9 @@ def load_config(preset: str | None = "smoke", overrides: list[str] | None = None
     data = load_preset_dict(preset) if preset else {}
     if json_overrides:
         extra = parse_json_overrides(json_overrides) if isinstance(json_overrides, str) else json_overrides
-        data = deep_merge(_apply_aliases(data), _apply_aliases(extra))
+        data = deep_merge(upgrade(data), upgrade(extra))
     if overrides:
-        data = deep_merge(_apply_aliases(data), _apply_aliases(dotted_to_nested(overrides)))
+        data = deep_merge(upgrade(data), upgrade(dotted_to_nested(overrides)))
     return from_dict(data)
 
 

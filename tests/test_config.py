@@ -104,3 +104,24 @@ def test_all_keys_cover_tree():
     assert "policy.n_emb" in keys and "training.num_epochs" in keys and "eval.n_test" in keys
     assert len(keys) == len(set(keys))
     assert Config().policy.mask == "causal"
+
+
+def test_removed_keys_load_from_old_files_only_with_the_value_imf_now_uses(tmp_path):
+    # A config.yaml saved by an older imf carries the removed keys with their old defaults.
+    old = load_config("smoke").to_dict()
+    old["training"]["resume"] = False
+    old["policy"]["image_size"] = 96
+    old["logging"]["metric"] = "test_mean_score"
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(old))
+    assert load_resolved(path).to_dict() == load_config("smoke").to_dict()
+
+
+@pytest.mark.parametrize("override, pattern", [
+    ("training.resume=true", r"'training.resume' was removed \(resume a run with `imf trial --resume"),
+    ("policy.image_size=128", r"'policy.image_size' was removed .*got 128, only 96"),
+    ("logging.metric=train_mean_score", r"'logging.metric' was removed \(checkpoints are always ranked"),
+])
+def test_removed_keys_with_another_value_say_what_replaced_them(override, pattern):
+    with pytest.raises(ConfigError, match=pattern):
+        load_config("smoke", [override])

@@ -98,17 +98,16 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------ top-k
 
-def _score_name(epoch: int, metric: str, score: float) -> str:
-    return f"epoch={epoch:04d}-{metric}={score:.3f}.pt"
+def _score_name(epoch: int, score: float) -> str:
+    return f"epoch={epoch:04d}-test_mean_score={score:.3f}.pt"
 
 
 @dataclass
 class TopK:
-    """The k best checkpoints by score, as files named by epoch and score."""
+    """The k best checkpoints by test_mean_score, as files named by epoch and score."""
 
     folder: Path
     k: int
-    metric: str = "test_mean_score"
     entries: list[tuple[float, int, str]] = field(default_factory=list)  # (score, epoch, name)
 
     def wants(self, score: float) -> bool:
@@ -118,7 +117,7 @@ class TopK:
         """Copy ``source`` in as a top-k file if it earns a place; drop the worst beyond k."""
         if not self.wants(score):
             return None
-        name = _score_name(epoch, self.metric, score)
+        name = _score_name(epoch, score)
         copy_checkpoint(source, self.folder / name)
         self.entries.append((score, epoch, name))
         self.entries.sort(key=lambda e: (-e[0], e[1]))
@@ -156,7 +155,7 @@ def check_compatible(ckpt: dict[str, Any], policy_cfg: Any, source: Path) -> Non
         raise CheckpointError(
             f"checkpoint {source} was trained with policy.obs_type={old_obs}, this run has "
             f"{policy_cfg.obs_type}; warm start needs the same observation type")
-    for key in ("action_dim", "image_size", "n_obs_steps"):
+    for key in ("action_dim", "n_obs_steps"):
         mine = getattr(policy_cfg, key)
         if key in old and old[key] != mine:
             raise CheckpointError(

@@ -197,7 +197,7 @@ class Trial:
         self.clock = TrainClock(t.budget_clock, t.time_budget_s)
         self.lr_schedule = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, cosine_with_warmup(t.lr_warmup_steps, total, self.clock))
-        self.topk = ckpt_io.TopK(self.run_dir / "checkpoints", t.checkpoint_topk, cfg.logging.metric)
+        self.topk = ckpt_io.TopK(self.run_dir / "checkpoints", t.checkpoint_topk)
         self.topk.folder.mkdir(parents=True, exist_ok=True)
         self.stopper = EarlyStopper(t.patience)
         self.divergence = DivergenceDetector(t.divergence_factor, t.divergence_warmup_steps)
