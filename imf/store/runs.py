@@ -21,6 +21,10 @@ SUMMARY = "summary.json"
 CONFIG = "config.yaml"
 HYDRA_CONFIG = Path(".hydra") / "config.yaml"
 SWEEP_STATE = "sweep.json"
+DP_OUTPUTS = Path("data") / "outputs"
+DP_EPISODE_PREFIX = "test/sim_max_reward_"
+NOT_RUN_FOLDERS = {"checkpoints", "wandb", "swanlog", "media", "__pycache__", "node_modules",
+                   "site-packages"}
 SCORE_KEYS = ("test_mean_score", "test/mean_score")
 SUCCESS_KEYS = ("test_success_rate", "test/success_rate")
 _SIZE_RE = re.compile(r"(?:^|[-_])e(?P<emb>\d+)-l(?P<layer>\d+)(?=$|[-_])")
@@ -33,23 +37,70 @@ class LogRead:
 
 
 def is_run_dir(path: Path) -> bool:
-    """A run folder holds logs.json.txt (any run) or summary.json (an imf run)."""
-    return (path / LOGS).is_file() or (path / SUMMARY).is_file()
+    """A run folder holds logs.json.txt (any run), summary.json (an imf run) or
+    .hydra/config.yaml (a Diffusion Policy run, also before its first log line)."""
+    return any((path / name).is_file() for name in (LOGS, SUMMARY, HYDRA_CONFIG))
 
 
-def find_run_dirs(root: Path, max_depth: int = 3) -> list[Path]:
-    """Run folders under ``root`` (not inside other run folders), sorted by path."""
+def _searched(name: str, folder: Path) -> bool:
+    """Folders that never hold runs: hidden ones, logger and checkpoint folders, zarr stores,
+    virtual environments."""
+    return not (name.startswith(".") or name in NOT_RUN_FOLDERS or name.endswith(".zarr")
+                or (folder / name / "pyvenv.cfg").is_file())
+
+
+def _walk_runs(start: Path, max_depth: int) -> list[Path]:
     found = []
-    for folder, subdirs, _ in os.walk(root):
+    for folder, subdirs, _ in os.walk(start):
         here = Path(folder)
-        depth = len(here.relative_to(root).parts)
+        depth = len(here.relative_to(start).parts)
         if depth and is_run_dir(here):
             found.append(here)
             subdirs.clear()
         elif depth >= max_depth:
             subdirs.clear()
-        subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+        subdirs[:] = sorted(d for d in subdirs if _searched(d, here))
+    return found
+
+
+def find_run_dirs(root: Path, max_depth: int = 3) -> list[Path]:
+    """Run folders under ``root`` (not inside other run folders), sorted by path.
+
+    The depth follows the layout: up to ``max_depth`` levels below ``root`` (a sweep holds its
+    trials one level down, a folder of sweeps two), and, at a Diffusion Policy repository root,
+    up to ``max_depth`` levels below data/outputs (<date>/<time>_<name>/, multirun job folders
+    one more).
+    """
+    found = set(_walk_runs(root, max_depth))
+    if (root / DP_OUTPUTS).is_dir():
+        found.update(_walk_runs(root / DP_OUTPUTS, max_depth))
     return sorted(found)
+
+
+def log_segments(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Split a log where global_step goes back (training restarted into the same file)."""
+    segments: list[list[dict[str, Any]]] = [[]]
+    last_step = None
+    for row in rows:
+        step = row.get("global_step")
+        if isinstance(step, int) and not isinstance(step, bool):
+            if last_step is not None and step < last_step and segments[-1]:
+                segments.append([])
+            last_step = step
+        segments[-1].append(row)
+    return segments
+
+
+def row_episode_scores(row: dict[str, Any]) -> list[float]:
+    """Per-episode test scores of a rollout row: imf's ``test_per_seed`` object, or Diffusion
+    Policy's ``test/sim_max_reward_<seed>`` keys; [] when the row has none."""
+    per_seed = row.get("test_per_seed")
+    if isinstance(per_seed, dict):
+        values = list(per_seed.values())
+    else:
+        values = [v for k, v in row.items() if k.startswith(DP_EPISODE_PREFIX)]
+    return [float(v) for v in values
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
 
 
 def read_log(path: Path) -> LogRead:
