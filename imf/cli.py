@@ -64,12 +64,13 @@ def trial(
     store: list[str] = typer.Option(None, "--store", help="Result store to record in (repeatable); 'none' for none.",
                                    autocompletion=complete_store),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its latest.pt."),
+    final_eval: int = typer.Option(None, "--final-eval", help="After training, re-score best.pt on N fresh episodes (seeds 500000..; 200 recommended) into final_eval.json."),
 ) -> None:
     """One run: config + overrides -> train -> score in the simulator -> checkpoints, logs, stores."""
     from imf.cli_support import trial_command
     trial_command(args or [], trial_id=trial_id, out=out, seed=seed, epochs=epochs, init_from=init_from,
                   patience=patience, note=note, overrides=overrides, device=device, stores=store,
-                  resume=resume)
+                  resume=resume, final_eval=final_eval)
 
 
 @app.command("eval", cls=Command)
@@ -123,6 +124,8 @@ def sweep(
     out: Path = typer.Option(Path("runs"), "--out", help="Folder that holds sweep folders."),
     epochs: int = typer.Option(None, "--epochs", help="Epochs of every trial (training.num_epochs)."),
     seed: int = typer.Option(None, "--seed", help="Seed of every trial (default training.seed, 42)."),
+    seeds: str = typer.Option(None, "--seeds", help="Run every grid point once per seed, e.g. 42,43,44 (each seed its own trial, id ...-s<seed>)."),
+    final_eval: int = typer.Option(None, "--final-eval", help="After training, re-score each trial's best.pt on N fresh episodes (seeds 500000..; 200 recommended) into final_eval.json."),
     retries: int = typer.Option(None, "--retries", help="Retries of a failed or stalled trial (default 1)."),
     stall_timeout: float = typer.Option(None, "--stall-timeout", help="Seconds without log or stdout growth before a trial is stalled (default 1800)."),
     poll: float = typer.Option(None, "--poll", help="Seconds between polls of the running trials (default 5)."),
@@ -136,7 +139,8 @@ def sweep(
     try:
         if resume is not None:
             fixed = {"CONFIG/overrides": args, "--mask": mask, "--grid": grid, "--queue": queue,
-                     "--hosts": hosts, "--name": name, "--epochs": epochs, "--seed": seed, "--dry-run": dry_run}
+                     "--hosts": hosts, "--name": name, "--epochs": epochs, "--seed": seed, "--dry-run": dry_run,
+                     "--seeds": seeds, "--final-eval": final_eval is not None}
             given = [flag for flag, value in fixed.items() if value]
             if given:
                 raise sweep_lib.SweepError(f"--resume continues a sweep as it was planned; drop {', '.join(given)}")
@@ -149,7 +153,8 @@ def sweep(
         request = sweep_lib.SweepRequest(
             config=config, grids=grid or [], queues=queue or [], hosts=str(hosts) if hosts else None,
             name=name, out=out, epochs=epochs, seed=seed, mask=mask, retries=retries,
-            stall_timeout=stall_timeout, poll=poll, notify=notify, overrides=items)
+            stall_timeout=stall_timeout, poll=poll, notify=notify, overrides=items,
+            seeds=sweep_lib.parse_seeds(seeds) if seeds is not None else None, final_eval=final_eval)
         if dry_run:
             typer.echo(sweep_lib.dry_run(request))
             return

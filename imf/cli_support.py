@@ -10,8 +10,9 @@ from pathlib import Path
 
 import typer
 
-from imf.config import default_trial_id, load_config, load_resolved, split_config_args
-from imf.errors import ConfigError
+from imf.config import Config, default_trial_id, load_config, load_resolved, split_config_args
+from imf.errors import ConfigError, ImfError
+from imf.eval_seeds import final_eval_seeds
 from imf.scheduler.plan import NAME_RE
 from imf.store.runs import read_json_object
 
@@ -19,7 +20,7 @@ from imf.store.runs import read_json_object
 def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, seed: int | None,
                   epochs: int | None, init_from: Path | None, patience: int | None, note: str,
                   overrides: str | None, device: str | None, stores: list[str] | None,
-                  resume: bool) -> None:
+                  resume: bool, final_eval: int | None = None) -> None:
     from imf.train.trial import TrialOptions, run_trial
 
     preset, dotted = split_config_args(args)
@@ -40,11 +41,26 @@ def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, se
         if init_from is not None and not init_from.is_file():
             raise ConfigError(f"--init-from: checkpoint {init_from} does not exist")
     run_dir = out or _inside(Path("runs"), tid)
+    if final_eval is not None:
+        final_eval_seeds(final_eval, cfg.eval)  # a bad N fails before training starts
     opts = TrialOptions(trial_id=tid, run_dir=run_dir, init_from=init_from, note=note,
                         overrides=dotted, stores=stores or None, resume=resume)
     summary = run_trial(cfg, opts)
     if summary["status"] == "failed":
         raise typer.Exit(1)
+    if final_eval is not None:
+        _final_eval(run_dir, final_eval, cfg)
+
+
+def _final_eval(run_dir: Path, n: int, cfg: Config) -> None:
+    """Re-score best.pt on fresh seeds; a failure here leaves the finished training standing."""
+    from imf.train.final_eval import run_final_eval
+
+    try:
+        run_final_eval(run_dir, n, cfg.eval, device=cfg.training.device, echo=typer.echo)
+    except (ImfError, RuntimeError, OSError) as exc:
+        typer.echo(f"imf: final eval of {run_dir} failed, the trial itself is complete: "
+                   f"{' '.join(str(exc).split())}; rerun it with imf eval", err=True)
 
 
 def check_trial_id(tid: str) -> str:

@@ -66,7 +66,8 @@ class Engine(Recovery):
         argv = [*s.trial_command, "{config}", "--id", trial.id, "--out", "{run_dir}",
                 "--seed", str(trial.seed), "--store", "none", "--epochs", str(trial.epochs),
                 f"sweep.name={s.name}",  # the SwanLab group of every trial of this sweep
-                *s.overrides, *trial.overrides]
+                *s.overrides, *trial.overrides,
+                *(["--final-eval", str(s.final_eval)] if s.final_eval else [])]
         return Job(trial.id, s.name, self.sdir.trial_dir(trial.id), argv, s.config, s.config_text())
 
     @contextmanager

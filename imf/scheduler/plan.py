@@ -79,6 +79,32 @@ def _split(text: str) -> list[str]:
     return [v.strip() for v in text.split(",") if v.strip()]
 
 
+def parse_seeds(text: str) -> list[int]:
+    """``"42,43,44"`` -> [42, 43, 44]: distinct integers >= 0 (``--seeds``)."""
+    parts = [v.strip() for v in str(text).split(",")]
+    if not all(re.fullmatch(r"\d+", v) for v in parts):
+        raise SweepError(f"--seeds '{text}': expected comma-separated integers >= 0, e.g. 42,43,44")
+    seeds = [int(v) for v in parts]
+    twice = sorted({s for s in seeds if seeds.count(s) > 1})
+    if twice:
+        raise SweepError(f"--seeds '{text}': seed {twice[0]} is given twice; each seed once")
+    return seeds
+
+
+def _seed_axes(axes: list[tuple[str, list[str]]], seed: int | None,
+               seeds: list[int] | None) -> tuple[list[tuple[str, list[str]]], int | None]:
+    """``--seeds`` as a training.seed axis (one seed: the same as ``--seed``)."""
+    if not seeds:
+        return axes, seed
+    if seed is not None:
+        raise SweepError("--seeds and --seed both given; use --seeds alone (one seed is --seeds N)")
+    if any(key in SEED_KEYS for key, _ in axes):
+        raise SweepError("--seeds and a training.seed grid both given; use one of the two")
+    if len(seeds) == 1:
+        return axes, seeds[0]
+    return axes + [("training.seed", [str(s) for s in seeds])], None
+
+
 def trial_points(axes: list[tuple[str, list[str]]]) -> list[dict[str, str]]:
     keys = [k for k, _ in axes]
     return [dict(zip(keys, combo)) for combo in itertools.product(*(v for _, v in axes))]
@@ -104,14 +130,16 @@ def cost_of(n_emb: int, n_layer: int, epochs: int) -> float:
 
 def build_trials(name: str, config: str, grids: list[str], overrides: list[str], *,
                  mask: str | None = None, seed: int | None = None,
-                 epochs: int | None = None) -> list[TrialPlan]:
-    """Every grid point as a checked trial (raises before anything starts)."""
+                 epochs: int | None = None, seeds: list[int] | None = None) -> list[TrialPlan]:
+    """Every grid point as a checked trial (raises before anything starts); ``seeds`` (two or
+    more) run every point once per seed, each seed its own trial."""
     if not NAME_RE.match(name):
         raise SweepError(f"--name '{name}': use letters, digits, '.', '_' and '-' (a folder name)")
     base = list(overrides) + ([f"policy.mask={mask}"] if mask else [])
     base += [f"training.num_epochs={epochs}"] if epochs is not None else []
     trials: list[TrialPlan] = []
-    for point in trial_points(parse_grids(grids)):
+    axes, seed = _seed_axes(parse_grids(grids), seed, seeds)
+    for point in trial_points(axes):
         own = [f"{k}={v}" for k, v in point.items() if k not in SEED_KEYS]
         cfg = load_config(config, base + own + [f"{k}={v}" for k, v in point.items() if k in SEED_KEYS])
         trial_seed = cfg.training.seed if seed is None or any(k in point for k in SEED_KEYS) else seed

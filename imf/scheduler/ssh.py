@@ -32,7 +32,7 @@ SPEC_RE = re.compile(r"^ssh://(?:(?P<user>[^@/\s]+)@)?(?P<host>[^:/@\s]+)(?::(?P
 BASE_OPTIONS = ("BatchMode=yes", "ConnectTimeout=10", "ServerAliveInterval=15",
                 "ServerAliveCountMax=4", "ControlMaster=auto", "ControlPersist=60")
 FETCH_FILES = ("summary.json", "logs.json.txt", "stdout.log", "config.yaml", "exit_code", "pid",
-               "checkpoints/best.pt")
+               "checkpoints/best.pt", "final_eval.json")
 CHECK = r'''case $1 in "~/"*) set -- "$HOME/${1#"~/"}";; esac
 command -v "$1" >/dev/null || exit 7
 echo ok

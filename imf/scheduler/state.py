@@ -75,6 +75,7 @@ class SweepState:
     poll: float = 5.0
     notify: str | None = None
     stores: list[str] = field(default_factory=list)
+    final_eval: int | None = None  # imf trial --final-eval N for every trial
     queues: list[QueueState] = field(default_factory=list)
     trials: list[TrialState] = field(default_factory=list)
     status: str = "planned"  # planned, running, interrupted, finished, stopped

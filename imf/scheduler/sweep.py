@@ -17,14 +17,15 @@ import yaml
 from imf import registry
 from imf.config import load_config, load_preset_dict
 from imf.errors import SweepError
+from imf.eval_seeds import final_eval_seeds
 from imf.scheduler.base import GROUP as SCHEDULERS, scheme_of
 from imf.scheduler.engine import Engine
-from imf.scheduler.plan import Plan, build_trials, make_plan, render_plan
+from imf.scheduler.plan import Plan, build_trials, make_plan, parse_seeds, render_plan
 from imf.scheduler.queues import load_hosts, resolve_queues
 from imf.scheduler.state import SweepDir, SweepState, TrialState
 
-__all__ = ["SweepError", "SweepRequest", "describe", "dry_run", "load_plugins", "plan_sweep",
-           "resume_sweep", "start_sweep"]
+__all__ = ["SweepError", "SweepRequest", "describe", "dry_run", "load_plugins", "parse_seeds",
+           "plan_sweep", "resume_sweep", "start_sweep"]
 
 DEFAULT_CONFIG = "pusht_image_imf"
 FULL_ATTENTION_CONFIG = "pusht_image_imf_fullattn"  # the spec's full-attention variant (n_head 1)
@@ -54,6 +55,8 @@ class SweepRequest:
     poll: float | None = None
     notify: str | None = None
     overrides: list[str] = field(default_factory=list)
+    seeds: list[int] | None = None  # every grid point once per seed (two or more)
+    final_eval: int | None = None  # fresh episodes re-scoring each trial's best.pt
 
 
 def _check_plugins(group: str, wanted: set[str]) -> None:
@@ -81,7 +84,10 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
     defaults = base.sweep
     name = req.name if req.name is not None else defaults.name
     trials = build_trials(name, req.config, req.grids or defaults.grid, req.overrides,
-                          mask=req.mask, seed=req.seed, epochs=req.epochs)
+                          mask=req.mask, seed=req.seed, epochs=req.epochs, seeds=req.seeds)
+    if req.final_eval is not None:
+        final_eval_seeds(req.final_eval, base.eval)
+    seed_axis = [f"training.seed={','.join(map(str, req.seeds))}"] if len(req.seeds or []) > 1 else []
     _check_plugins("imf.masks", {t.params["mask"] for t in trials})
     _check_plugins("imf.objectives", {t.params["objective"] for t in trials})
     queues = resolve_queues(req.queues or defaults.queues, load_hosts(req.hosts))
@@ -92,7 +98,7 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
         name=name, config=req.config,
         trial_command=shlex.split(os.environ.get(COMMAND_ENV) or DEFAULT_COMMAND),
         overrides=list(req.overrides) + ([f"policy.mask={req.mask}"] if req.mask else []),
-        grid=list(req.grids or defaults.grid),
+        grid=list(req.grids or defaults.grid) + seed_axis, final_eval=req.final_eval,
         retries=int(_positive(_given(req.retries, defaults.retries), "--retries", True)),
         stall_timeout=_positive(_given(req.stall_timeout, defaults.stall_timeout), "--stall-timeout"),
         poll=_positive(_given(req.poll, defaults.poll_interval), "--poll"),
