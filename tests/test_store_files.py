@@ -63,7 +63,7 @@ def test_stale_temps_go_when_a_store_opens_and_its_own_temps_under_its_lock(tmp_
 def test_the_temp_file_and_its_folder_are_fsynced_before_the_rename(tmp_path, monkeypatch):
     import stat
 
-    from imf.store import files
+    from imf import atomic as files
     events = []
     real_fsync, real_replace = os.fsync, os.replace
     monkeypatch.setattr(files.os, "fsync", lambda fd: (events.append(

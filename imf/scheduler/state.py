@@ -7,21 +7,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imf.atomic import atomic_write_json
 from imf.errors import SweepError
-from imf.store.files import atomic_write_json
+from imf.store.base import now_iso
 
 VERSION = 1
 FINAL = ("completed", "stopped_early", "diverged", "failed", "stalled")
 ACTIVE = ("starting", "running")
-
-
-def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 @dataclass

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from imf.errors import StoreError
+from imf.store.layout import SUMMARY
+from imf.store.summary import RunSummary
 
 BEST_METRIC = "test_mean_score"
 _ID_FORBIDDEN = "`\n\r\t"
@@ -83,29 +85,29 @@ def normalize_record(record: Any) -> dict[str, Any]:
     return {**entry, **extra}
 
 
-def record_from_summary(summary: dict[str, Any], run_dir: Path) -> dict[str, Any]:
-    """The store record for a trial, built from its ``summary.json`` contents."""
+def record_from_summary(summary: RunSummary | dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The store record for a trial, built from its summary (a RunSummary or summary.json's dict)."""
     run_dir = Path(run_dir).resolve()
-    if not isinstance(summary, dict):
-        raise StoreError(f"{run_dir / 'summary.json'}: expected a JSON object, "
-                         f"got {type(summary).__name__}")
-    trial_id = check_id(summary.get("id"), str(run_dir / "summary.json"))
-    status = str(summary.get("status") or "unknown")
-    best = (summary.get("checkpoints") or {}).get("best")
+    where = str(run_dir / SUMMARY)
+    if isinstance(summary, dict):
+        summary = RunSummary.from_dict(summary)
+    elif not isinstance(summary, RunSummary):
+        raise StoreError(f"{where}: expected a JSON object, got {type(summary).__name__}")
+    best = summary.checkpoints.best
     return {
-        "id": trial_id,
-        "overrides": list(summary.get("overrides") or []),
-        "score": score_value(summary.get("best_score"), f"{run_dir / 'summary.json'} best_score"),
-        "epochs": summary.get("epochs_done"),
-        "elapsed": summary.get("elapsed_s"),
-        "warm_started": bool(summary.get("warm_started", False)),
-        "diverged": status == "diverged",
-        "stopped_early": status == "stopped_early",
-        "status": status,
-        "note": str(summary.get("note") or ""),
-        "time": str(summary.get("finished") or now_iso()),
+        "id": check_id(summary.id, where),
+        "overrides": list(summary.overrides),
+        "score": summary.best_score,
+        "epochs": summary.epochs_done,
+        "elapsed": summary.elapsed_s,
+        "warm_started": summary.warm_started,
+        "diverged": summary.status == "diverged",
+        "stopped_early": summary.status == "stopped_early",
+        "status": summary.status or "unknown",
+        "note": summary.note,
+        "time": summary.finished or now_iso(),
         "checkpoint": str((run_dir / best).resolve()) if best else None,
-        "config": dict(summary.get("params") or {}),
+        "config": dict(summary.params),
         "run_dir": str(run_dir),
     }
 

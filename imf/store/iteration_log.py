@@ -22,9 +22,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from imf.atomic import atomic_write_text, clean_stale_temps
 from imf.errors import StoreError
 from imf.store.base import normalize_record, now_iso
-from imf.store.files import atomic_write_text, clean_stale_temps, locked
+from imf.store.files import locked
 
 FILENAME = "ITERATION_LOG.md"
 HEADER = """# Iteration log

@@ -16,10 +16,8 @@ from typing import Any
 
 import yaml
 
-LOGS = "logs.json.txt"
-SUMMARY = "summary.json"
-CONFIG = "config.yaml"
-HYDRA_CONFIG = Path(".hydra") / "config.yaml"
+from imf.store.layout import CONFIG, HYDRA_CONFIG, LOGS, SUMMARY
+
 SWEEP_STATE = "sweep.json"
 DP_OUTPUTS = Path("data") / "outputs"
 DP_EPISODE_PREFIX = "test/sim_max_reward_"

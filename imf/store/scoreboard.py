@@ -22,9 +22,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from imf.atomic import atomic_write_json, clean_stale_temps
 from imf.errors import StoreError
 from imf.store.base import BEST_METRIC, best_of, normalize_record, now_iso
-from imf.store.files import atomic_write_json, clean_stale_temps, locked
+from imf.store.files import locked
 
 FILENAME = "scoreboard.json"
 

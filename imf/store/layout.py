@@ -1,0 +1,81 @@
+"""The run folder's layout: the one place that names the files a trial leaves.
+
+```
+<run>/config.yaml  logs.json.txt  stdout.log  summary.json  swanlog/
+<run>/checkpoints/latest.pt  best.pt  epoch=NNNN-test_mean_score=S.pt
+<run>/attempts/N/   an earlier attempt's files, moved aside when the folder is used again
+```
+The trial, the sweep's job scripts (imf/scheduler/shell.py), the stores and the report read
+these names from here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+CONFIG = "config.yaml"
+LOGS = "logs.json.txt"
+STDOUT = "stdout.log"
+SUMMARY = "summary.json"
+SWANLOG = "swanlog"
+CHECKPOINTS = "checkpoints"
+LATEST = "latest.pt"
+BEST = "best.pt"
+ATTEMPTS = "attempts"
+HYDRA_CONFIG = Path(".hydra") / "config.yaml"  # a Diffusion Policy run folder's config
+TRIAL_FILES = (LOGS, SUMMARY, CHECKPOINTS, CONFIG, SWANLOG)  # what one attempt of a trial writes
+
+
+def checkpoint_name(name: str) -> str:
+    """A checkpoint's path relative to the run folder, as summary.json gives it."""
+    return f"{CHECKPOINTS}/{name}"
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """The paths of one run folder."""
+
+    root: Path
+
+    @property
+    def config(self) -> Path:
+        return self.root / CONFIG
+
+    @property
+    def logs(self) -> Path:
+        return self.root / LOGS
+
+    @property
+    def stdout(self) -> Path:
+        return self.root / STDOUT
+
+    @property
+    def summary(self) -> Path:
+        return self.root / SUMMARY
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / CHECKPOINTS
+
+    @property
+    def latest(self) -> Path:
+        return self.checkpoints / LATEST
+
+    @property
+    def best(self) -> Path:
+        return self.checkpoints / BEST
+
+    def archive_attempt(self) -> Path | None:
+        """Move an earlier attempt's trial files to ``attempts/N`` (the first free N), as the
+        sweep's job script does before it starts a trial again; None when there were none."""
+        present = [name for name in TRIAL_FILES if (self.root / name).exists()]
+        if not present:
+            return None
+        n = 1
+        while (self.root / ATTEMPTS / str(n)).exists():
+            n += 1
+        aside = self.root / ATTEMPTS / str(n)
+        aside.mkdir(parents=True)
+        for name in present:
+            (self.root / name).rename(aside / name)
+        return aside

@@ -1,0 +1,116 @@
+"""summary.json as one typed record: written by the trial (and by the sweep for a trial that
+left none), read by the stores, the sweep and the report.
+
+``to_dict`` writes ``"version": SUMMARY_VERSION``; ``from_dict`` also reads files written
+before the version existed (the same fields) and tolerates what it does not know: a value of
+the wrong type reads as the field's default, unknown keys are kept in ``extra`` and written
+back, so a rewrite never drops them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from imf.atomic import atomic_write_json
+from imf.store.layout import SUMMARY
+from imf.store.runs import read_json_object
+
+SUMMARY_VERSION = 1
+PARAM_KEYS = ("mask", "n_emb", "n_layer", "n_head", "objective")
+
+
+@dataclass
+class Checkpoints:
+    """Paths relative to the run folder."""
+
+    latest: str | None = None
+    best: str | None = None
+    topk: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunSummary:
+    id: str = ""
+    status: str = "running"  # running, completed, stopped_early, diverged, failed, stalled
+    reason: str = ""  # why it diverged or failed
+    epochs_done: int = 0
+    num_epochs: int = 0
+    global_step: int = 0
+    best_score: float | None = None
+    best_epoch: int | None = None  # 0-based, as logs.json.txt's epoch
+    last_score: float | None = None
+    best_success_rate: float | None = None
+    elapsed_s: float = 0.0
+    warm_started: bool = False
+    init_from: str | None = None
+    overrides: list[str] = field(default_factory=list)
+    note: str = ""
+    seed: int | None = None
+    params: dict[str, Any] = field(default_factory=dict)  # mask, n_emb, n_layer, n_head, objective
+    checkpoints: Checkpoints = field(default_factory=Checkpoints)
+    started: str | None = None
+    finished: str | None = None
+    code_version: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)  # keys this imf does not know
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"version": SUMMARY_VERSION}
+        for f in fields(self):
+            if f.name != "extra":
+                out[f.name] = getattr(self, f.name)
+        out["overrides"] = list(self.overrides)
+        out["params"] = dict(self.params)
+        c = self.checkpoints
+        out["checkpoints"] = {"latest": c.latest, "best": c.best, "topk": list(c.topk)}
+        return {**out, **{k: v for k, v in self.extra.items() if k not in out}}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunSummary":
+        known = {f.name: f for f in fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for name, f in known.items():
+            if name in data and name not in ("extra", "checkpoints"):
+                value = _typed(data[name], str(f.type))
+                if value is not _WRONG:
+                    kwargs[name] = value
+        ckpts = data.get("checkpoints") if isinstance(data.get("checkpoints"), dict) else {}
+        kwargs["checkpoints"] = Checkpoints(
+            latest=_typed(ckpts.get("latest"), "str | None", None),
+            best=_typed(ckpts.get("best"), "str | None", None),
+            topk=_typed(ckpts.get("topk", []), "list[str]", []))
+        extra = {k: v for k, v in data.items() if k not in known and k != "version"}
+        return cls(**kwargs, extra=extra)
+
+    def write(self, run_dir: Path) -> None:
+        atomic_write_json(Path(run_dir) / SUMMARY, self.to_dict())
+
+
+def read_summary(run_dir: Path) -> RunSummary | None:
+    """The run's summary.json, or None when it is missing or not a JSON object."""
+    try:
+        return RunSummary.from_dict(read_json_object(Path(run_dir) / SUMMARY))
+    except ValueError:
+        return None
+
+
+_WRONG = object()
+
+
+def _typed(value: Any, kind: str, default: Any = _WRONG) -> Any:
+    """``value`` as the annotated ``kind`` (ints read as floats), else ``default``."""
+    if value is None:
+        return None if "None" in kind else default
+    base = kind.replace(" | None", "")
+    if base == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value) if math.isfinite(value) else (None if "None" in kind else default)
+    if base == "int" and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if base == "str" and isinstance(value, str) or base == "bool" and isinstance(value, bool):
+        return value
+    if base == "list[str]" and isinstance(value, list):
+        return [str(v) for v in value]
+    if base.startswith("dict") and isinstance(value, dict):
+        return dict(value)
+    return default

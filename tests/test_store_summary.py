@@ -1,0 +1,56 @@
+"""RunSummary: summary.json's one typed shape, and the run folder's layout."""
+from __future__ import annotations
+
+import json
+
+from imf.store.layout import RunLayout
+from imf.store.summary import SUMMARY_VERSION, Checkpoints, RunSummary, read_summary
+
+# A summary.json as imf wrote it before the schema had a version.
+OLD = {"id": "s-full-e128-l6-s0", "status": "completed", "reason": "", "epochs_done": 3,
+       "num_epochs": 3, "global_step": 48, "best_score": 0.25, "best_epoch": 1, "last_score": 0.2,
+       "best_success_rate": 0.0, "elapsed_s": 12.5, "warm_started": False, "init_from": None,
+       "overrides": ["policy.n_emb=128"], "note": "", "seed": 0,
+       "params": {"mask": "full", "n_emb": 128, "n_layer": 6, "n_head": 4, "objective": "imf"},
+       "checkpoints": {"latest": "checkpoints/latest.pt", "best": "checkpoints/best.pt",
+                       "topk": ["checkpoints/epoch=0001-test_mean_score=0.250.pt"]},
+       "started": "2026-01-01T00:00:00+00:00", "finished": "2026-01-01T00:01:00+00:00",
+       "code_version": "0.1.0"}
+
+
+def test_an_old_summary_without_a_version_reads_and_writes_back_the_same_fields(tmp_path):
+    summary = RunSummary.from_dict(OLD)
+    assert summary.best_epoch == 1 and summary.checkpoints.best == "checkpoints/best.pt"
+    assert summary.to_dict() == {"version": SUMMARY_VERSION, **OLD}
+    summary.write(tmp_path)
+    assert read_summary(tmp_path) == summary
+    assert json.loads((tmp_path / "summary.json").read_text())["version"] == SUMMARY_VERSION
+
+
+def test_unknown_keys_are_kept_and_wrong_types_read_as_defaults():
+    summary = RunSummary.from_dict({"id": "a", "best_score": True, "best_success_rate": "high",
+                                    "epochs_done": 2.5, "elapsed_s": 3, "env": {"X": "1"},
+                                    "checkpoints": "none"})
+    assert (summary.best_score, summary.best_success_rate, summary.epochs_done) == (None, None, 0)
+    assert summary.elapsed_s == 3.0 and isinstance(summary.elapsed_s, float)
+    assert summary.checkpoints == Checkpoints() and summary.extra == {"env": {"X": "1"}}
+    assert summary.to_dict()["env"] == {"X": "1"}
+
+
+def test_a_missing_or_broken_summary_reads_as_none(tmp_path):
+    assert read_summary(tmp_path) is None
+    (tmp_path / "summary.json").write_text("[1, 2]")
+    assert read_summary(tmp_path) is None
+
+
+def test_an_earlier_attempt_moves_to_attempts_n(tmp_path):
+    run = RunLayout(tmp_path)
+    assert run.archive_attempt() is None
+    run.logs.write_text("first\n")
+    run.checkpoints.mkdir()
+    run.stdout.write_text("kept: the trial appends to it\n")
+    assert run.archive_attempt() == tmp_path / "attempts" / "1"
+    run.logs.write_text("second\n")
+    assert run.archive_attempt() == tmp_path / "attempts" / "2"
+    assert (tmp_path / "attempts" / "1" / "logs.json.txt").read_text() == "first\n"
+    assert (tmp_path / "attempts" / "1" / "checkpoints").is_dir() and run.stdout.exists()
