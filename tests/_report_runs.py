@@ -8,15 +8,19 @@ import yaml
 
 
 def write_log(run: Path, scores: list, *, key: str = "test_mean_score", success: bool = True,
-              tail: str = "") -> None:
-    """One line per epoch; ``None`` in ``scores`` is an epoch without a rollout."""
+              tail: str = "", spread: float | None = None) -> None:
+    """One line per epoch; ``None`` in ``scores`` is an epoch without a rollout. With ``spread``
+    d, a rollout of score s has two episodes s - d and s + d: its standard error is exactly d."""
     lines = []
     for epoch, score in enumerate(scores):
-        row = {"epoch": epoch, "global_step": 10 * (epoch + 1), "train_loss": 1 / (epoch + 1)}
+        row = {"epoch": epoch, "global_step": 10 * (epoch + 1), "train_loss": 1 / (epoch + 1),
+               "val_loss": 2 / (epoch + 1)}
         if score is not None:
             row[key] = score
             if success:
                 row["test_success_rate"] = score / 2
+            if spread is not None:
+                row["test_per_seed"] = {"100000": score - spread, "100001": score + spread}
         lines.append(json.dumps(row))
     (run / "logs.json.txt").write_text("\n".join(lines) + "\n" + tail)
 
@@ -52,11 +56,12 @@ def make_dp_run(folder: Path, scores: list, policy: dict) -> Path:
 def make_grid_sweep(root: Path) -> Path:
     """Six trials on a 2x2 grid; the expected numbers are worked out in test_report_build."""
     sweep = root / "sw"
-    make_run(sweep, "sw-full-e128-l6-s0", [0.50, 0.60, 0.55], n_emb=128, n_layer=6)
-    make_run(sweep, "sw-full-e128-l6-s1", [0.40], n_emb=128, n_layer=6, status="stopped_early")
-    make_run(sweep, "sw-full-e256-l6-s0", [None, 0.70, None, 0.80], n_emb=256, n_layer=6)
-    make_run(sweep, "sw-full-e128-l12-s0", [0.30, 0.50], n_emb=128, n_layer=12)
+    d = {"spread": 0.05}  # every rollout's SE is 0.05
+    make_run(sweep, "sw-full-e128-l6-s0", [0.50, 0.60, 0.55], n_emb=128, n_layer=6, **d)
+    make_run(sweep, "sw-full-e128-l6-s1", [0.40], n_emb=128, n_layer=6, status="stopped_early", **d)
+    make_run(sweep, "sw-full-e256-l6-s0", [None, 0.70, None, 0.80], n_emb=256, n_layer=6, **d)
+    make_run(sweep, "sw-full-e128-l12-s0", [0.30, 0.50], n_emb=128, n_layer=12, **d)
     make_run(sweep, "sw-full-e256-l12-s0", [0.90, float("nan")], n_emb=256, n_layer=12,
-             status="diverged")
+             status="diverged", **d)
     make_run(sweep, "sw-full-e256-l12-s1", [None], n_emb=256, n_layer=12, status="running")
     return sweep

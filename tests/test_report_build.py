@@ -29,21 +29,39 @@ def test_ranking_and_per_trial_numbers(tmp_path):
 
 
 def test_trends_match_hand_computation(tmp_path):
+    # every rollout has SE 0.05. Cells: 128x6 = seeds 0.60, 0.40 -> mean 0.5, sd 0.1414,
+    # se 0.1; 256x6 0.80, 128x12 0.50, 256x12 0.90 (one scored seed each, se 0.05).
     trends = build_report([make_grid_sweep(tmp_path)]).trends
-    emb = [(g.value, g.trials, g.mean, g.best, g.best_trial) for g in trends.by_n_emb]
-    assert emb == [(128, 3, pytest.approx(0.5), 0.60, "sw-full-e128-l6-s0"),
-                   (256, 2, pytest.approx(0.85), 0.90, "sw-full-e256-l12-s0")]
+    emb = [(g.value, g.cells, g.trials, g.mean, g.se, g.best, g.best_trial) for g in trends.by_n_emb]
+    assert emb == [(128, 2, 3, pytest.approx(0.5), pytest.approx(0.0125 ** 0.5 / 2), 0.60,
+                    "sw-full-e128-l6-s0"),
+                   (256, 2, 2, pytest.approx(0.85), pytest.approx(0.005 ** 0.5 / 2), 0.90,
+                    "sw-full-e256-l12-s0")]
     layer = [(g.value, g.trials, g.mean, g.best) for g in trends.by_n_layer]
-    assert layer == [(6, 3, pytest.approx(0.6), 0.80), (12, 2, pytest.approx(0.7), 0.90)]
-    assert trends.best_cell == {"n_emb": 256, "n_layer": 12, "trials": 1, "mean": 0.9,
-                                "best": 0.9}
-    cell = [c for c in trends.cells if (c["n_emb"], c["n_layer"]) == (128, 6)][0]
-    assert cell["trials"] == 2 and cell["mean"] == pytest.approx(0.5)
-    assert trends.width["delta"] == pytest.approx(0.35)
-    assert trends.width["text"] == ("width helps: +0.3500 (mean score at n_emb 256 minus "
-                                    "n_emb 128)")
-    assert trends.depth["delta"] == pytest.approx(0.1)
-    assert trends.depth["text"].startswith("depth helps: +0.1000 (mean score at n_layer 12")
+    assert layer == [(6, 3, pytest.approx(0.65), 0.80), (12, 2, pytest.approx(0.7), 0.90)]
+    assert trends.best_cell == {"label": "sw-full-e256-l12", "n_emb": 256, "n_layer": 12, "n": 1,
+                                "mean": 0.9, "se": pytest.approx(0.05), "best": 0.9,
+                                "tied_with": ["sw-full-e256-l6"]}  # 0.1 < 1.96 * 0.0707
+    cell = [c for c in trends.cells if c.label == "sw-full-e128-l6"][0]
+    assert (cell.n, cell.seeds, cell.mean, cell.low, cell.high, cell.noise) == (
+        2, [0, 1], pytest.approx(0.5), 0.40, 0.60, "seeds")
+    assert cell.sd == pytest.approx(0.02 ** 0.5) and cell.se == pytest.approx(0.1)
+    # width: 0.35 ± hypot(0.0559, 0.0354) = 0.0661, beyond 1.96 SE; depth: 0.05 ± 0.0661, not
+    assert trends.width["delta"] == pytest.approx(0.35) and trends.width["clear"]
+    assert trends.width["text"] == ("width helps: +0.3500 ± 0.0661; mean score at n_emb 256 "
+                                    "minus n_emb 128")
+    assert trends.depth["delta"] == pytest.approx(0.05) and not trends.depth["clear"]
+    assert trends.depth["text"] == ("depth: no clear effect (+0.0500 ± 0.0661); mean score at "
+                                    "n_layer 12 minus n_layer 6")
+
+
+def test_ranking_marks_ties_within_noise(tmp_path):
+    by_id = {t.id: t for t in build_report([make_grid_sweep(tmp_path)]).trials}
+    # 0.90 vs 0.80: gap 0.10 < 1.96 * hypot(0.05, 0.05) = 0.139 -> tied; 0.60: 0.30 -> lower
+    assert by_id["sw-full-e256-l12-s0"].tied is True and by_id["sw-full-e256-l6-s0"].tied is True
+    assert by_id["sw-full-e128-l6-s0"].tied is False and by_id["sw-full-e256-l12-s1"].tied is None
+    assert by_id["sw-full-e256-l12-s0"].best_se == pytest.approx(0.05)
+    assert by_id["sw-full-e256-l12-s0"].episodes == 2
 
 
 def test_single_size_has_no_trend_and_ties_rank_by_epoch(tmp_path):
@@ -53,7 +71,9 @@ def test_single_size_has_no_trend_and_ties_rank_by_epoch(tmp_path):
     report = build_report([tmp_path])
     assert [t.id for t in report.trials] == ["b", "a", "c"]
     assert report.trends.width["text"] == "width: only n_emb 128 was run, no trend"
-    assert report.trends.depth["text"].startswith("depth makes no difference: +0.0000")
+    assert report.trends.depth["text"].startswith(
+        "depth: +0.0000, noise unknown (no per-episode scores and one seed), no claim")
+    assert [t.tied for t in report.trials] == [True, None, None]  # no per-episode scores
 
 
 def test_truncated_last_line_is_tolerated(tmp_path):
@@ -73,7 +93,7 @@ def test_diffusion_policy_folders_and_size_sources(tmp_path):
     make_run(outputs, "x-full-e384-l18-s0", [0.2], status=None)
     by_id = {t.id: t for t in build_report([outputs]).trials}
     dp = by_id["2024.01.01/10.00.00_train_tf"]
-    assert (dp.source, dp.status, dp.n_emb, dp.n_layer) == ("diffusion_policy", "completed", 256, 8)
+    assert (dp.source, dp.status, dp.n_emb, dp.n_layer) == ("diffusion_policy", "unknown", 256, 8)
     assert (dp.best_score, dp.best_epoch, dp.success_rate) == (0.65, 3, None)
     nested = by_id["2024.01.02/11.00.00_train_tf"]
     assert (nested.n_emb, nested.n_layer) == (128, 4)

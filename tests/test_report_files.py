@@ -26,9 +26,12 @@ def test_all_four_files_are_written(tmp_path):
     assert float(rows[1]["best_score"]) == 0.8 and rows[1]["success_rate"] == "0.4"
     md = (sweep / "report.md").read_text()
     assert "| 1    | sw-full-e256-l12-s0 | diverged" in md
-    assert "- width helps: +0.3500 (mean score at n_emb 256 minus n_emb 128)" in md
-    assert "- best cell: n_emb 256 x n_layer 12, mean 0.9000 over 1 trial(s)" in md
-    assert "![mean test_mean_score by n_emb and n_layer](heatmap.png)" in md
+    assert "- width helps: +0.3500 ± 0.0661; mean score at n_emb 256 minus n_emb 128" in md
+    assert ("- best cell: sw-full-e256-l12 (n_emb 256 x n_layer 12), mean 0.9000 ± 0.0500 over "
+            "1 seed(s), best 0.9000; tied within noise: sw-full-e256-l6") in md
+    assert "| 2    | sw-full-e256-l6-s0  | completed     | 256   | 6       | 0    " in md
+    assert "](heatmap.png)" in md and "](curves.png)" in md
+    assert (sweep / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_out_folder_and_rewrite(tmp_path):
@@ -36,8 +39,8 @@ def test_out_folder_and_rewrite(tmp_path):
     out = tmp_path / "new" / "out"
     write_report(sweep, out)
     write_report(sweep, out)
-    assert sorted(p.name for p in out.iterdir()) == ["heatmap.png", "report.csv", "report.json",
-                                                     "report.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["curves.png", "heatmap.png", "report.csv",
+                                                     "report.json", "report.md"]
     assert not (sweep / "report.md").exists()
     (tmp_path / "file").write_text("x")
     with pytest.raises(ReportError, match="is a file"):
@@ -50,11 +53,11 @@ def test_missing_matplotlib_skips_only_the_png(tmp_path, monkeypatch):
     sweep = make_grid_sweep(tmp_path)
     report = write_report(sweep)
     assert MATPLOTLIB_MISSING in report.notices and "pip install 'imf[plot]'" in MATPLOTLIB_MISSING
-    assert not (sweep / "heatmap.png").exists()
+    assert not (sweep / "heatmap.png").exists() and not (sweep / "curves.png").exists()
     for name in ("report.md", "report.json", "report.csv"):
         assert (sweep / name).stat().st_size > 0
     md = (sweep / "report.md").read_text()
-    assert "heatmap.png)" not in md and MATPLOTLIB_MISSING in md
+    assert ".png)" not in md and md.count(MATPLOTLIB_MISSING) == 1
     assert MATPLOTLIB_MISSING in json.loads((sweep / "report.json").read_text())["notices"]
 
 
@@ -70,12 +73,21 @@ def test_text_rendering(tmp_path):
     report = build_report([make_grid_sweep(tmp_path)])
     text = render_text(report)
     lines = text.splitlines()
-    assert lines[0] == "6 trial(s), 5 scored; score = max test_mean_score"
-    assert lines[2].split() == ["rank", "trial", "status", "n_emb", "n_layer", "final", "epoch",
-                                "best", "score", "best", "epoch", "success"]
-    assert lines[3].split()[:2] == ["1", "sw-full-e256-l12-s0"]
-    assert "  depth helps: +0.1000 (mean score at n_layer 12 minus n_layer 6)" in lines
+    assert lines[0].startswith("6 trial(s), 5 scored, in 4 scored cell(s); score = max "
+                               "test_mean_score; ± is one standard error")
+    assert lines[2].split() == ["rank", "trial", "status", "n_emb", "n_layer", "seed", "final",
+                                "epoch", "max", "±", "SE", "best", "epoch", "last-3", "mean",
+                                "fresh", "±", "SE", "success", "vs", "#1"]
+    assert lines[3].split() == ["1", "sw-full-e256-l12-s0", "diverged", "256", "12", "0", "2",
+                                "0.9000", "±", "0.0500", "1", "0.9000", "±", "0.0500", "-",
+                                "0.450", "best"]
+    # last-3 mean of 0.50, 0.60, 0.55 = 0.55; the rollouts share seeds: SE = mean of SEs
+    assert lines[5].split()[:2] == ["3", "sw-full-e128-l6-s0"]
+    assert lines[5].split()[10:15] == ["2", "0.5500", "±", "0.0500", "-"]
+    assert lines[5].split()[-1] == "lower" and lines[4].split()[-1] == "tied"
+    assert ("  depth: no clear effect (+0.0500 ± 0.0661); mean score at n_layer 12 minus "
+            "n_layer 6") in lines
     heat = heatmap_text(report.trends).splitlines()
     assert heat[1].split() == ["n_layer\\n_emb", "128", "256"]
-    assert heat[2].split() == ["6", "0.500", ".", "0.800", "#"]
-    assert heat[3].split() == ["12", "0.500", ".", "0.900", "@"]
+    assert heat[2].split() == ["6", "0.500±0.100", "n=2", "0.800±0.050", "n=1"]
+    assert heat[3].split() == ["12", "0.500±0.050", "n=1", "0.900±0.050", "n=1"]

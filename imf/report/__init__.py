@@ -1,0 +1,83 @@
+"""Rank the trials of a sweep (or any run folders), with their noise, and compare two sweeps.
+
+``imf report`` reads run folders only (logs.json.txt, summary.json, config.yaml,
+final_eval.json, sweep.json, scoreboard.json); Diffusion Policy run folders work too. It
+writes report.md, report.json, report.csv, heatmap.png and curves.png (matplotlib is
+optional). Parts: collect (reading), analysis (cells, ties, trends), render (text, markdown,
+csv), figures (PNGs), compare (two sweeps).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from imf.errors import ReportError
+from imf.report.analysis import build_cells, compute_trends, rank_trials, shared_config
+from imf.report.collect import collect
+from imf.report.figures import MATPLOTLIB_MISSING, write_curves, write_heatmap
+from imf.report.model import LAST_K, METRIC, Cell, Curve, Group, Report, TrialRow, Trends
+from imf.report.render import (CSV_FIELDS, heatmap_text, render_csv, render_markdown, render_text,
+                               trend_lines)
+from imf.store.files import atomic_write_json, atomic_write_text
+from imf.store.runs import SWEEP_STATE, is_run_dir
+from imf.store.scoreboard import FILENAME as SCOREBOARD_FILE
+
+__all__ = ["CSV_FIELDS", "LAST_K", "MATPLOTLIB_MISSING", "METRIC", "Cell", "Curve", "Group",
+           "Report", "TrialRow", "Trends", "build_report", "compute_trends", "default_out",
+           "heatmap_text", "render_csv", "render_markdown", "render_text", "trend_lines",
+           "write_files", "write_report"]
+
+
+def build_report(paths: list[Path], last_k: int = LAST_K) -> Report:
+    """Read the sweep folders and run folders in ``paths``; rank, group by seed, find trends."""
+    if not paths:
+        raise ReportError("no folders given; give a sweep folder or run folders")
+    if last_k < 1:
+        raise ReportError(f"--last-k {last_k}: give 1 or more rollouts to average")
+    notices: list[str] = []
+    runs = collect(list(paths), notices, last_k)
+    rows = [r.row for r in runs]
+    if not any(r.best_score is not None for r in rows):
+        raise ReportError(f"no {METRIC} in any of the {len(rows)} trial(s) under "
+                          f"{', '.join(str(p) for p in paths)}; nothing to rank yet")
+    cells = build_cells(runs)
+    rank_trials(rows)
+    return Report(trials=rows, trends=compute_trends(cells, rows),
+                  sources=[str(Path(p)) for p in paths], notices=notices, last_k=last_k,
+                  curves=[r.curve for r in runs], config=shared_config(runs))
+
+
+def default_out(paths: list[Path]) -> Path:
+    """Where report files go without --out: the folder of one imf sweep (it holds sweep.json or
+    scoreboard.json), else the current folder, so nobody else's run folder is written into."""
+    if len(paths) == 1:
+        folder = Path(paths[0])
+        ours = (folder / SWEEP_STATE).is_file() or (folder / SCOREBOARD_FILE).is_file()
+        if ours and not is_run_dir(folder):
+            return folder
+    return Path.cwd()
+
+
+def write_files(report: Report, out_dir: Path) -> list[Path]:
+    """Write report.md/.json/.csv, heatmap.png and curves.png into ``out_dir``; the paths."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ReportError(f"--out {out_dir} is a file; give a folder")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figures = []
+    for name, notice in (("heatmap.png", write_heatmap(report.trends, out_dir / "heatmap.png")),
+                         ("curves.png", write_curves(report.curves, out_dir / "curves.png"))):
+        if notice is None:
+            figures.append(name)
+        elif notice not in report.notices:
+            report.notices.append(notice)
+    atomic_write_json(out_dir / "report.json", report.to_dict())
+    atomic_write_text(out_dir / "report.csv", render_csv(report))
+    atomic_write_text(out_dir / "report.md", render_markdown(report, figures))
+    return [out_dir / name for name in ["report.md", "report.json", "report.csv", *figures]]
+
+
+def write_report(sweep_dir: Path, out_dir: Path | None = None, last_k: int = LAST_K) -> Report:
+    """Build the report of ``sweep_dir`` and write its files there (or into ``out_dir``)."""
+    report = build_report([Path(sweep_dir)], last_k)
+    write_files(report, Path(out_dir) if out_dir is not None else Path(sweep_dir))
+    return report

@@ -1,0 +1,205 @@
+"""Cells (trials that differ only in seed), ranking with ties, trends that respect the noise."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from imf.report.collect import SEED_IN_ID, RunRead, config_key
+from imf.report.model import Cell, Group, TrialRow, Trends
+from imf.stats import Z95, clear_difference, mean_sd, tied_within_noise
+
+SIZE_KEYS = ("policy.n_emb", "policy.n_layer", "policy.model.n_emb", "policy.model.n_layer")
+
+
+def cell_label_of(trial_id: str) -> str:
+    """The trial id without its ``-s<seed>`` part."""
+    return SEED_IN_ID.sub("", trial_id, count=1)
+
+
+def _group_runs(runs: list[RunRead]) -> dict[str, list[RunRead]]:
+    """Trials by cell label: same config without the seed; trials without a config file join
+    the cell their id names (the id without ``-s<seed>``)."""
+    by_config: dict[str, list[RunRead]] = {}
+    for run in sorted((r for r in runs if r.config is not None), key=lambda r: r.row.id):
+        by_config.setdefault(config_key(run.config), []).append(run)
+    groups: dict[str, list[RunRead]] = {}
+    for members in by_config.values():
+        label = base = cell_label_of(members[0].row.id)
+        number = 1
+        while label in groups:
+            number += 1
+            label = f"{base}#{number}"
+        groups[label] = members
+    for run in sorted((r for r in runs if r.config is None), key=lambda r: r.row.id):
+        groups.setdefault(cell_label_of(run.row.id), []).append(run)
+    return groups
+
+
+def _varying(runs: list[RunRead]) -> list[str]:
+    configs = [r.config for r in runs if r.config is not None]
+    keys = sorted({k for c in configs for k in c})
+    return [k for k in keys if k not in SIZE_KEYS
+            and len({config_key({"v": c.get(k)}) for c in configs}) > 1]
+
+
+def shared_config(runs: list[RunRead]) -> dict[str, Any]:
+    """Settings every trial with a config file has, with the same value."""
+    configs = [r.config for r in runs if r.config is not None]
+    if not configs:
+        return {}
+    varying = set(_varying(runs))
+    return {k: v for k, v in configs[0].items() if k not in varying
+            and all(k in c and config_key({"v": c[k]}) == config_key({"v": v}) for c in configs)}
+
+
+def _mean_of(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _cell(label: str, members: list[RunRead], varying: list[str]) -> Cell:
+    rows = [m.row for m in members]
+    config = next((m.config for m in members if m.config is not None), {})
+    sized = next((r for r in rows if isinstance(r.n_emb, int)), rows[0])
+    cell = Cell(label=label, n_emb=sized.n_emb, n_layer=sized.n_layer,
+                params={k: config.get(k) for k in varying}, trials=[r.id for r in rows],
+                seeds=[r.seed for r in rows])
+    scores = [r.best_score for r in rows if r.best_score is not None]
+    if scores:
+        cell.n, (cell.mean, sd) = len(scores), mean_sd(scores)
+        cell.low, cell.high = min(scores), max(scores)
+        if len(scores) >= 2:
+            cell.sd, cell.se, cell.noise = sd, sd / math.sqrt(len(scores)), "seeds"
+        else:
+            only = next(r for r in rows if r.best_score is not None)
+            if only.best_se is not None:
+                cell.se, cell.noise = only.best_se, "episodes"
+    cell.last_k = _mean_of([r.last_k for r in rows if r.last_k is not None])
+    fresh = [r for r in rows if r.fresh is not None]
+    if fresh:
+        cell.fresh_n, (cell.fresh, sd) = len(fresh), mean_sd([r.fresh for r in fresh])
+        cell.fresh_se = sd / math.sqrt(len(fresh)) if len(fresh) >= 2 else fresh[0].fresh_se
+    return cell
+
+
+def build_cells(runs: list[RunRead]) -> list[Cell]:
+    """One cell per config without the seed; sets each trial's and curve's ``cell``."""
+    varying = _varying(runs)
+    cells = []
+    for label, members in _group_runs(runs).items():
+        for member in members:
+            member.row.cell = member.curve.cell = label
+        cells.append(_cell(label, members, varying))
+    return sorted(cells, key=lambda c: (c.n_emb or 0, c.n_layer or 0, c.label))
+
+
+def rank_trials(rows: list[TrialRow]) -> None:
+    """Sort by max score (then earlier best epoch), number the scored ones, mark ties with #1."""
+    rows.sort(key=lambda r: (r.best_score is None, -(r.best_score or 0.0),
+                             r.best_epoch if isinstance(r.best_epoch, int) else 1 << 30, r.id))
+    scored = [r for r in rows if r.best_score is not None]
+    for rank, row in enumerate(scored, start=1):
+        row.rank = rank
+    if not scored:
+        return
+    top = scored[0]
+    for row in scored:
+        if row is top:
+            row.tied = True
+        elif top.best_se is not None and row.best_se is not None:
+            row.tied = tied_within_noise(top.best_score, top.best_se, row.best_score, row.best_se)
+
+
+# trends -----------------------------------------------------------------------
+def combined_se(ses: list[float | None]) -> float | None:
+    """SE of the mean of independent estimates; None when one of them is unknown."""
+    if not ses or any(se is None for se in ses):
+        return None
+    return math.sqrt(sum(se * se for se in ses)) / len(ses)
+
+
+def _groups(cells: list[Cell], rows: list[TrialRow], key: str) -> list[Group]:
+    by_value: dict[int, list[Cell]] = {}
+    for cell in cells:
+        value = getattr(cell, key)
+        if isinstance(value, int) and cell.mean is not None:
+            by_value.setdefault(value, []).append(cell)
+    result = []
+    for value in sorted(by_value):
+        members = by_value[value]
+        trials = [r for r in rows if r.cell in {c.label for c in members} and r.best_score is not None]
+        top = max(trials, key=lambda r: r.best_score)
+        result.append(Group(value, len(trials), sum(c.mean for c in members) / len(members),
+                            top.best_score, top.id, len(members), combined_se([c.se for c in members])))
+    return result
+
+
+def effect_words(delta: float, se: float | None, better: str, worse: str, none: str) -> str:
+    """"helps +0.05 ± 0.01" when the effect is beyond the noise, else why no claim is made."""
+    if se is None:
+        return f"{none}: {delta:+.4f}, noise unknown (no per-episode scores and one seed), no claim"
+    if clear_difference(delta, se, 0.0, 0.0):
+        return f"{better if delta > 0 else worse}: {delta:+.4f} ± {se:.4f}"
+    return f"{none}: no clear effect ({delta:+.4f} ± {se:.4f})"
+
+
+def _effect(groups: list[Group], kind: str, key: str) -> dict[str, Any] | None:
+    """How the mean score moves from the smallest to the largest ``key``."""
+    if not groups:
+        return None
+    low, high = groups[0], groups[-1]
+    if low is high:
+        return {"delta": None, "se": None, "clear": False, "low": low.value, "high": high.value,
+                "text": f"{kind}: only {key} {low.value} was run, no trend"}
+    delta = high.mean - low.mean
+    se = math.hypot(high.se, low.se) if high.se is not None and low.se is not None else None
+    clear = se is not None and clear_difference(delta, se, 0.0, 0.0)
+    words = effect_words(delta, se, f"{kind} helps", f"{kind} hurts", kind)
+    return {"delta": delta, "se": se, "clear": clear, "low": low.value, "high": high.value,
+            "text": f"{words}; mean score at {key} {high.value} minus {key} {low.value}"}
+
+
+def _best_cell(cells: list[Cell]) -> dict[str, Any] | None:
+    scored = [c for c in cells if c.mean is not None]
+    if not scored:
+        return None
+    best = max(scored, key=lambda c: c.mean)  # the first of equal means
+    tied = [c.label for c in scored if c is not best and best.se is not None and c.se is not None
+            and tied_within_noise(best.mean, best.se, c.mean, c.se)]
+    return {"label": best.label, "n_emb": best.n_emb, "n_layer": best.n_layer, "n": best.n,
+            "mean": best.mean, "se": best.se, "best": best.high, "tied_with": tied}
+
+
+def fresh_words(rows: list[TrialRow]) -> str | None:
+    """Whether ranking by max and by the fresh-seed score pick the same best trial."""
+    both = [r for r in rows if r.fresh is not None and r.best_score is not None]
+    if len(both) < 2:
+        return None
+    by_max = sorted(both, key=lambda r: -r.best_score)
+    by_fresh = sorted(both, key=lambda r: -r.fresh)
+    swapped = sum(1 for i, a in enumerate(by_max) for b in by_max[i + 1:] if b.fresh > a.fresh)
+    pairs = len(both) * (len(both) - 1) // 2
+    if by_max[0] is by_fresh[0]:
+        tail = "and order every pair alike" if not swapped else f"but order {swapped} of {pairs} pair(s) differently"
+        return (f"max and fresh-seed rankings agree on the best of the {len(both)} trials scored on "
+                f"fresh seeds ({by_max[0].id}) {tail}")
+    a, b = by_max[0], by_fresh[0]
+    noise = ""
+    if a.fresh_se is not None and b.fresh_se is not None:
+        tie = tied_within_noise(a.fresh, a.fresh_se, b.fresh, b.fresh_se, Z95)
+        noise = "; the fresh-seed gap is within noise" if tie else "; the fresh-seed gap is beyond noise"
+    return (f"max and fresh-seed rankings disagree: best by max is {a.id} (fresh {_pm(a.fresh, a.fresh_se)}), "
+            f"best on fresh seeds is {b.id} (fresh {_pm(b.fresh, b.fresh_se)}){noise}; "
+            f"{swapped} of {pairs} pair(s) ordered differently")
+
+
+def _pm(value: float, se: float | None) -> str:
+    return f"{value:.4f}" if se is None else f"{value:.4f} ± {se:.4f}"
+
+
+def compute_trends(cells: list[Cell], rows: list[TrialRow]) -> Trends:
+    """Mean score by n_emb and by n_layer over cells, the best cell, width and depth effects."""
+    trends = Trends(by_n_emb=_groups(cells, rows, "n_emb"), by_n_layer=_groups(cells, rows, "n_layer"),
+                    cells=cells, best_cell=_best_cell(cells), fresh=fresh_words(rows))
+    trends.width = _effect(trends.by_n_emb, "width", "n_emb")
+    trends.depth = _effect(trends.by_n_layer, "depth", "n_layer")
+    return trends

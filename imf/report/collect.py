@@ -1,0 +1,266 @@
+"""Read sweeps, run folders and Diffusion Policy outputs into trial rows, curves and configs."""
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from imf.errors import ReportError
+from imf.report.model import LAST_K, Curve, TrialRow
+from imf.stats import standard_error
+from imf.store.runs import (CONFIG, HYDRA_CONFIG, LOGS, SUMMARY, find_run_dirs, first_number,
+                            is_run_dir, log_segments, model_size, read_json_object, read_log,
+                            read_sweep_trials, read_yaml_mapping, row_episode_scores, row_score,
+                            row_success)
+from imf.store.scoreboard import ScoreboardStore
+
+FINAL_EVAL = "final_eval.json"
+# Settings that say where or how a run ran, not what it learned: left out of a cell's identity.
+RUN_ONLY = ("training.seed", "training.device", "training.resume", "training.num_workers",
+            "eval.n_workers", "data.cache_dir", "name", "logging.", "sweep.", "multi_run.",
+            "hydra.", "checkpoint.")
+SEED_IN_ID = re.compile(r"-s(\d+)(?=-|$)")
+
+
+@dataclass
+class RunRead:
+    row: TrialRow
+    curve: Curve
+    config: dict[str, Any] | None  # flattened, run-only settings left out; None: no config file
+
+
+@dataclass
+class Rollout:
+    epoch: int | None  # as logged (0-based)
+    score: float
+    se: float | None  # from the episodes; None with fewer than two
+    episodes: int
+    success: float | None
+
+
+def _counted(epoch: Any) -> int | None:
+    """Reports count epochs from 1; logs.json.txt and summary.json keep the 0-based index."""
+    return epoch + 1 if isinstance(epoch, int) and not isinstance(epoch, bool) else None
+
+
+def flatten(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in mapping.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _run_only(key: str) -> bool:
+    return any(key == k or (k.endswith(".") and key.startswith(k)) for k in RUN_ONLY)
+
+
+def read_config(run_dir: Path) -> tuple[dict[str, Any] | None, int | None]:
+    """(the run's flattened config without run-only settings, its training.seed)."""
+    for path in (run_dir / CONFIG, run_dir / HYDRA_CONFIG):
+        if path.is_file():
+            flat = flatten(read_yaml_mapping(path))
+            if flat:
+                seed = flat.get("training.seed")
+                seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+                return {k: v for k, v in flat.items() if not _run_only(k)}, seed
+    return None, None
+
+
+def seed_from_id(trial_id: str) -> int | None:
+    match = SEED_IN_ID.search(trial_id)
+    return int(match.group(1)) if match else None
+
+
+def rollouts_of(rows: list[dict[str, Any]]) -> list[Rollout]:
+    result = []
+    for row in rows:
+        score = row_score(row)
+        if score is None:
+            continue
+        episodes = row_episode_scores(row)
+        se = standard_error(episodes) if len(episodes) >= 2 else None
+        epoch = row.get("epoch") if isinstance(row.get("epoch"), int) else None
+        result.append(Rollout(epoch, score, se, len(episodes), row_success(row)))
+    return result
+
+
+def _dp_status(rows: list[dict[str, Any]]) -> str:
+    """"incomplete" when the last epoch has fewer log lines than the full ones, else "unknown":
+    a Diffusion Policy log does not say whether its run ended as planned."""
+    epochs = [r["epoch"] for r in rows if isinstance(r.get("epoch"), int)]
+    if not epochs:
+        return "unknown"
+    counts = Counter(epochs)
+    full = [count for epoch, count in counts.items() if epoch != epochs[-1]]
+    return "incomplete" if full and counts[epochs[-1]] < max(full) else "unknown"
+
+
+def _fill_scores(row: TrialRow, rollouts: list[Rollout], summary: dict[str, Any],
+                 last_k: int) -> None:
+    row.rollouts = len(rollouts)
+    if rollouts:
+        best = max(rollouts, key=lambda r: r.score)  # the first of equal maxima
+        row.best_score, row.best_epoch = best.score, _counted(best.epoch)
+        row.success_rate, row.best_se = best.success, best.se
+        row.episodes = best.episodes or None
+        tail = rollouts[-last_k:]
+        row.last_k, row.last_k_n = sum(r.score for r in tail) / len(tail), len(tail)
+        # The rollouts share their test seeds, so their errors are not independent: the mean
+        # of their SEs (what perfect correlation gives) is the honest bound.
+        if all(r.se is not None for r in tail):
+            row.last_k_se = sum(r.se for r in tail) / len(tail)
+    elif first_number(summary, ("best_score",)) is not None:
+        row.best_score, row.best_epoch = float(summary["best_score"]), _counted(summary.get("best_epoch"))
+    if row.success_rate is None:
+        row.success_rate = first_number(summary, ("best_success_rate",))
+
+
+def read_final_eval(run_dir: Path, notices: list[str]) -> tuple[float, float | None, int | None] | None:
+    """(mean, se, episodes) of the fresh-seed evaluation in final_eval.json, if there is one."""
+    path = run_dir / FINAL_EVAL
+    if not path.is_file():
+        return None
+    try:
+        data = read_json_object(path)
+    except ValueError as exc:
+        notices.append(f"ignored {exc}")
+        return None
+    mean = first_number(data, ("mean",))
+    if mean is None:
+        notices.append(f"ignored {path}: no number under 'mean'")
+        return None
+    per_seed = data.get("per_seed") if isinstance(data.get("per_seed"), list) else []
+    scores = [float(v) for v in per_seed if isinstance(v, (int, float)) and not isinstance(v, bool)
+              and math.isfinite(v)]
+    se = first_number(data, ("se",))
+    if se is None and len(scores) >= 2:
+        se = standard_error(scores)
+    episodes = data.get("episodes")
+    episodes = episodes if isinstance(episodes, int) and not isinstance(episodes, bool) else len(scores) or None
+    return mean, se, episodes
+
+
+def _read_summary(run_dir: Path, notices: list[str]) -> dict[str, Any] | None:
+    if not (run_dir / SUMMARY).is_file():
+        return None
+    try:
+        return read_json_object(run_dir / SUMMARY)
+    except ValueError as exc:
+        notices.append(f"ignored {exc}")
+        return None
+
+
+def _read_log_rows(run_dir: Path, trial_id: str, notices: list[str]) -> tuple[list[dict[str, Any]], int]:
+    """The rows of the last segment of the log and how many times the log restarted."""
+    if not (run_dir / LOGS).is_file():
+        return [], 0
+    log = read_log(run_dir / LOGS)
+    if log.skipped:
+        notices.append(f"skipped {log.skipped} unreadable line(s) in {run_dir / LOGS}")
+    segments = log_segments(log.rows)
+    if len(segments) > 1:
+        earlier = sum(len(s) for s in segments[:-1])
+        notices.append(f"{trial_id}: log restarted {len(segments) - 1} time(s) (global_step went "
+                       f"back); using the last segment, {earlier} earlier line(s) left out")
+    return segments[-1], len(segments) - 1
+
+
+def read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
+             notices: list[str], last_k: int = LAST_K) -> RunRead:
+    summary = _read_summary(run_dir, notices)
+    trial_id = str((summary or {}).get("id") or trial_id)
+    state = sweep.get(trial_id, {})
+    rows, restarts = _read_log_rows(run_dir, trial_id, notices)
+    dp = summary is None and ((run_dir / HYDRA_CONFIG).is_file()
+                              or any("test/mean_score" in r for r in rows))
+    status = (summary or {}).get("status") or state.get("status")
+    status = status or (_dp_status(rows) if dp else "unknown")
+    config, seed = read_config(run_dir)
+    row = TrialRow(id=trial_id, run_dir=str(run_dir.resolve()), status=str(status),
+                   source="diffusion_policy" if dp else "imf", queue=state.get("queue"),
+                   note=str((summary or {}).get("note") or ""), restarts=restarts)
+    row.n_emb, row.n_layer = model_size(run_dir, summary, trial_id)
+    row.seed = seed if seed is not None else _summary_seed(summary, trial_id)
+    rollouts = rollouts_of(rows)
+    _fill_scores(row, rollouts, summary or {}, last_k)
+    epochs = [r["epoch"] for r in rows if isinstance(r.get("epoch"), int)]
+    row.final_epoch = _counted(max(epochs)) if epochs else (summary or {}).get("epochs_done")
+    fresh = read_final_eval(run_dir, notices)
+    if fresh:
+        row.fresh, row.fresh_se, row.fresh_episodes = fresh
+    curve = Curve(trial_id, None, [[_counted(r.epoch), r.score, r.se] for r in rollouts],
+                  [[_counted(r["epoch"]), float(r["val_loss"])] for r in rows
+                   if isinstance(r.get("epoch"), int) and first_number(r, ("val_loss",)) is not None])
+    return RunRead(row, curve, config)
+
+
+def _summary_seed(summary: dict[str, Any] | None, trial_id: str) -> int | None:
+    seed = (summary or {}).get("seed")
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else seed_from_id(trial_id)
+
+
+def _from_scoreboard(record: dict[str, Any], sweep: dict[str, dict[str, Any]]) -> RunRead:
+    config = record.get("config") if isinstance(record.get("config"), dict) else {}
+    row = TrialRow(id=record["id"], run_dir=record.get("run_dir"), source="scoreboard",
+                   status=str(record.get("status") or "unknown"),
+                   n_emb=config.get("n_emb"), n_layer=config.get("n_layer"),
+                   final_epoch=record.get("epochs"), best_score=first_number(record, ("score",)),
+                   queue=sweep.get(record["id"], {}).get("queue"), note=record.get("note") or "",
+                   seed=seed_from_id(record["id"]))
+    return RunRead(row, Curve(row.id, None), None)
+
+
+def _planned(trial_id: str, state: dict[str, Any], sweep_dir: Path) -> RunRead:
+    row = TrialRow(id=trial_id, run_dir=None, source="imf", queue=state.get("queue"),
+                   status=str(state.get("status") or "unknown"), seed=seed_from_id(trial_id))
+    row.n_emb, row.n_layer = model_size(sweep_dir / trial_id, state, trial_id)
+    return RunRead(row, Curve(trial_id, None), None)
+
+
+def read_sweep(sweep_dir: Path, notices: list[str], last_k: int = LAST_K) -> list[RunRead]:
+    sweep = read_sweep_trials(sweep_dir)
+    runs = [read_run(d, d.relative_to(sweep_dir).as_posix(), sweep, notices, last_k)
+            for d in find_run_dirs(sweep_dir)]
+    seen = {r.row.id for r in runs}
+    for record in ScoreboardStore(sweep_dir).read():
+        if record["id"] not in seen:  # recorded, but its folder is not here
+            runs.append(_from_scoreboard(record, sweep))
+            seen.add(record["id"])
+    for trial_id, state in sweep.items():
+        if trial_id not in seen:  # planned or queued, no folder yet
+            runs.append(_planned(trial_id, state, sweep_dir))
+    return runs
+
+
+def check_folder(path: Path) -> None:
+    if not path.is_dir():
+        what = "does not exist" if not path.exists() else "is not a folder"
+        raise ReportError(f"{path} {what}; give a sweep folder or run folders")
+
+
+def collect(paths: list[Path], notices: list[str], last_k: int = LAST_K) -> list[RunRead]:
+    """Every trial under ``paths`` (sweep folders, run folders, Diffusion Policy outputs)."""
+    runs: list[RunRead] = []
+    for path in map(Path, paths):
+        check_folder(path)
+        if is_run_dir(path):
+            runs.append(read_run(path, path.name, read_sweep_trials(path.parent), notices, last_k))
+            continue
+        found = read_sweep(path, notices, last_k)
+        if not found:
+            raise ReportError(f"no run folders in {path} (a run folder holds {LOGS}, {SUMMARY} "
+                              f"or {HYDRA_CONFIG.as_posix()})")
+        runs.extend(found)
+    return runs
+
+
+def config_key(config: dict[str, Any]) -> str:
+    return json.dumps(config, sort_keys=True, default=str)

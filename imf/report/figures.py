@@ -1,0 +1,158 @@
+"""heatmap.png, curves.png and the comparison's difference heatmap (matplotlib is optional)."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from imf.report.model import METRIC, Curve, Trends
+from imf.report.render import heat_grid, heat_label
+from imf.store.files import atomic_write_bytes
+
+MATPLOTLIB_MISSING = ("PNG figures skipped: matplotlib is not installed "
+                      "(install it with: pip install 'imf[plot]')")
+
+
+def _matplotlib() -> tuple[Any, Any] | None:
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    return Figure, FigureCanvasAgg
+
+
+def _save(fig: Any, canvas_cls: Any, path: Path) -> None:
+    canvas = canvas_cls(fig)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    canvas.print_png(buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def _grid_axes(ax: Any, embs: list[int], layers: list[int]) -> None:
+    ax.set_xticks(range(len(embs)), [str(e) for e in embs])
+    ax.set_yticks(range(len(layers)), [str(n) for n in layers])
+    ax.set(xlabel="n_emb", ylabel="n_layer")
+
+
+def _mark_missing(ax: Any, i: int, j: int, text: str) -> None:
+    from matplotlib.patches import Rectangle
+    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="#eeeeee", edgecolor="#999999",
+                           hatch="//", linewidth=0.5))
+    ax.text(j, i, text, ha="center", va="center", fontsize=8, color="#555555")
+
+
+def write_heatmap(trends: Trends, path: Path) -> str | None:
+    """Mean over seeds of max score per (n_layer, n_emb) on a fixed 0-1 colour range, with
+    ± SE and n in each cell; cells not run or not scored are hatched. A notice when skipped."""
+    if not any(isinstance(c.n_emb, int) and isinstance(c.n_layer, int) for c in trends.cells):
+        return f"{path.name} skipped: no trial has both n_emb and n_layer"
+    mpl = _matplotlib()
+    if mpl is None:
+        return MATPLOTLIB_MISSING
+    figure_cls, canvas_cls = mpl
+    embs, layers, mean, se, count = heat_grid(trends)
+    fig = figure_cls(figsize=(3.0 + 1.4 * len(embs), 2.2 + 0.8 * len(layers)), dpi=120)
+    ax = fig.add_subplot()
+    image = ax.imshow(np.ma.masked_invalid(mean), cmap="viridis", vmin=0.0, vmax=1.0,
+                      origin="lower", aspect="auto")
+    _grid_axes(ax, embs, layers)
+    ax.set_title(f"mean over seeds of max {METRIC}\n± SE, n = scored trials; colour range fixed 0-1",
+                 fontsize=9)
+    for (i, j), value in np.ndenumerate(mean):
+        n = int(count[i, j])
+        if np.isnan(value):
+            _mark_missing(ax, i, j, heat_label(value, se[i, j], n))
+        else:
+            ax.text(j, i, heat_label(value, se[i, j], n, sep="\n"), ha="center", va="center",
+                    fontsize=8, color="white" if value < 0.5 else "black")
+    fig.colorbar(image, ax=ax)
+    _save(fig, canvas_cls, path)
+    return None
+
+
+def write_curves(curves: list[Curve], path: Path) -> str | None:
+    """test_mean_score ± SE and val loss per epoch, one line per trial, one colour per cell."""
+    drawn = [c for c in curves if c.rollouts or c.val_loss]
+    if not drawn:
+        return f"{path.name} skipped: no trial logged a rollout or a val loss"
+    mpl = _matplotlib()
+    if mpl is None:
+        return MATPLOTLIB_MISSING
+    figure_cls, canvas_cls = mpl
+    from matplotlib import colormaps
+    cells = sorted({c.cell or c.id for c in drawn})
+    palette = colormaps["tab10" if len(cells) <= 10 else "tab20"]
+    colour = {cell: palette(k % palette.N) for k, cell in enumerate(cells)}
+    fig = figure_cls(figsize=(11, 4.2), dpi=110)
+    score_ax, loss_ax = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    labelled: set[str] = set()
+    for curve in drawn:
+        cell = curve.cell or curve.id
+        label = None if cell in labelled else cell
+        labelled.add(cell)
+        _score_line(score_ax, curve, colour[cell], label)
+        if curve.val_loss:
+            epochs, losses = zip(*curve.val_loss)
+            loss_ax.plot(epochs, losses, color=colour[cell], linewidth=1.2)
+    score_ax.set(xlabel="epoch", ylabel=METRIC, ylim=(0, 1),
+                 title=f"{METRIC} per rollout (band: ± SE over episodes)")
+    loss_ax.set(xlabel="epoch", ylabel="val loss", title="validation loss")
+    if any(c.val_loss for c in drawn) and all(v > 0 for c in drawn for _, v in c.val_loss):
+        loss_ax.set_yscale("log")
+    score_ax.legend(title="cell", fontsize=7, title_fontsize=8, loc="lower right")
+    _save(fig, canvas_cls, path)
+    return None
+
+
+def _score_line(ax: Any, curve: Curve, colour: Any, label: str | None) -> None:
+    points = [(e, s, se) for e, s, se in curve.rollouts if e is not None]
+    if not points:
+        return
+    epochs = np.array([p[0] for p in points], dtype=float)
+    scores = np.array([p[1] for p in points], dtype=float)
+    ses = np.array([np.nan if p[2] is None else p[2] for p in points], dtype=float)
+    ax.plot(epochs, scores, color=colour, linewidth=1.2, marker="o", markersize=2.5, label=label)
+    if not np.all(np.isnan(ses)):
+        ax.fill_between(epochs, scores - ses, scores + ses, color=colour, alpha=0.18, linewidth=0)
+
+
+def write_difference_heatmap(cells: list[dict[str, Any]], title: str, path: Path) -> str | None:
+    """B - A per (n_layer, n_emb) on a diverging scale centred on 0, symmetric, at least ±0.1."""
+    sized = [c for c in cells if isinstance(c["n_emb"], int) and isinstance(c["n_layer"], int)]
+    if not sized:
+        return f"{path.name} skipped: no shared cell has both n_emb and n_layer"
+    mpl = _matplotlib()
+    if mpl is None:
+        return MATPLOTLIB_MISSING
+    figure_cls, canvas_cls = mpl
+    embs = sorted({c["n_emb"] for c in sized})
+    layers = sorted({c["n_layer"] for c in sized})
+    diff = np.full((len(layers), len(embs)), np.nan)
+    text = [["not in both"] * len(embs) for _ in layers]
+    for c in sized:
+        i, j = layers.index(c["n_layer"]), embs.index(c["n_emb"])
+        diff[i, j] = c["diff"]
+        noise = "" if c["se"] is None else f"\n± {c['se']:.3f}"
+        mark = " *" if c["clear"] else ""
+        text[i][j] = f"{c['diff']:+.3f}{mark}{noise}\nn={c['n_a']}/{c['n_b']}"
+    limit = max(0.1, float(np.ceil(np.nanmax(np.abs(diff)) * 10) / 10))
+    fig = figure_cls(figsize=(3.0 + 1.4 * len(embs), 2.4 + 0.8 * len(layers)), dpi=120)
+    ax = fig.add_subplot()
+    image = ax.imshow(np.ma.masked_invalid(diff), cmap="RdBu", vmin=-limit, vmax=limit,
+                      origin="lower", aspect="auto")
+    _grid_axes(ax, embs, layers)
+    ax.set_title(f"{title}\n* beyond noise (1.96 SE); colour range ±{limit:.1f}, centred on 0",
+                 fontsize=9)
+    for (i, j), value in np.ndenumerate(diff):
+        if np.isnan(value):
+            _mark_missing(ax, i, j, text[i][j])
+        else:
+            ax.text(j, i, text[i][j], ha="center", va="center", fontsize=8,
+                    color="white" if abs(value) > 0.6 * limit else "black")
+    fig.colorbar(image, ax=ax)
+    _save(fig, canvas_cls, path)
+    return None

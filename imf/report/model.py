@@ -1,0 +1,107 @@
+"""What a report holds: trials, cells (trials that differ only in seed), trends, curves."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from imf.store.base import now_iso
+
+METRIC = "test_mean_score"
+LAST_K = 3  # rollouts averaged by the "last K" score
+
+
+@dataclass
+class TrialRow:
+    id: str
+    run_dir: str | None
+    source: str  # "imf", "diffusion_policy" or "scoreboard" (a record without its folder)
+    status: str
+    n_emb: int | None = None
+    n_layer: int | None = None
+    final_epoch: int | None = None
+    best_score: float | None = None  # max test_mean_score over the rollouts: the headline
+    best_epoch: int | None = None
+    success_rate: float | None = None  # at the epoch of the best score
+    queue: str | None = None
+    note: str = ""
+    rank: int | None = None
+    best_se: float | None = None  # standard error of the best rollout, from its episodes
+    episodes: int | None = None  # episodes in the best rollout
+    rollouts: int = 0
+    last_k: float | None = None  # mean of the last K rollouts
+    last_k_se: float | None = None
+    last_k_n: int = 0  # rollouts in that mean (fewer than K when the run had fewer)
+    fresh: float | None = None  # best.pt re-scored on fresh seeds (final_eval.json)
+    fresh_se: float | None = None
+    fresh_episodes: int | None = None
+    seed: int | None = None
+    cell: str | None = None  # the cell: this trial's config without training.seed
+    tied: bool | None = None  # tied within noise with rank 1; None: noise unknown
+    restarts: int = 0  # times the log restarted (global_step went back)
+
+
+@dataclass
+class Curve:
+    id: str
+    cell: str | None
+    rollouts: list[list[float | None]] = field(default_factory=list)  # [epoch, score, se]
+    val_loss: list[list[float]] = field(default_factory=list)  # [epoch, loss]
+
+
+@dataclass
+class Cell:
+    label: str
+    n_emb: int | None
+    n_layer: int | None
+    params: dict[str, Any]  # other config values that vary between the cells
+    trials: list[str]
+    seeds: list[int | None]
+    n: int = 0  # scored trials
+    mean: float | None = None  # of the trials' max scores
+    sd: float | None = None  # over seeds (None for one trial)
+    se: float | None = None  # of the mean; see noise
+    noise: str = "unknown"  # "seeds": sd / sqrt(n); "episodes": one trial's rollout SE
+    low: float | None = None
+    high: float | None = None
+    last_k: float | None = None  # mean over the trials
+    fresh: float | None = None  # mean over the trials scored on fresh seeds
+    fresh_se: float | None = None
+    fresh_n: int = 0
+
+
+@dataclass
+class Group:
+    value: int  # the n_emb or n_layer of this group
+    trials: int
+    mean: float  # mean of its cells' means
+    best: float
+    best_trial: str
+    cells: int = 0
+    se: float | None = None  # from the cells' SEs; None when one of them is unknown
+
+
+@dataclass
+class Trends:
+    by_n_emb: list[Group] = field(default_factory=list)
+    by_n_layer: list[Group] = field(default_factory=list)
+    cells: list[Cell] = field(default_factory=list)
+    best_cell: dict[str, Any] | None = None  # label, n_emb, n_layer, mean, se, n, tied_with
+    width: dict[str, Any] | None = None  # delta, se, clear, low, high, text
+    depth: dict[str, Any] | None = None
+    fresh: str | None = None  # how the max and fresh-seed rankings relate, in words
+
+
+@dataclass
+class Report:
+    trials: list[TrialRow]
+    trends: Trends
+    sources: list[str]
+    notices: list[str] = field(default_factory=list)
+    metric: str = METRIC
+    last_k: int = LAST_K
+    curves: list[Curve] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)  # settings shared by every cell
+    created: str = field(default_factory=now_iso)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

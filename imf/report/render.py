@@ -1,0 +1,198 @@
+"""The report as terminal text, report.md and report.csv."""
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from imf.report.analysis import combined_se
+from imf.report.model import METRIC, Report, Trends
+from imf.tables import table, to_text
+
+CSV_FIELDS = ("rank", "id", "status", "n_emb", "n_layer", "seed", "cell", "final_epoch",
+              "best_score", "best_se", "episodes", "best_epoch", "tied", "last_k", "last_k_se",
+              "last_k_n", "fresh", "fresh_se", "fresh_episodes", "success_rate", "rollouts",
+              "restarts", "queue", "source", "run_dir", "note")
+NO_SIZES = "no trial has a known n_emb or n_layer: no trends"
+NOISE_RULE = ("± is one standard error; an effect or a gap is claimed only when it is larger "
+              "than 1.96 standard errors (a 95% interval that excludes 0)")
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def pm(value: float | None, se: float | None, digits: int = 4) -> str:
+    """"0.8000 ± 0.0200", or the value alone when its SE is unknown."""
+    if value is None:
+        return "-"
+    return fmt(value, digits) if se is None else f"{value:.{digits}f} ± {se:.{digits}f}"
+
+
+def _vs_best(tied: bool | None, rank: int | None) -> str:
+    if rank is None:
+        return "-"
+    if rank == 1:
+        return "best"
+    return "?" if tied is None else "tied" if tied else "lower"
+
+
+def ranking_rows(report: Report) -> tuple[list[str], list[list[str]]]:
+    headers = ["rank", "trial", "status", "n_emb", "n_layer", "seed", "final epoch", "max ± SE",
+               "best epoch", f"last-{report.last_k} mean", "fresh ± SE", "success", "vs #1"]
+    rows = [[fmt(t.rank), t.id, t.status, fmt(t.n_emb), fmt(t.n_layer), fmt(t.seed),
+             fmt(t.final_epoch), pm(t.best_score, t.best_se), fmt(t.best_epoch),
+             pm(t.last_k, t.last_k_se), _fresh(t.fresh, t.fresh_se, t.fresh_episodes),
+             fmt(t.success_rate, 3), _vs_best(t.tied, t.rank)]
+            for t in report.trials]
+    return headers, rows
+
+
+def _fresh(value: float | None, se: float | None, episodes: int | None) -> str:
+    if value is None:
+        return "-"
+    return pm(value, se) + (f" ({episodes} ep)" if episodes else "")
+
+
+def cell_rows(report: Report) -> tuple[list[str], list[list[str]]]:
+    keys = sorted({k for c in report.trends.cells for k in c.params})
+    headers = (["cell", "n_emb", "n_layer"] + keys +
+               ["n", "seeds", "max: mean ± sd", "min-max", "SE (from)", f"last-{report.last_k}", "fresh"])
+    rows = []
+    for c in report.trends.cells:
+        seeds = ",".join(str(s) for s in c.seeds if s is not None) or "-"
+        spread = "-" if c.low is None else f"{c.low:.4f}-{c.high:.4f}"
+        se = "-" if c.se is None else f"{c.se:.4f} ({c.noise})"
+        fresh = "-" if c.fresh is None else pm(c.fresh, c.fresh_se) + f" (n={c.fresh_n})"
+        rows.append([c.label, fmt(c.n_emb), fmt(c.n_layer)] + [fmt(c.params.get(k)) for k in keys] +
+                    [str(c.n), seeds, pm(c.mean, c.sd), spread, se, fmt(c.last_k), fresh])
+    return headers, rows
+
+
+def markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows)]
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+    return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
+
+
+def trend_lines(trends: Trends) -> list[str]:
+    """The trends in words, one finding a line."""
+    lines = [] if trends.by_n_emb or trends.by_n_layer else [NO_SIZES]
+    for key, groups in (("n_emb", trends.by_n_emb), ("n_layer", trends.by_n_layer)):
+        for g in groups:
+            lines.append(f"{key} {g.value}: mean {pm(g.mean, g.se)} over {g.cells} cell(s), "
+                         f"{g.trials} trial(s); best {g.best:.4f} ({g.best_trial})")
+    if trends.best_cell:
+        c = trends.best_cell
+        tied = (f"tied within noise: {', '.join(c['tied_with'])}" if c["tied_with"]
+                else "no other cell tied within noise" if c["se"] is not None
+                else "noise unknown, ties not checked")
+        lines.append(f"best cell: {c['label']} (n_emb {fmt(c['n_emb'])} x n_layer {fmt(c['n_layer'])}), "
+                     f"mean {pm(c['mean'], c['se'])} over {c['n']} seed(s), best {c['best']:.4f}; {tied}")
+    lines += [effect["text"] for effect in (trends.width, trends.depth) if effect]
+    if trends.fresh:
+        lines.append(trends.fresh)
+    return lines
+
+
+def heat_grid(trends: Trends) -> tuple[list[int], list[int], np.ndarray, np.ndarray, np.ndarray]:
+    """n_emb values, n_layer values, and per (n_layer, n_emb): mean, SE (nan: unknown), n
+    (-1: not run, 0: run but not scored). Cells that share a size (other settings) are pooled."""
+    sized = [c for c in trends.cells if isinstance(c.n_emb, int) and isinstance(c.n_layer, int)]
+    embs = sorted({c.n_emb for c in sized})
+    layers = sorted({c.n_layer for c in sized})
+    mean, se = np.full((len(layers), len(embs)), np.nan), np.full((len(layers), len(embs)), np.nan)
+    count = np.full((len(layers), len(embs)), -1)
+    for i, layer in enumerate(layers):
+        for j, emb in enumerate(embs):
+            here = [c for c in sized if (c.n_emb, c.n_layer) == (emb, layer)]
+            scored = [c for c in here if c.mean is not None]
+            if here:
+                count[i, j] = sum(c.n for c in scored)
+            if scored:
+                mean[i, j] = sum(c.mean for c in scored) / len(scored)
+                pooled = combined_se([c.se for c in scored])
+                se[i, j] = np.nan if pooled is None else pooled
+    return embs, layers, mean, se, count
+
+
+def heat_label(mean: float, se: float, n: int, sep: str = " ") -> str:
+    if n < 0:
+        return "not run"
+    if n == 0:
+        return "no score"
+    noise = "" if np.isnan(se) else f"±{se:.3f}"
+    return f"{mean:.3f}{noise}{sep}n={n}"
+
+
+def heatmap_text(trends: Trends) -> str:
+    """Mean score by n_layer (rows) and n_emb (columns): mean ± SE and n per cell."""
+    if not any(isinstance(c.n_emb, int) and isinstance(c.n_layer, int) for c in trends.cells):
+        return "(no heatmap: no trial has both n_emb and n_layer)"
+    embs, layers, mean, se, count = heat_grid(trends)
+    labels = [[heat_label(mean[i, j], se[i, j], int(count[i, j])) for j in range(len(embs))]
+              for i in range(len(layers))]
+    width = max(13, *(len(s) for row in labels for s in row))
+    lines = [f"mean over seeds of max {METRIC} ± SE, n = scored trials; n_layer (rows) x n_emb (columns)",
+             "n_layer\\n_emb " + " ".join(f"{e:>{width}}" for e in embs)]
+    for i, layer in enumerate(layers):
+        lines.append(f"{layer:>13} " + " ".join(f"{s:>{width}}" for s in labels[i]))
+    return "\n".join(lines)
+
+
+def counts(report: Report) -> str:
+    scored = sum(t.rank is not None for t in report.trials)
+    cells = sum(c.n > 0 for c in report.trends.cells)
+    return f"{len(report.trials)} trial(s), {scored} scored, in {cells} scored cell(s)"
+
+
+def render_text(report: Report) -> str:
+    """Ranking, cells, trends and the text heatmap, for the terminal."""
+    out = [f"{counts(report)}; score = max {METRIC}; {NOISE_RULE}", ""]
+    out += to_text(table(*ranking_rows(report))).splitlines()
+    out += ["", "cells (trials that differ only in training.seed):"]
+    out += to_text(table(*cell_rows(report))).splitlines()
+    out += ["", "trends:"] + [f"  {line}" for line in trend_lines(report.trends)]
+    out += ["", heatmap_text(report.trends)]
+    return "\n".join(out) + "\n"
+
+
+def render_markdown(report: Report, figures: list[str]) -> str:
+    """report.md: the terminal's content as markdown, with the PNGs in ``figures`` embedded."""
+    out = ["# imf report", "",
+           f"{counts(report)}, from {', '.join(report.sources)} ({report.created}).", "",
+           f"- **max**: max {METRIC} over the evaluated epochs (the headline; optimistic: a maximum "
+           "of noisy rollouts), ± the SE of that rollout from its per-episode scores",
+           f"- **last-{report.last_k} mean**: mean of the last {report.last_k} rollouts",
+           "- **fresh**: best.pt re-scored on seeds the selection never saw (final_eval.json)",
+           f"- {NOISE_RULE}", "", "## Ranking", ""]
+    out += markdown_table(*ranking_rows(report))
+    out += ["", "## Cells", "", "Trials that differ only in `training.seed`: mean ± sd of their "
+            "max over seeds, n, min-max.", ""]
+    out += markdown_table(*cell_rows(report))
+    out += ["", "## Trends", ""] + [f"- {line}" for line in trend_lines(report.trends)]
+    out += ["", "## Heatmap", ""]
+    if "heatmap.png" in figures:
+        out += ["![mean over seeds of max test_mean_score by n_emb and n_layer](heatmap.png)", ""]
+    out += ["```text", heatmap_text(report.trends), "```"]
+    if "curves.png" in figures:
+        out += ["", "## Curves", "", "![test_mean_score and val loss per epoch](curves.png)"]
+    if report.notices:
+        out += ["", "## Notices", ""] + [f"- {n}" for n in report.notices]
+    return "\n".join(out) + "\n"
+
+
+def render_csv(report: Report) -> str:
+    """report.csv: one row per trial, ranked."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for trial in report.trials:
+        row = asdict(trial)
+        writer.writerow({k: "" if row[k] is None else row[k] for k in CSV_FIELDS})
+    return buffer.getvalue()
