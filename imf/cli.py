@@ -92,22 +92,15 @@ def eval_(
 
 @app.command(cls=Command)
 def report(
-    paths: list[Path] = typer.Argument(None, help="A sweep folder, or run folders (default: the current folder)."),
-    out: Path = typer.Option(None, "--out", help="Folder for report.md/.json/.csv and heatmap.png (default: the sweep folder)."),
-    as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout instead of the tables."),
+    paths: list[Path] = typer.Argument(None, help="A sweep folder, or run folders, or two sweep folders A B to compare (default: the current folder)."),
+    out: Path = typer.Option(None, "--out", help="Folder for the report files (default: the folder of one imf sweep, else the current folder)."),
+    as_json: bool = typer.Option(False, "--json", help="Print report.json (compare.json) to stdout instead of the tables."),
+    compare: bool = typer.Option(False, "--compare", help="Compare two sweeps A B cell by cell (B - A); two sweep folders are compared without it."),
+    last_k: int = typer.Option(3, "--last-k", help="Rollouts averaged by the last-K score."),
 ) -> None:
-    """Rank trials by max test_mean_score; trends by n_emb and n_layer; heatmap. Reads Diffusion Policy runs too."""
-    import os
-
-    from imf import report as report_lib
-    paths = paths or [Path(".")]
-    built = report_lib.build_report(paths)
-    target = out or (paths[0] if len(paths) == 1 else Path(os.path.commonpath([p.resolve() for p in paths])))
-    written = report_lib.write_files(built, target)
-    for notice in built.notices:
-        typer.echo(f"imf: note: {notice}", err=True)
-    typer.echo(json.dumps(built.to_dict(), indent=2) if as_json else report_lib.render_text(built), nl=as_json)
-    typer.echo(f"wrote {', '.join(str(p) for p in written)}", err=as_json)
+    """Rank trials by max test_mean_score ± SE with robust scores; cells over seeds; trends; heatmap and curves; compare two sweeps. Reads Diffusion Policy runs too."""
+    from imf.cli_report import report_command
+    report_command(paths or [], out=out, as_json=as_json, compare=compare, last_k=last_k)
 
 
 @app.command(cls=Command, context_settings={"allow_extra_args": False})

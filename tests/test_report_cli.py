@@ -18,30 +18,46 @@ def _imf(*args: str, cwd=None) -> subprocess.CompletedProcess:
                           cwd=cwd, timeout=60)
 
 
-def test_report_prints_tables_and_writes_files(tmp_path):
+def test_report_prints_tables_and_writes_files(tmp_path, monkeypatch):
     sweep = make_grid_sweep(tmp_path)
+    (sweep / "sweep.json").write_text(json.dumps({"trials": []}))  # an imf sweep: files go there
+    monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["report", str(sweep)])
     assert result.exit_code == 0, result.output
     assert "sw-full-e256-l12-s0" in result.stdout and "width helps: +0.3500" in result.stdout
     assert f"wrote {sweep / 'report.md'}" in result.stdout
-    assert (sweep / "heatmap.png").exists()
+    assert (sweep / "heatmap.png").exists() and (sweep / "curves.png").exists()
+    assert not (tmp_path / "report.md").exists()
 
 
 def test_report_json_and_out(tmp_path):
     sweep = make_grid_sweep(tmp_path)
-    result = runner.invoke(app, ["report", str(sweep), "--json", "--out", str(tmp_path / "o")])
+    result = runner.invoke(app, ["report", str(sweep), "--json", "--out", str(tmp_path / "o"),
+                                 "--last-k", "2"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["trials"][0]["rank"] == 1 and data["trends"]["best_cell"]["n_emb"] == 256
+    assert data["last_k"] == 2 and data["trials"][2]["last_k"] == 0.575  # 0.60, 0.55
     assert (tmp_path / "o" / "report.csv").exists() and not (sweep / "report.csv").exists()
 
 
-def test_report_of_several_run_folders_writes_to_their_parent(tmp_path):
+def test_without_out_nobody_elses_run_folder_is_written(tmp_path):
+    """Run folders and folders that are not an imf sweep: the report goes to the current folder."""
     a = make_run(tmp_path / "runs", "a", [0.3])
     b = make_run(tmp_path / "runs", "b", [0.6])
-    result = runner.invoke(app, ["report", str(a), str(b)])
-    assert result.exit_code == 0, result.output
-    assert (tmp_path / "runs" / "report.md").exists()
+    here = tmp_path / "here"
+    here.mkdir()
+    for args in ([str(a), str(b)], [str(a)], [str(tmp_path / "runs")]):
+        out = _imf("report", *args, cwd=here)
+        assert out.returncode == 0, out.stderr
+        assert (here / "report.md").exists()
+        assert not (a / "report.md").exists() and not (tmp_path / "runs" / "report.md").exists()
+
+
+def test_bad_last_k_is_one_line(tmp_path):
+    out = _imf("report", str(make_grid_sweep(tmp_path)), "--last-k", "0", cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.splitlines() == ["imf: error: --last-k 0: give 1 or more rollouts to average"]
 
 
 def test_missing_folder_is_one_error_line_and_exit_2(tmp_path):

@@ -12,7 +12,9 @@ from pathlib import Path
 
 from imf.errors import ReportError
 from imf.report.analysis import build_cells, compute_trends, rank_trials, shared_config
-from imf.report.collect import collect
+from imf.report.collect import check_folder, collect
+from imf.report.compare import (Comparison, compare_reports, render_compare_text,
+                                write_compare_files)
 from imf.report.figures import MATPLOTLIB_MISSING, write_curves, write_heatmap
 from imf.report.model import LAST_K, METRIC, Cell, Curve, Group, Report, TrialRow, Trends
 from imf.report.render import (CSV_FIELDS, heatmap_text, render_csv, render_markdown, render_text,
@@ -21,9 +23,10 @@ from imf.store.files import atomic_write_json, atomic_write_text
 from imf.store.runs import SWEEP_STATE, is_run_dir
 from imf.store.scoreboard import FILENAME as SCOREBOARD_FILE
 
-__all__ = ["CSV_FIELDS", "LAST_K", "MATPLOTLIB_MISSING", "METRIC", "Cell", "Curve", "Group",
-           "Report", "TrialRow", "Trends", "build_report", "compute_trends", "default_out",
-           "heatmap_text", "render_csv", "render_markdown", "render_text", "trend_lines",
+__all__ = ["CSV_FIELDS", "LAST_K", "MATPLOTLIB_MISSING", "METRIC", "Cell", "Comparison", "Curve",
+           "Group", "Report", "TrialRow", "Trends", "build_comparison", "build_report",
+           "compute_trends", "default_out", "heatmap_text", "is_comparison", "render_compare_text",
+           "render_csv", "render_markdown", "render_text", "trend_lines", "write_compare_files",
            "write_files", "write_report"]
 
 
@@ -44,6 +47,23 @@ def build_report(paths: list[Path], last_k: int = LAST_K) -> Report:
     return Report(trials=rows, trends=compute_trends(cells, rows),
                   sources=[str(Path(p)) for p in paths], notices=notices, last_k=last_k,
                   curves=[r.curve for r in runs], config=shared_config(runs))
+
+
+def is_comparison(paths: list[Path], compare: bool) -> bool:
+    """Two sweep folders (not run folders) are compared; ``compare`` asks for it explicitly."""
+    if compare and len(paths) != 2:
+        raise ReportError(f"--compare takes two sweep folders (A B), got {len(paths)} folder(s)")
+    if len(paths) != 2:
+        return False
+    for path in map(Path, paths):
+        check_folder(path)
+    return compare or not any(is_run_dir(Path(p)) for p in paths)
+
+
+def build_comparison(a: Path, b: Path, last_k: int = LAST_K) -> Comparison:
+    """Report each sweep, then compare their shared cells (B - A)."""
+    return compare_reports(build_report([Path(a)], last_k), build_report([Path(b)], last_k),
+                           Path(a), Path(b))
 
 
 def default_out(paths: list[Path]) -> Path:
