@@ -38,7 +38,7 @@ def start_trial(out: Path, obs: str, objective: str, steps: int, minutes: float,
                 cores: list[int] | None) -> tuple[subprocess.Popen, Path]:
     """Start one trial; with ``cores`` it runs pinned to them with as many torch threads."""
     run_dir = out / f"{objective}-{steps}"
-    steps_key = "objective.ddpm_steps" if objective == "ddpm" else "objective.sample_steps"
+    steps_key = "objective.options.steps" if objective == "ddpm" else "objective.sample_steps"
     cmd = [sys.executable, "-m", "imf", "trial", PRESETS[obs], f"objective.name={objective}", f"{steps_key}={steps}",
            f"training.time_budget_s={minutes * 60:g}", "training.budget_clock=cpu",
            "logging.swanlab=false", *EXTRA, "--out", str(run_dir), "--store", "none",

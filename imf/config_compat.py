@@ -2,7 +2,8 @@
 
 Run folders and checkpoints keep the config they were made with, so a removed key still
 loads when it holds the value that imf now always uses; any other value is an error that
-says what replaced it.
+says what replaced it. The built-in objectives' knobs moved into ``objective.options``;
+their old spellings (``objective.time_mu``) are still read.
 """
 from __future__ import annotations
 
@@ -20,6 +21,37 @@ REMOVED: dict[str, tuple[Any, str]] = {
     "policy.image_size": (96, "observations are the PushT renderer's 96x96 images"),
     "logging.metric": ("test_mean_score", "checkpoints are always ranked by test_mean_score"),
 }
+
+# old objective.<key> -> (its name in objective.options, the built-in objectives that take it)
+_MEAN_FLOWS = frozenset({"imf", "meanflow"})
+MOVED_TO_OPTIONS: dict[str, tuple[str, frozenset[str]]] = {
+    "time_mu": ("time_mu", _MEAN_FLOWS | {"flow"}),
+    "time_sigma": ("time_sigma", _MEAN_FLOWS | {"flow"}),
+    "equal_time_ratio": ("equal_time_ratio", _MEAN_FLOWS),
+    "adaptive_p": ("adaptive_p", _MEAN_FLOWS),
+    "adaptive_c": ("adaptive_c", _MEAN_FLOWS),
+    "tangent": ("tangent", frozenset({"imf"})),
+    "ddpm_steps": ("steps", frozenset({"ddpm"})),
+    "ddpm_beta_schedule": ("beta_schedule", frozenset({"ddpm"})),
+    "ddpm_clip_sample": ("clip_sample", frozenset({"ddpm"})),
+}
+
+
+def _move_objective_knobs(data: dict[str, Any]) -> dict[str, Any]:
+    """Old ``objective.<knob>`` keys into ``objective.options``. A layer that names its
+    objective (a saved config.yaml names it and carries every knob) keeps only that
+    objective's; a layer without a name keeps all and the objective's Options checks them."""
+    section = data.get("objective")
+    if not isinstance(section, dict) or not set(section) & set(MOVED_TO_OPTIONS):
+        return data
+    section, name = dict(section), section.get("name")
+    options = dict(section.get("options") or {})
+    for old, (new, takers) in MOVED_TO_OPTIONS.items():
+        if old in section:
+            value = section.pop(old)
+            if name is None or name in takers:
+                options.setdefault(new, value)
+    return {**data, "objective": {**section, "options": options}}
 
 
 def _alias_value(alias: str, value: Any) -> Any:
@@ -50,9 +82,9 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
             sub = dict(sub)
             sub[target.split(".")[1]] = _alias_value(alias, sub.pop(key))
             data = {**data, section: sub}
-    return _drop_removed(data)
+    return _move_objective_knobs(_drop_removed(data))
 
 
 def known_elsewhere() -> set[str]:
     """Dotted keys that are not ours but that ``upgrade`` understands."""
-    return set(ALIASES) | set(REMOVED)
+    return set(ALIASES) | set(REMOVED) | {f"objective.{key}" for key in MOVED_TO_OPTIONS}

@@ -34,6 +34,10 @@ def coerce(value: Any, tp: Any, key: str) -> Any:
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"config key '{key}': expected a list, got {value!r}")
         return [coerce(v, args[0], f"{key}[{i}]") for i, v in enumerate(value)]
+    if origin is dict or tp is dict:  # a plugin's options: the plugin checks the values
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise ConfigError(f"config key '{key}': expected a mapping of names to values, got {value!r}")
+        return dict(value)
     if tp is bool:
         if isinstance(value, bool):
             return value

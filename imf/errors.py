@@ -14,6 +14,15 @@ class ConfigError(ImfError):
     """A config key, value, preset or override is invalid."""
 
 
+class OptionError(ConfigError):
+    """A plugin's option with a bad value: raised in an options dataclass's ``__post_init__``
+    as ``OptionError("width", "must be >= 1, got 0")``; imf adds where the option lives."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(f"{key}: {message}")
+        self.key, self.message = key, message
+
+
 class PluginError(ImfError):
     """A plugin cannot be found or loaded."""
 

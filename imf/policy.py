@@ -20,11 +20,11 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from imf import registry
 from imf.data.lowdim import KEYPOINT_OBS_DIM
 from imf.data.normalizer import MinMaxNormalizer
 from imf.errors import CheckpointError, ConfigError
 from imf.model import ImfTransformer, ObsEncoder
+from imf.registry.options import plugin_and_options
 
 Obs = dict[str, Any]
 
@@ -37,7 +37,8 @@ class ImfPolicy(nn.Module):
         self.n_obs_steps, self.n_action_steps, self.horizon = p.n_obs_steps, p.n_action_steps, p.horizon
         self.obs_type = p.obs_type
         self.normalizer = normalizer
-        self.objective = registry.get("imf.objectives", cfg.objective.name)(cfg.objective)
+        objective_cls, options = plugin_and_options(cfg, "objective.options")
+        self.objective = objective_cls(cfg.objective, options)
         self.encoder = ObsEncoder(p) if self.obs_type == "image" else None
         cond_dim = self.encoder.feature_dim if self.encoder is not None else KEYPOINT_OBS_DIM
         v_head = bool(getattr(self.objective, "uses_v_head", False))

@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "imf"
 # "Import rules"): the policy module is the method side's front (train -> policy -> model,
 # objectives, data), and cli -> store for `imf log`, which edits ITERATION_LOG.md through its store.
 ALLOWED = {
-    "cli": {"scheduler", "train", "report", "pusht", "data", "config", "registry", "store"},
+    "cli": {"scheduler", "train", "report", "suggest", "pusht", "data", "config", "registry", "store"},
     "scheduler": {"store", "report", "config", "registry"},
     "train": {"objectives", "model", "pusht", "data", "store", "config", "registry", "policy"},
     "policy": {"model", "objectives", "data", "registry"},
@@ -20,13 +20,14 @@ ALLOWED = {
     "model": {"attention", "registry"},
     "pusht": {"data"},
     "report": {"store"},
+    "suggest": {"report", "store", "config"},  # reads results, proposes commands: never runs them
     "store": set(), "data": set(), "attention": set(), "registry": set(), "config": set(),
 }
 # Modules that belong to a part without living in its folder.
 PART_OF = {"cli_options": "cli", "cli_support": "cli", "__main__": "cli",
-           "config_values": "config", "config_compat": "config", "eval_seeds": "config"}
+           "config_compat": "config", "eval_seeds": "config"}
 # Leaf helpers anyone may import: they import nothing of imf but each other.
-LEAVES = {"errors", "version", "tables", "stats", "atomic"}
+LEAVES = {"errors", "version", "tables", "stats", "config_values", "atomic"}
 
 
 def _part(module: str) -> str:

@@ -7,7 +7,8 @@ import torch
 from imf import registry
 from imf.config import ObjectiveConfig, PolicyConfig
 from imf.model import ImfTransformer
-from imf.objectives.base import expand, jvp, sample_t_r
+from imf.registry.options import resolve
+from imf.objectives.base import MeanFlowOptions, expand, jvp, sample_t_r
 from imf.objectives.ddpm import DdpmObjective, make_betas
 
 CASES = [("imf", "boundary"), ("imf", "v_head"), ("meanflow", "boundary"), ("flow", "boundary"),
@@ -19,9 +20,15 @@ def one_thread():
     torch.set_num_threads(1)
 
 
+def make_objective(name: str, **options):
+    """The objective as the policy builds it: its Options checked from a config mapping."""
+    cls = registry.get("imf.objectives", name)
+    return cls(ObjectiveConfig(name=name), resolve(cls, options, "objective.options", name))
+
+
 def setup(name: str, tangent: str = "boundary", seed: int = 0, **obj_kw):
     torch.manual_seed(seed)
-    obj = registry.get("imf.objectives", name)(ObjectiveConfig(name=name, tangent=tangent, **obj_kw))
+    obj = make_objective(name, **({"tangent": tangent} if name == "imf" else {}), **obj_kw)
     cfg = PolicyConfig(n_emb=32, n_layer=2, n_head=2, p_drop_attn=0.0, horizon=5, n_obs_steps=2,
                        n_action_steps=3)
     return obj, ImfTransformer(cfg, 4, v_head=obj.uses_v_head)
@@ -63,8 +70,7 @@ def test_sample_shape_and_determinism_under_a_seed(name, tangent):
 
 
 def test_time_sampling_follows_the_spec():
-    cfg = ObjectiveConfig()
-    t, r, n_eq = sample_t_r(10000, cfg, torch.zeros(1), torch.Generator().manual_seed(0))
+    t, r, n_eq = sample_t_r(10000, MeanFlowOptions(), torch.zeros(1), torch.Generator().manual_seed(0))
     assert n_eq == 5000 and torch.equal(t[:n_eq], r[:n_eq])
     assert (r[n_eq:] < t[n_eq:]).all() and ((t > 0) & (t < 1)).all()
     logit = torch.logit(torch.cat([t[n_eq:], r[n_eq:]]))  # the two draws, pooled
@@ -79,7 +85,7 @@ def test_imf_loss_is_the_compound_velocity_with_the_models_own_tangent():
     loss, _ = obj.loss(model, x, cond, generator=torch.Generator().manual_seed(3))
     g = torch.Generator().manual_seed(3)
     e = torch.randn(x.shape, generator=g)
-    t, r, n_eq = sample_t_r(8, obj.cfg, x, g)
+    t, r, n_eq = sample_t_r(8, obj.opts, x, g)
     z, v = (1 - expand(t)) * x + expand(t) * e, e - x
     with torch.no_grad():
         tangent = model(z, t, torch.zeros_like(t), cond)  # u(z_t, t, t)
@@ -96,7 +102,7 @@ def test_ddpm_cosine_schedule():
     assert betas.shape == (100,) and (betas > 0).all() and (betas <= 0.999).all()
     abar = torch.cumprod(1 - betas, 0)
     assert abar[0] > 0.999 and abar[-1] < 1e-3 and (abar[1:] < abar[:-1]).all()
-    obj = DdpmObjective(ObjectiveConfig(name="ddpm"))
+    obj = DdpmObjective(ObjectiveConfig(name="ddpm"))  # no options given: the defaults
     assert obj.n_train == 100
 
 
@@ -132,7 +138,7 @@ def test_ddpm_sampling_runs_exactly_the_requested_steps(n_steps, expected):
 def _draws(obj, x, seed: int):
     g = torch.Generator().manual_seed(seed)
     e = torch.randn(x.shape, generator=g)
-    t, r, n_eq = sample_t_r(x.shape[0], obj.cfg, x, g)
+    t, r, n_eq = sample_t_r(x.shape[0], obj.opts, x, g)
     return (1 - expand(t)) * x + expand(t) * e, e - x, t, r, n_eq
 
 

@@ -15,6 +15,7 @@ import torch
 
 from imf import registry
 from imf.config import ObjectiveConfig, PolicyConfig
+from imf.registry.options import resolve
 from imf.model import ImfTransformer
 
 MODES = torch.tensor([[0.7, 0.7], [-0.7, -0.7]])
@@ -39,7 +40,8 @@ def train(name: str, steps: int, seed: int = 0, **objective):
     cfg = PolicyConfig(n_emb=64, n_layer=2, n_head=2, p_drop_attn=0.0, horizon=1, n_obs_steps=1,
                        n_action_steps=1, time_scale=1.0)
     model = ImfTransformer(cfg, 2)
-    obj = registry.get("imf.objectives", name)(ObjectiveConfig(name=name, **objective))
+    cls = registry.get("imf.objectives", name)
+    obj = cls(ObjectiveConfig(name=name), resolve(cls, objective, "objective.options", name))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1e-3, total_steps=steps, pct_start=0.05)
     g = torch.Generator().manual_seed(seed)

@@ -9,6 +9,10 @@ import numpy as np
 import pytest
 
 from imf import registry
+from imf.config import load_config
+from imf.errors import ConfigError
+from imf.model import ImfTransformer
+from imf.registry.options import fill_options
 from plugin_fakes import WINDOW_PLUGIN_DIR
 
 
@@ -25,13 +29,45 @@ def _fake_install_window(tmp_path, monkeypatch):
 
 def test_window_mask_resolves_and_is_banded(tmp_path, monkeypatch):
     _fake_install_window(tmp_path, monkeypatch)
-    monkeypatch.setenv("IMF_WINDOW_WIDTH", "2")
-    masks = registry.get("imf.masks", "window")(4, 2, 3)
+    window = registry.get("imf.masks", "window")
+    masks = window(4, 2, 3, window.Options(width=2))
     expected_self = np.array([[1, 0, 0, 0], [1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1]], dtype=bool)
     np.testing.assert_array_equal(masks.self_attn, expected_self)
     np.testing.assert_array_equal(masks.cross_attn[:, :2], True)
     np.testing.assert_array_equal(masks.cross_attn[3, 2:], [False, False, True])
     assert "window" in [i.name for i in registry.discover("imf.masks")]
+
+
+def test_window_width_comes_from_the_config_and_is_recorded(tmp_path, monkeypatch):
+    _fake_install_window(tmp_path, monkeypatch)
+    cfg = load_config("smoke", ["policy.mask=window", "policy.mask_options.width=2"])
+    fill_options(cfg)
+    assert cfg.policy.mask_options == {"width": 2}
+    model = ImfTransformer(cfg.policy, cond_dim=8)
+    assert model.self_mask[5].tolist() == [False] * 4 + [True, True] + [False] * (model.horizon - 6)
+    assert "mask_options:\n    width: 2" in cfg.to_yaml()  # config.yaml keeps it
+    default = load_config("smoke", ["policy.mask=window"])
+    fill_options(default)
+    assert default.policy.mask_options == {"width": 4}
+
+
+@pytest.mark.parametrize("override, pattern", [
+    ("policy.mask_options.widht=2", r"unknown config key 'policy.mask_options.widht' for mask 'window' "
+                                    r"\(did you mean 'policy.mask_options.width'\?\); its options: width"),
+    ("policy.mask_options.width=0", r"config key 'policy.mask_options.width': must be >= 1, got 0"),
+    ("policy.mask_options.width=two", r"config key 'policy.mask_options.width': expected an integer, got 'two'"),
+])
+def test_bad_window_options_name_the_key(tmp_path, monkeypatch, override, pattern):
+    _fake_install_window(tmp_path, monkeypatch)
+    cfg = load_config("smoke", ["policy.mask=window", override])
+    with pytest.raises(ConfigError, match=pattern):
+        fill_options(cfg)
+
+
+def test_a_mask_without_options_refuses_them():
+    cfg = load_config("smoke", ["policy.mask_options.width=2"])
+    with pytest.raises(ConfigError, match="'policy.mask_options': mask 'causal' takes no options, got width"):
+        fill_options(cfg)
 
 
 @pytest.mark.slow

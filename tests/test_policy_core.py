@@ -161,16 +161,34 @@ def test_ema_of_a_policy_is_usable_for_inference_and_checkpoints():
 @pytest.mark.parametrize("override, key", [
     ("policy.n_obs_steps=12", "policy.horizon"),  # more observation steps than the horizon
     ("objective.sample_steps=0", "objective.sample_steps"),
-    ("objective.ddpm_steps=0", "objective.ddpm_steps"),
     ("policy.p_drop_attn=1.5", "policy.p_drop_attn"),
     ("policy.crop_shape=0", "policy.crop_shape"),
-    ("objective.adaptive_c=-0.01", "objective.adaptive_c"),
 ])
 def test_bad_policy_config_values_are_config_errors_naming_the_key(override, key):
     with pytest.raises(ConfigError, match=f"config key '{key}'"):
         load_config("smoke", [override])
 
 
-def test_unknown_ddpm_beta_schedule_is_a_config_error_when_the_policy_is_built():
-    with pytest.raises(ConfigError, match="objective.ddpm_beta_schedule.*cosine"):
-        make_policy("objective.name=ddpm", "objective.ddpm_beta_schedule=cosine")
+@pytest.mark.parametrize("overrides, pattern", [
+    (["objective.name=ddpm", "objective.options.steps=0"], r"'objective.options.steps': must be >= 1, got 0"),
+    (["objective.name=ddpm", "objective.options.beta_schedule=cosine"],
+     r"'objective.options.beta_schedule': got 'cosine', allowed: squaredcos_cap_v2, linear"),
+    (["objective.options.adaptive_c=-0.01"], r"'objective.options.adaptive_c': must be > 0"),
+    (["objective.options.tangent=jvp"], r"'objective.options.tangent': got 'jvp', allowed: boundary, v_head"),
+    (["objective.options.equal_time_ratio=1.5"], r"'objective.options.equal_time_ratio': must be in \[0, 1\]"),
+    (["objective.options.tangnet=v_head"],
+     r"unknown config key 'objective.options.tangnet' for objective 'imf' \(did you mean 'objective.options.tangent'"),
+    (["objective.name=flow", "objective.options.tangent=v_head"],
+     r"unknown config key 'objective.options.tangent' for objective 'flow'.*its options: time_mu, time_sigma"),
+    (["objective.name=ddpm", "objective.ddpm_steps=0"], r"'objective.options.steps': must be >= 1"),  # old spelling
+])
+def test_bad_objective_options_are_config_errors_naming_the_key(overrides, pattern):
+    with pytest.raises(ConfigError, match=pattern):
+        make_policy(*overrides)
+
+
+def test_objective_options_default_per_objective_and_old_spellings_still_read():
+    assert make_policy("objective.name=ddpm").objective.opts.steps == 100
+    assert make_policy("objective.tangent=v_head").objective.uses_v_head  # the pre-options spelling
+    cfg = load_config("smoke", ["objective.name=flow", "objective.time_mu=0.3"])
+    assert cfg.objective.options == {"time_mu": 0.3}

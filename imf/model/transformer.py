@@ -19,6 +19,7 @@ from imf import registry
 from imf.errors import ConfigError
 from imf.model.jvp_ops import LayerNorm, Linear
 from imf.model.layers import DecoderLayer, sinusoidal_embedding
+from imf.registry.options import resolve as resolve_options
 
 N_TIME_TOKENS = 2  # t and h = t - r
 
@@ -46,7 +47,7 @@ class ImfTransformer(nn.Module):
         self.ln_f = LayerNorm(n_emb)
         self.head = Linear(n_emb, cfg.action_dim)
         self.v_head = Linear(n_emb, cfg.action_dim) if v_head else None
-        self._register_masks(cfg.mask)
+        self._register_masks(cfg.mask, cfg.mask_options)
         self.apply(self._init_weights)
 
     @staticmethod
@@ -58,8 +59,11 @@ class ImfTransformer(nn.Module):
             DecoderLayer(n_emb, cfg.n_head, cfg.p_drop_attn, cross=False)
             for _ in range(cfg.n_cond_layers))
 
-    def _register_masks(self, name: str) -> None:
-        masks = registry.get("imf.masks", name)(self.horizon, N_TIME_TOKENS, self.n_obs)
+    def _register_masks(self, name: str, options: dict) -> None:
+        mask_fn = registry.get("imf.masks", name)
+        opts = resolve_options(mask_fn, options, "policy.mask_options", f"mask '{name}'")
+        args = (self.horizon, N_TIME_TOKENS, self.n_obs) + (() if opts is None else (opts,))
+        masks = mask_fn(*args)
         if not (hasattr(masks, "self_attn") and hasattr(masks, "cross_attn")):
             raise ConfigError(f"config key 'policy.mask': plugin '{name}' returned "
                               f"{type(masks).__name__}, expected imf.attention.AttentionMasks")

@@ -1,4 +1,5 @@
 """Training objectives (plugin group ``imf.objectives``): imf (default), meanflow, flow, ddpm.
 
-Each is a class built from ``ObjectiveConfig`` with ``loss`` and ``sample``; see ``base``.
+Each is a class built from ``ObjectiveConfig`` and its own ``Options`` with ``loss`` and
+``sample``; see ``base``.
 """

@@ -1,8 +1,10 @@
 """The objective protocol (plugin group ``imf.objectives``) and the pieces objectives share.
 
-An objective is built as ``cls(cfg: ObjectiveConfig)`` and gives
+An objective is built as ``cls(cfg: ObjectiveConfig, options)`` and gives
 - ``loss(model, actions (B,H,A), cond (B,n_obs,F), generator=None) -> (loss, metrics)``,
 - ``sample(model, cond, n_steps=None, generator=None) -> (B,H,A)`` normalised actions.
+``options`` is an instance of the class's ``Options`` dataclass (its own knobs, from
+``objective.options``; see imf/registry/options.py), or None for a class without one.
 
 ``model`` is a noise-prediction network called as ``model(z, t, h, cond)`` with
 z (B,H,A), times t and h = t - r of shape (B,), and condition features (B,n_obs,F); it
@@ -11,12 +13,13 @@ exposes ``horizon`` and ``action_dim`` (see ``imf.model.ImfTransformer``). Flow 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 import torch
 import torch.autograd.forward_ad as fwAD
 
-from imf.errors import ConfigError
+from imf.errors import ConfigError, OptionError
 
 Metrics = dict[str, float]
 
@@ -32,14 +35,41 @@ class Objective(Protocol):
                generator: torch.Generator | None = None) -> torch.Tensor: ...
 
 
+@dataclass
+class TimeOptions:
+    """Logit-normal times, t = sigmoid(N(time_mu, time_sigma^2)) (shared/spec/IMF.md)."""
+    time_mu: float = -0.4
+    time_sigma: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.time_sigma > 0:
+            raise OptionError("time_sigma", f"must be > 0, got {self.time_sigma}")
+
+
+@dataclass
+class MeanFlowOptions(TimeOptions):
+    equal_time_ratio: float = 0.5  # fraction of the batch with r = t
+    adaptive_p: float = 1.0  # adaptive weight w = 1 / (err^2 + c)^p
+    adaptive_c: float = 0.01
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.equal_time_ratio <= 1.0:
+            raise OptionError("equal_time_ratio", f"must be in [0, 1], got {self.equal_time_ratio}")
+        if self.adaptive_c <= 0 and self.adaptive_p != 0:
+            raise OptionError("adaptive_c", f"must be > 0 (or adaptive_p = 0), got {self.adaptive_c}")
+
+
 class ObjectiveBase:
-    """What every built-in objective shares: its config, and no v-head unless it says so."""
+    """What every built-in objective shares: its config and options, no v-head unless it says so."""
 
     name = "base"
     uses_v_head = False
+    Options: type | None = None
 
-    def __init__(self, cfg) -> None:
+    def __init__(self, cfg, options: Any = None) -> None:
         self.cfg = cfg
+        self.opts = options if options is not None or self.Options is None else self.Options()
 
 
 def interpolate(x: torch.Tensor, e: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
@@ -58,22 +88,22 @@ def logit_normal(n: int, mu: float, sigma: float, like: torch.Tensor,
     return torch.sigmoid(randn((n,), like, generator) * sigma + mu)
 
 
-def sample_t_r(n: int, cfg, like: torch.Tensor, generator: torch.Generator | None
+def sample_t_r(n: int, opts: MeanFlowOptions, like: torch.Tensor, generator: torch.Generator | None
                ) -> tuple[torch.Tensor, torch.Tensor, int]:
     """t = max and r = min of two logit-normal draws; the first n_eq rows get r = t.
 
     A fixed count (round(ratio * n)) instead of a coin per row keeps the r = t rows as one
     contiguous block, so only the r < t block pays for the JVP.
     """
-    a = logit_normal(n, cfg.time_mu, cfg.time_sigma, like, generator)
-    b = logit_normal(n, cfg.time_mu, cfg.time_sigma, like, generator)
+    a = logit_normal(n, opts.time_mu, opts.time_sigma, like, generator)
+    b = logit_normal(n, opts.time_mu, opts.time_sigma, like, generator)
     t, r = torch.maximum(a, b), torch.minimum(a, b)
-    n_eq = int(round(cfg.equal_time_ratio * n))
+    n_eq = int(round(opts.equal_time_ratio * n))
     r = torch.cat([t[:n_eq], r[n_eq:]])
     return t, r, n_eq
 
 
-def draw_mean_flow_batch(x: torch.Tensor, cfg, generator: torch.Generator | None
+def draw_mean_flow_batch(x: torch.Tensor, opts: MeanFlowOptions, generator: torch.Generator | None
                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int]:
     """(z_t, v = e - x, t, r, n_eq) for the average-velocity objectives (imf, meanflow).
 
@@ -81,7 +111,7 @@ def draw_mean_flow_batch(x: torch.Tensor, cfg, generator: torch.Generator | None
     gives the same batch whichever objective asks.
     """
     e = randn(x.shape, x, generator)
-    t, r, n_eq = sample_t_r(x.shape[0], cfg, x, generator)
+    t, r, n_eq = sample_t_r(x.shape[0], opts, x, generator)
     return interpolate(x, e, t), e - x, t, r, n_eq  # z, v (B, H, A); t, r (B,)
 
 

@@ -9,11 +9,12 @@ does); h is always 0.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from imf.errors import ConfigError
+from imf.errors import OptionError
 from imf.objectives.base import ObjectiveBase, check_steps, expand, randn, state_dtype
 
 
@@ -25,17 +26,33 @@ def make_betas(schedule: str, n: int) -> torch.Tensor:
                              for i in range(n)], dtype=torch.float64)
     if schedule == "linear":
         return torch.linspace(1e-4, 0.02, n, dtype=torch.float64)
-    raise ConfigError(
-        f"config key 'objective.ddpm_beta_schedule': got {schedule!r}, allowed: squaredcos_cap_v2, linear")
+    raise ValueError(f"unknown beta schedule {schedule!r}")
+
+
+BETA_SCHEDULES = ("squaredcos_cap_v2", "linear")
+
+
+@dataclass
+class DdpmOptions:
+    steps: int = 100  # training steps; also the inference steps unless a call asks fewer
+    beta_schedule: str = "squaredcos_cap_v2"
+    clip_sample: bool = True  # x0 clipped to [-1, 1], the normalised action range
+
+    def __post_init__(self) -> None:
+        if self.steps < 1:
+            raise OptionError("steps", f"must be >= 1, got {self.steps}")
+        if self.beta_schedule not in BETA_SCHEDULES:
+            raise OptionError("beta_schedule", f"got {self.beta_schedule!r}, allowed: {', '.join(BETA_SCHEDULES)}")
 
 
 class DdpmObjective(ObjectiveBase):
     name = "ddpm"
+    Options = DdpmOptions
 
-    def __init__(self, cfg) -> None:
-        super().__init__(cfg)
-        self.n_train = cfg.ddpm_steps
-        self.alpha_bar = torch.cumprod(1 - make_betas(cfg.ddpm_beta_schedule, self.n_train), 0)
+    def __init__(self, cfg, options: DdpmOptions | None = None) -> None:
+        super().__init__(cfg, options)
+        self.n_train = self.opts.steps
+        self.alpha_bar = torch.cumprod(1 - make_betas(self.opts.beta_schedule, self.n_train), 0)
         self._abar_on: dict[tuple, torch.Tensor] = {}  # alpha_bar per (device, dtype), made once
 
     def _abar(self, k: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -58,7 +75,7 @@ class DdpmObjective(ObjectiveBase):
 
     def sample(self, model, cond: torch.Tensor, n_steps: int | None = None,
                generator: torch.Generator | None = None) -> torch.Tensor:
-        n = min(check_steps(n_steps, self.cfg.ddpm_steps), self.n_train)
+        n = min(check_steps(n_steps, self.opts.steps), self.n_train)
         stride = self.n_train // n
         b, dtype = cond.shape[0], state_dtype(cond)
         x = randn((b, model.horizon, model.action_dim), cond, generator, dtype)
@@ -75,7 +92,7 @@ class DdpmObjective(ObjectiveBase):
         alpha = abar / abar_prev
         beta = 1 - alpha
         x0 = (x - math.sqrt(1 - abar) * eps) / math.sqrt(abar)
-        if self.cfg.ddpm_clip_sample:
+        if self.opts.clip_sample:
             x0 = x0.clamp(-1.0, 1.0)
         mean = (math.sqrt(abar_prev) * beta / (1 - abar)) * x0 \
             + (math.sqrt(alpha) * (1 - abar_prev) / (1 - abar)) * x

@@ -6,18 +6,19 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from imf.objectives.base import (ObjectiveBase, check_steps, euler_sampler, interpolate,
-                                 logit_normal, randn)
+from imf.objectives.base import (ObjectiveBase, TimeOptions, check_steps, euler_sampler,
+                                 interpolate, logit_normal, randn)
 
 
 class FlowObjective(ObjectiveBase):
     name = "flow"
+    Options = TimeOptions
 
     def loss(self, model, actions: torch.Tensor, cond: torch.Tensor,
              generator: torch.Generator | None = None):
         x = actions
         e = randn(x.shape, x, generator)
-        t = logit_normal(x.shape[0], self.cfg.time_mu, self.cfg.time_sigma, x, generator)
+        t = logit_normal(x.shape[0], self.opts.time_mu, self.opts.time_sigma, x, generator)
         z = interpolate(x, e, t)  # (B, H, A)
         pred = model(z, t, torch.zeros_like(t), cond)  # h = 0: the instantaneous velocity
         loss = F.mse_loss(pred, e - x)

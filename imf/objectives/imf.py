@@ -5,7 +5,7 @@ Only the r < t rows need the JVP: on r = t rows the (t - r) factor is exactly 0 
 is plain flow matching at the boundary. So the batch splits into a plain-forward block and
 a JVP block (see ``sample_t_r``).
 
-Tangent sources (``objective.tangent``):
+Tangent sources (``objective.options.tangent``):
 - ``boundary``: v_theta = u(z_t, t, t), one extra no-grad forward on the JVP block;
 - ``v_head``: an auxiliary head on the same trunk, trained with ||v_head - v||^2; its
   output from the forward that also yields u is the tangent, and the JVP then runs
@@ -13,23 +13,39 @@ Tangent sources (``objective.tangent``):
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 
-from imf.objectives.base import (ObjectiveBase, adaptive_loss, check_steps, draw_mean_flow_batch,
-                                 euler_sampler, expand, jvp, to_metrics)
+from imf.errors import OptionError
+from imf.objectives.base import (MeanFlowOptions, ObjectiveBase, adaptive_loss, check_steps,
+                                 draw_mean_flow_batch, euler_sampler, expand, jvp, to_metrics)
+
+TANGENTS = ("boundary", "v_head")
+
+
+@dataclass
+class ImfOptions(MeanFlowOptions):
+    tangent: str = "boundary"  # boundary: u(z_t, t, t); v_head: an auxiliary head
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.tangent not in TANGENTS:
+            raise OptionError("tangent", f"got {self.tangent!r}, allowed: {', '.join(TANGENTS)}")
 
 
 class ImfObjective(ObjectiveBase):
     name = "imf"
+    Options = ImfOptions
 
-    def __init__(self, cfg) -> None:
-        super().__init__(cfg)
-        self.uses_v_head = cfg.tangent == "v_head"
+    def __init__(self, cfg, options: ImfOptions | None = None) -> None:
+        super().__init__(cfg, options)
+        self.uses_v_head = self.opts.tangent == "v_head"
 
     def loss(self, model, actions: torch.Tensor, cond: torch.Tensor,
              generator: torch.Generator | None = None):
-        z, v, t, r, n_eq = draw_mean_flow_batch(actions, self.cfg, generator)
+        z, v, t, r, n_eq = draw_mean_flow_batch(actions, self.opts, generator)
         parts = _Parts()
         if n_eq > 0:
             self._boundary_block(model, z[:n_eq], t[:n_eq], cond[:n_eq], parts)
@@ -37,7 +53,7 @@ class ImfObjective(ObjectiveBase):
             sl = slice(n_eq, None)
             self._jvp_block(model, z[sl], t[sl], r[sl], cond[sl], parts)
         V = torch.cat(parts.V)  # (B, H, A)
-        loss = adaptive_loss(V - v, self.cfg.adaptive_p, self.cfg.adaptive_c)
+        loss = adaptive_loss(V - v, self.opts.adaptive_p, self.opts.adaptive_c)
         stats = {"imf_loss": loss.detach(), "mse": F.mse_loss(V.detach(), v)}
         if n_eq > 0:  # the r = t block is plain flow matching: a smooth progress signal
             stats["fm_mse"] = F.mse_loss(V[:n_eq].detach(), v[:n_eq])

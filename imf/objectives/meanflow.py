@@ -5,23 +5,24 @@ from __future__ import annotations
 
 import torch
 
-from imf.objectives.base import (ObjectiveBase, adaptive_loss, check_steps, draw_mean_flow_batch,
-                                 euler_sampler, expand, jvp, to_metrics)
+from imf.objectives.base import (MeanFlowOptions, ObjectiveBase, adaptive_loss, check_steps,
+                                 draw_mean_flow_batch, euler_sampler, expand, jvp, to_metrics)
 
 
 class MeanFlowObjective(ObjectiveBase):
     name = "meanflow"
+    Options = MeanFlowOptions
 
     def loss(self, model, actions: torch.Tensor, cond: torch.Tensor,
              generator: torch.Generator | None = None):
-        z, v, t, r, n_eq = draw_mean_flow_batch(actions, self.cfg, generator)
+        z, v, t, r, n_eq = draw_mean_flow_batch(actions, self.opts, generator)
         errs = []
         if n_eq > 0:  # r = t: the target is v itself
             errs.append(model(z[:n_eq], t[:n_eq], torch.zeros_like(t[:n_eq]), cond[:n_eq]) - v[:n_eq])
         if n_eq < z.shape[0]:
             errs.append(self._jvp_error(model, z[n_eq:], t[n_eq:], r[n_eq:], v[n_eq:], cond[n_eq:]))
         err = torch.cat(errs)
-        loss = adaptive_loss(err, self.cfg.adaptive_p, self.cfg.adaptive_c)
+        loss = adaptive_loss(err, self.opts.adaptive_p, self.opts.adaptive_c)
         return loss, to_metrics({"loss": loss, "mse": err.detach().pow(2).mean()})
 
     @staticmethod

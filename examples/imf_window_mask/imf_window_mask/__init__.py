@@ -1,30 +1,33 @@
-"""Banded attention for imf: action token i attends to tokens within WIDTH steps behind it.
+"""Banded attention for imf: action token i attends to tokens within ``width`` steps behind it.
 
-A third-party plugin: it returns imf's ``AttentionMasks`` and is found through
-the ``imf.masks`` entry point declared in its own pyproject.toml. The band
-width comes from ``IMF_WINDOW_WIDTH`` (default 4), so the plugin stays a
-plain function of the token counts.
+A third-party plugin: it returns imf's ``AttentionMasks`` and is found through the
+``imf.masks`` entry point declared in its own pyproject.toml. Its one option, ``width``,
+lives in the run's config as ``policy.mask_options.width`` (default 4): imf checks it
+against ``WindowOptions`` and records it in config.yaml and in the checkpoint.
 """
 from __future__ import annotations
 
-import os
+from dataclasses import dataclass
 
 import numpy as np
 
 from imf.attention import AttentionMasks
+from imf.errors import OptionError
 
 
-def _width() -> int:
-    value = os.environ.get("IMF_WINDOW_WIDTH", "4")
-    if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"IMF_WINDOW_WIDTH must be a positive integer, got {value!r}")
-    return int(value)
+@dataclass
+class WindowOptions:
+    width: int = 4  # how many steps back a token sees, itself included
+
+    def __post_init__(self) -> None:
+        if self.width < 1:
+            raise OptionError("width", f"must be >= 1, got {self.width}")
 
 
-def window(n_action: int, n_time: int, n_obs: int):
+def window(n_action: int, n_time: int, n_obs: int, options: WindowOptions) -> AttentionMasks:
     """Self-attention: i sees j with i - width < j <= i. Cross-attention: every time
     token, and observation k iff i - width < k <= i."""
-    width = _width()
+    width = options.width
     i = np.arange(n_action)[:, None]
     j = np.arange(n_action)[None, :]
     self_attn = (j <= i) & (j > i - width)  # (A, A) band below the diagonal
@@ -32,3 +35,6 @@ def window(n_action: int, n_time: int, n_obs: int):
     obs = (k <= i) & (k > i - width)  # (A, O)
     cross = np.concatenate([np.ones((n_action, n_time), dtype=bool), obs], axis=1)
     return AttentionMasks(self_attn=self_attn, cross_attn=cross)
+
+
+window.Options = WindowOptions  # what imf.registry.options looks for
