@@ -16,7 +16,8 @@ def report_command(paths: list[Path], *, out: Path | None, as_json: bool, compar
     if report_lib.is_comparison(paths, compare):
         comparison = report_lib.build_comparison(paths[0], paths[1], last_k)
         written = report_lib.write_compare_files(comparison, out or Path.cwd())
-        notes, data, text = comparison.notes, comparison.to_dict(), report_lib.render_compare_text(comparison)
+        notes = []  # the comparison's notes are part of its text
+        data, text = comparison.to_dict(), report_lib.render_compare_text(comparison)
     else:
         built = report_lib.build_report(paths, last_k)
         written = report_lib.write_files(built, out or report_lib.default_out(paths))

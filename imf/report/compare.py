@@ -12,7 +12,7 @@ from imf.errors import ReportError
 from imf.report.analysis import combined_se
 from imf.report.figures import write_difference_heatmap
 from imf.report.model import Cell, Report
-from imf.report.render import NOISE_RULE, fmt, markdown_table, pm
+from imf.report.render import NOISE_RULE, fmt, markdown_table, pm, signed
 from imf.stats import clear_difference, difference_se
 from imf.store.base import now_iso
 from imf.store.files import atomic_write_json, atomic_write_text
@@ -102,7 +102,7 @@ def _axis_sentence(axis: str, cells: list[dict[str, Any]], name_a: str, name_b: 
         diff = sum(c["diff"] for c in here) / len(here)
         se = combined_se([c["se"] for c in here])
         parts.setdefault(_verdict(diff, se, name_a, name_b), []).append(
-            f"{value} ({pm(diff, se, 3) if se is not None else f'{diff:+.3f}'})")
+            f"{value} ({signed(diff, se, 3)})")
     clauses = []
     for verdict, items in parts.items():
         where = f"at {axis} {', '.join(items)}"
@@ -137,7 +137,7 @@ def compare_reports(report_a: Report, report_b: Report, a: Path, b: Path) -> Com
     diff = sum(c["diff"] for c in cells) / len(cells)
     se = combined_se([c["se"] for c in cells])
     sentences.append(f"over all {len(cells)} shared cell(s): {name_b} - {name_a} = "
-                     f"{pm(diff, se, 3) if se is not None else f'{diff:+.3f}'}, "
+                     f"{signed(diff, se, 3)}, "
                      f"{_verdict(diff, se, name_a, name_b)}")
     return Comparison(str(a), str(b), name_a, name_b, differs, cells, sentences, notes)
 
@@ -156,8 +156,8 @@ def _rows(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     for c in comparison.cells:
         row = [fmt(c["n_emb"]), fmt(c["n_layer"]), *(str(c["params"][k]) for k in keys),
                f"{pm(c['a'], c['se_a'])} ({c['n_a']})", f"{pm(c['b'], c['se_b'])} ({c['n_b']})",
-               pm(c["diff"], c["se"]), _verdict(c["diff"], c["se"], a, b)]
-        rows.append(row + ([pm(c["fresh_diff"], c["fresh_se"])] if fresh else []))
+               signed(c["diff"], c["se"]), _verdict(c["diff"], c["se"], a, b)]
+        rows.append(row + ([signed(c["fresh_diff"], c["fresh_se"])] if fresh else []))
     return headers, rows
 
 

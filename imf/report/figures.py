@@ -121,7 +121,7 @@ def _score_line(ax: Any, curve: Curve, colour: Any, label: str | None) -> None:
 
 
 def write_difference_heatmap(cells: list[dict[str, Any]], title: str, path: Path) -> str | None:
-    """B - A per (n_layer, n_emb) on a diverging scale centred on 0, symmetric, at least ±0.1."""
+    """B - A per (n_layer, n_emb) on a diverging scale centred on 0, symmetric, at least ±0.2."""
     sized = [c for c in cells if isinstance(c["n_emb"], int) and isinstance(c["n_layer"], int)]
     if not sized:
         return f"{path.name} skipped: no shared cell has both n_emb and n_layer"
@@ -139,7 +139,7 @@ def write_difference_heatmap(cells: list[dict[str, Any]], title: str, path: Path
         noise = "" if c["se"] is None else f"\n± {c['se']:.3f}"
         mark = " *" if c["clear"] else ""
         text[i][j] = f"{c['diff']:+.3f}{mark}{noise}\nn={c['n_a']}/{c['n_b']}"
-    limit = max(0.1, float(np.ceil(np.nanmax(np.abs(diff)) * 10) / 10))
+    limit = max(0.2, float(np.ceil(np.nanmax(np.abs(diff)) * 10) / 10))
     fig = figure_cls(figsize=(3.0 + 1.4 * len(embs), 2.4 + 0.8 * len(layers)), dpi=120)
     ax = fig.add_subplot()
     image = ax.imshow(np.ma.masked_invalid(diff), cmap="RdBu", vmin=-limit, vmax=limit,

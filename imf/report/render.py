@@ -34,6 +34,13 @@ def pm(value: float | None, se: float | None, digits: int = 4) -> str:
     return fmt(value, digits) if se is None else f"{value:.{digits}f} ± {se:.{digits}f}"
 
 
+def signed(value: float | None, se: float | None, digits: int = 4) -> str:
+    """A difference: "+0.0500 ± 0.0100", or the signed value alone when its SE is unknown."""
+    if value is None:
+        return "-"
+    return f"{value:+.{digits}f}" + ("" if se is None else f" ± {se:.{digits}f}")
+
+
 def _vs_best(tied: bool | None, rank: int | None) -> str:
     if rank is None:
         return "-"
