@@ -1,6 +1,8 @@
 """Every objective: loss, gradients, sampling shape and determinism; the iMF construction."""
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 
@@ -69,24 +71,26 @@ def test_sample_shape_and_determinism_under_a_seed(name, tangent):
     assert torch.isfinite(default).all()
 
 
-def test_time_sampling_follows_the_spec():
-    t, r, n_eq = sample_t_r(10000, MeanFlowOptions(), torch.zeros(1), torch.Generator().manual_seed(0))
-    assert n_eq == 5000 and torch.equal(t[:n_eq], r[:n_eq])
-    assert (r[n_eq:] < t[n_eq:]).all() and ((t > 0) & (t < 1)).all()
-    logit = torch.logit(torch.cat([t[n_eq:], r[n_eq:]]))  # the two draws, pooled
-    assert logit.mean().item() == pytest.approx(-0.4, abs=0.05)
-    assert logit.std().item() == pytest.approx(1.0, abs=0.05)
+@pytest.mark.parametrize("ratio", [0.0, 0.25, 0.5, 1.0])
+def test_time_sampling_follows_the_spec(ratio):
+    opts = MeanFlowOptions(equal_time_ratio=ratio)
+    t, r, _ = sample_t_r(10000, opts, torch.zeros(1), torch.Generator().manual_seed(0))
+    equal = t == r
+    assert equal.float().mean().item() == pytest.approx(ratio, abs=0.01)
+    assert (r[~equal] < t[~equal]).all() and ((t > 0) & (t < 1)).all()
+    if ratio < 1:
+        logit = torch.logit(torch.cat([t[~equal], r[~equal]]))  # the two draws, pooled
+        assert logit.mean().item() == pytest.approx(-0.4, abs=0.06)
+        assert logit.std().item() == pytest.approx(1.0, abs=0.06)
 
 
-def test_imf_loss_is_the_compound_velocity_with_the_models_own_tangent():
-    """Recompute the iMF loss by hand (boundary tangent) from the same random draws."""
+def test_imf_loss_is_the_compound_velocity_with_the_models_own_tangent(monkeypatch):
+    """Recompute the iMF loss by hand (boundary tangent) from the draws the loss made."""
     obj, model = setup("imf", adaptive_p=0.0)  # p = 0: the plain summed squared error
     x, cond = data(b=8)
+    draws = _spy_on_draws(monkeypatch, "imf")
     loss, _ = obj.loss(model, x, cond, generator=torch.Generator().manual_seed(3))
-    g = torch.Generator().manual_seed(3)
-    e = torch.randn(x.shape, generator=g)
-    t, r, n_eq = sample_t_r(8, obj.opts, x, g)
-    z, v = (1 - expand(t)) * x + expand(t) * e, e - x
+    z, v, t, r, _ = draws[0]
     with torch.no_grad():
         tangent = model(z, t, torch.zeros_like(t), cond)  # u(z_t, t, t)
     ones = torch.ones_like(t)
@@ -94,7 +98,7 @@ def test_imf_loss_is_the_compound_velocity_with_the_models_own_tangent():
     compound = u + expand(t - r) * dudt
     expected = (compound - v).pow(2).sum(dim=(1, 2)).mean()
     assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
-    assert n_eq == 4 and dudt[n_eq:].abs().sum() > 0
+    assert (t == r).any() and dudt[t > r].abs().sum() > 0  # both kinds of row were drawn
 
 
 def test_ddpm_cosine_schedule():
@@ -135,30 +139,38 @@ def test_ddpm_sampling_runs_exactly_the_requested_steps(n_steps, expected):
     assert len(calls) == expected and torch.isfinite(out).all()  # capped at the training steps
 
 
-def _draws(obj, x, seed: int):
-    g = torch.Generator().manual_seed(seed)
-    e = torch.randn(x.shape, generator=g)
-    t, r, n_eq = sample_t_r(x.shape[0], obj.opts, x, g)
-    return (1 - expand(t)) * x + expand(t) * e, e - x, t, r, n_eq
+def _spy_on_draws(monkeypatch, objective: str) -> list[tuple]:
+    """Record the (z, v, t, r, n_eq) an objective's loss draws: a reference computation on
+    the same draws, whatever order the loss makes them in."""
+    module = importlib.import_module(f"imf.objectives.{objective}")
+    real, seen = module.draw_mean_flow_batch, []
+
+    def spy(*args, **kwargs):
+        seen.append(real(*args, **kwargs))
+        return seen[-1]
+    monkeypatch.setattr(module, "draw_mean_flow_batch", spy)
+    return seen
 
 
-def test_meanflow_loss_regresses_u_on_the_stop_gradient_target_along_e_minus_x():
+def test_meanflow_loss_regresses_u_on_the_stop_gradient_target_along_e_minus_x(monkeypatch):
     obj, model = setup("meanflow", adaptive_p=0.0)
     x, cond = data(b=8)
+    draws = _spy_on_draws(monkeypatch, "meanflow")
     loss, _ = obj.loss(model, x, cond, generator=torch.Generator().manual_seed(3))
-    z, v, t, r, n_eq = _draws(obj, x, 3)
+    z, v, t, r, _ = draws[0]
     ones = torch.ones_like(t)
     u, dudt = jvp(lambda a, b, c: model(a, b, c, cond), (z, t, t - r), (v, ones, ones))
     expected = (u - (v - expand(t - r) * dudt)).pow(2).sum(dim=(1, 2)).mean()
     assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
-    assert dudt[n_eq:].abs().sum() > 0
+    assert dudt[t > r].abs().sum() > 0
 
 
-def test_imf_v_head_loss_uses_the_heads_velocity_as_tangent_and_trains_the_head():
+def test_imf_v_head_loss_uses_the_heads_velocity_as_tangent_and_trains_the_head(monkeypatch):
     obj, model = setup("imf", "v_head", adaptive_p=0.0)
     x, cond = data(b=8)
+    draws = _spy_on_draws(monkeypatch, "imf")
     loss, metrics = obj.loss(model, x, cond, generator=torch.Generator().manual_seed(3))
-    z, v, t, r, _ = _draws(obj, x, 3)
+    z, v, t, r, _ = draws[0]
     ones = torch.ones_like(t)
     with torch.no_grad():
         u, v_pred = model.forward_with_v(z, t, t - r, cond)
