@@ -84,11 +84,14 @@ def write_curves(curves: list[Curve], path: Path) -> str | None:
         return MATPLOTLIB_MISSING
     figure_cls, canvas_cls = mpl
     from matplotlib import colormaps
+    from matplotlib.ticker import MaxNLocator
     cells = sorted({c.cell or c.id for c in drawn})
     palette = colormaps["tab10" if len(cells) <= 10 else "tab20"]
     colour = {cell: palette(k % palette.N) for k, cell in enumerate(cells)}
     fig = figure_cls(figsize=(11, 4.2), dpi=110)
     score_ax, loss_ax = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    for ax in (score_ax, loss_ax):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     labelled: set[str] = set()
     for curve in drawn:
         cell = curve.cell or curve.id
@@ -116,8 +119,25 @@ def _score_line(ax: Any, curve: Curve, colour: Any, label: str | None) -> None:
     scores = np.array([p[1] for p in points], dtype=float)
     ses = np.array([np.nan if p[2] is None else p[2] for p in points], dtype=float)
     ax.plot(epochs, scores, color=colour, linewidth=1.2, marker="o", markersize=2.5, label=label)
-    if not np.all(np.isnan(ses)):
+    if np.all(np.isnan(ses)):
+        return
+    if len(points) == 1:  # a band needs two points
+        ax.errorbar(epochs, scores, yerr=ses, color=colour, capsize=3, linewidth=1)
+    else:
         ax.fill_between(epochs, scores - ses, scores + ses, color=colour, alpha=0.18, linewidth=0)
+
+
+def _difference_grid(cells: list[dict[str, Any]]) -> tuple[list[int], list[int], np.ndarray, list[list[str]]]:
+    embs = sorted({c["n_emb"] for c in cells})
+    layers = sorted({c["n_layer"] for c in cells})
+    diff = np.full((len(layers), len(embs)), np.nan)
+    text = [["not in both"] * len(embs) for _ in layers]
+    for c in cells:
+        i, j = layers.index(c["n_layer"]), embs.index(c["n_emb"])
+        diff[i, j] = c["diff"]
+        noise = "" if c["se"] is None else f"\n± {c['se']:.3f}"
+        text[i][j] = f"{c['diff']:+.3f}{' *' if c['clear'] else ''}{noise}\nn={c['n_a']}/{c['n_b']}"
+    return embs, layers, diff, text
 
 
 def write_difference_heatmap(cells: list[dict[str, Any]], title: str, path: Path) -> str | None:
@@ -129,16 +149,7 @@ def write_difference_heatmap(cells: list[dict[str, Any]], title: str, path: Path
     if mpl is None:
         return MATPLOTLIB_MISSING
     figure_cls, canvas_cls = mpl
-    embs = sorted({c["n_emb"] for c in sized})
-    layers = sorted({c["n_layer"] for c in sized})
-    diff = np.full((len(layers), len(embs)), np.nan)
-    text = [["not in both"] * len(embs) for _ in layers]
-    for c in sized:
-        i, j = layers.index(c["n_layer"]), embs.index(c["n_emb"])
-        diff[i, j] = c["diff"]
-        noise = "" if c["se"] is None else f"\n± {c['se']:.3f}"
-        mark = " *" if c["clear"] else ""
-        text[i][j] = f"{c['diff']:+.3f}{mark}{noise}\nn={c['n_a']}/{c['n_b']}"
+    embs, layers, diff, text = _difference_grid(sized)
     limit = max(0.2, float(np.ceil(np.nanmax(np.abs(diff)) * 10) / 10))
     fig = figure_cls(figsize=(3.0 + 1.4 * len(embs), 2.4 + 0.8 * len(layers)), dpi=120)
     ax = fig.add_subplot()
