@@ -69,7 +69,8 @@ def train_for(cfg, device: torch.device, seconds: float, cpu_bf16: bool, warmup_
     from imf.policy import ImfPolicy
     from imf.train.data import build_datasets, make_loader
     from imf.train.precision import autocast_for, use_bf16
-    from imf.train.trial import cosine_with_warmup, seed_everything
+    from imf.train.budget import cosine_with_warmup
+    from imf.train.parts import seed_everything
 
     t = cfg.training
     seed_everything(t.seed)
@@ -151,7 +152,7 @@ def rollout(policy, cfg, device: torch.device, episodes: int) -> dict:
 
 def cmd_run(args) -> None:
     from imf.config import load_config
-    from imf.train.trial import pick_device
+    from imf.train.parts import pick_device
 
     device = pick_device(args.device)
     if args.dry and device.type == "cpu":

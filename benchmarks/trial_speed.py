@@ -22,7 +22,7 @@ from imf.policy import ImfPolicy
 from imf.train.data import build_datasets, make_loader
 from imf.train.evaluate import score
 from imf.train.precision import autocast_for, use_bf16
-from imf.train.trial import pick_device
+from imf.train.parts import pick_device
 
 SECTION = "## Trial (benchmarks/trial_speed.py)"
 

@@ -118,7 +118,7 @@ def test_rerun_moves_previous_attempt_aside(demo_cache, tmp_path):
     run(cfg, tmp_path / "r")
     first = (tmp_path / "r" / "logs.json.txt").read_text()
     run(cfg, tmp_path / "r")
-    assert (tmp_path / "r" / "previous" / "attempt-1" / "logs.json.txt").read_text() == first
+    assert (tmp_path / "r" / "attempts" / "1" / "logs.json.txt").read_text() == first  # as a sweep archives
 
 
 def test_swanlab_offline_logs_scalars(demo_cache, tmp_path, monkeypatch):

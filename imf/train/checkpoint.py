@@ -6,10 +6,8 @@ optimizer and scheduler state, epoch, scores, RNG states and code version.
 """
 from __future__ import annotations
 
-import os
 import random
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from imf.atomic import atomic_path
 from imf.errors import CheckpointError
 from imf.version import code_version  # noqa: F401  (kept in checkpoints)
 
@@ -24,28 +23,16 @@ FORMAT = "imf-checkpoint-1"
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    """Write to a temp file in the same folder, then rename: never a half checkpoint."""
+    """Write through a temp file and a rename: never a half checkpoint."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         torch.save({"format": FORMAT, **state}, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def copy_checkpoint(source: Path, target: Path) -> None:
     """Copy through a temp file and a rename, like ``save_checkpoint``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    try:
+    with atomic_path(target) as tmp:
         shutil.copyfile(source, tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def load_checkpoint(path: Path | str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from imf.errors import CheckpointError
 from imf.policy import ImfPolicy
 from imf.train.checkpoint import load_checkpoint
 from imf.train.evaluate import score, test_seeds
-from imf.train.trial import pick_device
+from imf.train.parts import pick_device
 
 
 def policy_from_checkpoint(state: dict[str, Any], device: torch.device) -> tuple[ImfPolicy, Config]:

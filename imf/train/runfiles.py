@@ -1,4 +1,4 @@
-"""The plain files a run leaves: logs.json.txt, stdout.log, summary.json.
+"""The run's logs: logs.json.txt and stdout.log (their names: imf/store/layout.py).
 
 logs.json.txt is append-only, one JSON object per line, flushed per line, so
 a watcher (the sweep, ``imf status``) can read progress at any moment and a
@@ -7,28 +7,12 @@ crash loses at most the line being written.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from imf.store import atomic_write_json
+from imf.atomic import atomic_write_text, finite
 from imf.store.runs import read_log
-
-LOG_NAME = "logs.json.txt"
-STDOUT_NAME = "stdout.log"
-SUMMARY_NAME = "summary.json"
-CONFIG_NAME = "config.yaml"
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
 
 
 class JsonLinesLog:
@@ -39,7 +23,7 @@ class JsonLinesLog:
 
     def append(self, record: dict[str, Any]) -> None:
         with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(_jsonable(record)) + "\n")
+            fh.write(json.dumps(finite(record)) + "\n")
             fh.flush()
 
     def read(self) -> list[dict[str, Any]]:
@@ -50,10 +34,7 @@ class JsonLinesLog:
         """Drop lines of epochs after ``epoch`` (work a crash lost); return how many."""
         rows = self.read()
         keep = [r for r in rows if r.get("epoch", -1) <= epoch]
-        text = "".join(json.dumps(r) + "\n" for r in keep)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(self.path)
+        atomic_write_text(self.path, "".join(json.dumps(r) + "\n" for r in keep))
         return len(rows) - len(keep)
 
 
@@ -75,6 +56,3 @@ class Tee:
     def close(self) -> None:
         self.file.close()
 
-
-def write_summary(run_dir: Path, summary: dict[str, Any]) -> None:
-    atomic_write_json(run_dir / SUMMARY_NAME, summary)

@@ -1,61 +1,94 @@
-"""Saving a trial's state each epoch and continuing from it after a crash (``--resume``)."""
+"""A trial's progress (``TrainState``), and saving it each epoch with the weights so that
+``--resume`` continues a crashed run exactly."""
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
+from imf.store.layout import BEST, LATEST
 from imf.train import checkpoint as ckpt_io
+from imf.train.parts import TrainParts
 
 
-def trial_state(trial: Any, record: dict[str, Any]) -> dict[str, Any]:
+@dataclass
+class TrainState:
+    """Counters and results so far. ``state_dict`` holds what a resume needs (the global RNG
+    state with it; the shuffle order needs none: it is reseeded from seed and epoch)."""
+
+    epoch: int = 0  # the next epoch to run, 0-based
+    global_step: int = 0
+    best: tuple[float, int] | None = None  # (test_mean_score, epoch)
+    best_success: float | None = None  # test success rate of the best rollout
+    last_score: float | None = None
+    status: str = "running"  # then completed, stopped_early, diverged or failed
+    reason: str = ""  # why it diverged or failed
+    elapsed_before: float = 0.0  # seconds of the attempts before a resume
+    hold_still_logged: bool = False  # the first epoch's line has val_hold_still_rmse
+    started_at: float = field(default_factory=time.time)
+
+    def elapsed(self) -> float:
+        return self.elapsed_before + time.time() - self.started_at
+
+    def state_dict(self) -> dict[str, Any]:
+        """The checkpoint's epoch (the last one done), step, scores and RNG state."""
+        return {"epoch": self.epoch - 1, "global_step": self.global_step,
+                "scores": {"best": list(self.best) if self.best else None,
+                           "best_success_rate": self.best_success, "last": self.last_score},
+                "rng": ckpt_io.rng_state()}
+
+    def load_state_dict(self, state: dict[str, Any], elapsed_s: float) -> None:
+        """Continue after the checkpoint's epoch; restores the global RNG state."""
+        scores = state["scores"]
+        self.epoch, self.global_step = state["epoch"] + 1, state["global_step"]
+        self.best = tuple(scores["best"]) if scores["best"] else None
+        self.best_success, self.last_score = scores["best_success_rate"], scores["last"]
+        self.elapsed_before, self.hold_still_logged = elapsed_s, self.epoch > 0
+        ckpt_io.set_rng_state(state["rng"])
+
+
+def checkpoint_of(cfg_dict: dict[str, Any], parts: TrainParts, state: TrainState,
+                  record: dict[str, Any], trial_id: str) -> dict[str, Any]:
     """Everything needed to score the policy later or to continue training exactly."""
-    return {
-        "config": trial.cfg.to_dict(), "normalizer": trial.policy.normalizer.state_dict(),
-        "policy": trial.policy.state_dict(),
-        "ema": trial.ema.averaged_model.state_dict() if trial.ema is not None else None,
+    ema = parts.ema
+    ckpt = {
+        "config": cfg_dict, "normalizer": parts.policy.normalizer.state_dict(),
+        "policy": parts.policy.state_dict(),
+        "ema": ema.averaged_model.state_dict() if ema is not None else None,
         # The averaged weights are stored once, under "ema"; this keeps only its counters.
-        "ema_state": ({k: v for k, v in trial.ema.state_dict().items() if k != "averaged_model"}
-                      if trial.ema is not None else None),
-        "optimizer": trial.optimizer.state_dict(), "lr_schedule": trial.lr_schedule.state_dict(),
-        "epoch": record["epoch"], "global_step": trial.global_step,
-        "scores": {"test_mean_score": record.get("test_mean_score"),
-                   "best": list(trial.best) if trial.best else None,
-                   "best_success_rate": trial.best_success, "last": trial.last_score},
-        "trainer": {"stopper": trial.stopper.state_dict(), "divergence": trial.divergence.state_dict(),
-                    "topk": trial.topk.state_dict(), "elapsed_s": trial.elapsed(),
-                    "train_s": trial.clock.seconds()},
-        "rng": ckpt_io.rng_state(), "code_version": ckpt_io.code_version(),
-        "trial_id": trial.opts.trial_id,
+        "ema_state": ({k: v for k, v in ema.state_dict().items() if k != "averaged_model"}
+                      if ema is not None else None),
+        "optimizer": parts.optimizer.state_dict(), "lr_schedule": parts.lr_schedule.state_dict(),
+        **state.state_dict(),
+        "trainer": {"stopper": parts.stopper.state_dict(), "divergence": parts.divergence.state_dict(),
+                    "topk": parts.topk.state_dict(), "elapsed_s": state.elapsed(),
+                    "train_s": parts.clock.seconds()},
+        "code_version": ckpt_io.code_version(), "trial_id": trial_id,
     }
+    ckpt["scores"]["test_mean_score"] = record.get("test_mean_score")
+    return ckpt
 
 
-def save_epoch(trial: Any, record: dict[str, Any]) -> None:
-    """latest.pt every epoch; best.pt and a top-k file when the rollout earns them."""
-    folder = trial.run_dir / "checkpoints"
-    latest = folder / "latest.pt"
-    ckpt_io.save_checkpoint(latest, trial_state(trial, record))
+def save_epoch(ckpt: dict[str, Any], parts: TrainParts, record: dict[str, Any]) -> None:
+    """latest.pt; best.pt and a top-k file when the rollout earns them."""
+    latest = parts.topk.folder / LATEST
+    ckpt_io.save_checkpoint(latest, ckpt)
     if record.get("new_best"):
-        ckpt_io.copy_checkpoint(latest, folder / "best.pt")
+        ckpt_io.copy_checkpoint(latest, parts.topk.folder / BEST)
     if "test_mean_score" in record:
-        trial.topk.add(record["test_mean_score"], record["epoch"], latest)
+        parts.topk.add(record["test_mean_score"], record["epoch"], latest)
 
 
-def restore_latest(trial: Any, state: dict[str, Any]) -> None:
-    """Continue from latest.pt: weights, optimizer, schedule, RNG, counters, log."""
-    trial.policy.load_state_dict(state["policy"])
-    if trial.ema is not None and state.get("ema_state"):
-        trial.ema.load_state_dict({**state["ema_state"], "averaged_model": state["ema"]})
-    trial.optimizer.load_state_dict(state["optimizer"])
-    trial.lr_schedule.load_state_dict(state["lr_schedule"])
-    trial.epoch, trial.global_step = state["epoch"] + 1, state["global_step"]
-    scores, trainer = state["scores"], state["trainer"]
-    trial.best = tuple(scores["best"]) if scores["best"] else None
-    trial.best_success, trial.last_score = scores["best_success_rate"], scores["last"]
-    trial.stopper.load_state_dict(trainer["stopper"])
-    trial.divergence.load_state_dict(trainer["divergence"])
-    trial.topk.load_state_dict(trainer["topk"])
-    trial.elapsed_before = trainer["elapsed_s"]
-    trial.clock.spent_s = trainer.get("train_s", 0.0)
-    ckpt_io.set_rng_state(state["rng"])
-    dropped = trial.log.truncate_after(state["epoch"])
-    trial.say(f"resume: continuing at epoch {trial.epoch + 1} from latest.pt"
-              + (f" (dropped {dropped} log lines written after it)" if dropped else ""))
+def restore(parts: TrainParts, state: TrainState, ckpt: dict[str, Any]) -> None:
+    """Continue from latest.pt: weights, optimizer, schedule, stopping rules, counters, RNG."""
+    parts.policy.load_state_dict(ckpt["policy"])
+    if parts.ema is not None and ckpt.get("ema_state"):
+        parts.ema.load_state_dict({**ckpt["ema_state"], "averaged_model": ckpt["ema"]})
+    parts.optimizer.load_state_dict(ckpt["optimizer"])
+    parts.lr_schedule.load_state_dict(ckpt["lr_schedule"])
+    trainer = ckpt["trainer"]
+    parts.stopper.load_state_dict(trainer["stopper"])
+    parts.divergence.load_state_dict(trainer["divergence"])
+    parts.topk.load_state_dict(trainer["topk"])
+    parts.clock.spent_s = trainer.get("train_s", 0.0)
+    state.load_state_dict(ckpt, trainer["elapsed_s"])

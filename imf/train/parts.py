@@ -1,0 +1,106 @@
+"""Everything a trial trains with, built once before the loop: the device, the data, the
+policy (warm-started when asked), EMA, optimizer, schedule, checkpoints and stopping rules.
+
+The order of construction is fixed: the policy's initial weights come from the seeded RNG.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from imf.config import Config
+from imf.data.normalizer import MinMaxNormalizer
+from imf.errors import ConfigError, TrainingError
+from imf.model.ema import EMAModel
+from imf.policy import ImfPolicy, load_weights_partial
+from imf.store.layout import RunLayout
+from imf.train import checkpoint as ckpt_io
+from imf.train.budget import TrainClock, cosine_with_warmup
+from imf.train.data import build_datasets, make_loader
+from imf.train.precision import use_bf16
+from imf.train.stopping import DivergenceDetector, EarlyStopper
+from imf.train.validation import ActionProbe
+
+
+@dataclass
+class TrainParts:
+    device: torch.device
+    policy: ImfPolicy
+    ema: EMAModel | None
+    optimizer: torch.optim.Optimizer
+    lr_schedule: torch.optim.lr_scheduler.LambdaLR
+    shuffle: torch.Generator  # reseeded each epoch: the batch order is a function of seed and epoch
+    train_loader: Any
+    val_loader: Any | None
+    probe: ActionProbe
+    steps_per_epoch: int
+    clock: TrainClock
+    topk: ckpt_io.TopK
+    stopper: EarlyStopper
+    divergence: DivergenceDetector
+    autocast: bool
+
+    @property
+    def scored_policy(self) -> ImfPolicy:
+        """The policy the rollouts score: the EMA weights when there are any."""
+        return self.ema.averaged_model if self.ema is not None else self.policy
+
+
+def pick_device(spec: str) -> torch.device:
+    if spec == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(spec)
+    except RuntimeError:
+        raise ConfigError(f"config key 'training.device': got {spec!r}, allowed: auto, cpu, cuda, cuda:N") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise TrainingError(f"device {spec!r} requested but CUDA is not available here; use --device cpu")
+    return device
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def build_parts(cfg: Config, run: RunLayout, init_from: Path | None, say: Callable[[str], None],
+                trial_id: str) -> TrainParts:
+    """Seed, then build every part; ``init_from`` (a warm start) loads its EMA weights."""
+    t, p = cfg.training, cfg.policy
+    seed_everything(t.seed)
+    device = pick_device(t.device)
+    say(f"trial {trial_id}: device {device}, run folder {run.root}")
+    train_ds, val_ds, normalizer, _ = build_datasets(cfg, say)
+    init = ckpt_io.load_checkpoint(init_from) if init_from else None
+    if init is not None:
+        ckpt_io.check_compatible(init, p, init_from)
+        # Keep the normaliser the weights were trained with, so outputs carry over exactly.
+        normalizer = MinMaxNormalizer.from_state_dict(init["normalizer"])
+    policy = ImfPolicy(cfg, normalizer).to(device)
+    if init is not None:
+        say(ckpt_io.warm_start_line(load_weights_partial(policy, init.get("ema") or init["policy"]), init_from))
+    ema = EMAModel(policy, power=t.ema_power, max_value=t.ema_max) if t.use_ema else None
+    optimizer = torch.optim.AdamW(policy.optimizer_groups(t), lr=t.lr, betas=tuple(t.betas))
+    shuffle = torch.Generator()
+    train_loader = make_loader(train_ds, cfg, shuffle=True, generator=shuffle)
+    val_loader = make_loader(val_ds, cfg, shuffle=False, generator=None) if len(val_ds) else None
+    probe = ActionProbe(val_ds, t.val_probe_windows, p.n_obs_steps, p.n_action_steps, t.batch_size, seed=t.seed)
+    if len(probe):
+        say(f"validation: action RMSE on {len(probe)} fixed windows; holding still "
+            f"scores {probe.hold_still:.1f} (world units)")
+    steps_per_epoch = min(len(train_loader), t.max_train_steps or len(train_loader))
+    clock = TrainClock(t.budget_clock, t.time_budget_s)
+    lr_schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, cosine_with_warmup(t.lr_warmup_steps, steps_per_epoch * t.num_epochs, clock))
+    topk = ckpt_io.TopK(run.checkpoints, t.checkpoint_topk)
+    topk.folder.mkdir(parents=True, exist_ok=True)
+    return TrainParts(device, policy, ema, optimizer, lr_schedule, shuffle, train_loader, val_loader,
+                      probe, steps_per_epoch, clock, topk, EarlyStopper(t.patience),
+                      DivergenceDetector(t.divergence_factor, t.divergence_warmup_steps),
+                      use_bf16(device, t.bf16))
