@@ -81,7 +81,7 @@ def test_queue_specs_names_speeds_and_errors():
     with pytest.raises(QueueError):
         resolve_queues(["ssh://host/gpu"], load_hosts(None))
     with pytest.raises(UnknownPluginError, match="installed: .*local"):
-        resolve_queues(["slurm://cluster/gpu:0"], load_hosts(None))
+        resolve_queues(["pbs://cluster/gpu:0"], load_hosts(None))
 
 
 def test_hosts_file_options_and_unknown_keys(tmp_path):
@@ -108,7 +108,7 @@ def test_dry_run_text_names_queues_order_and_finish(tmp_path):
 @pytest.mark.parametrize("args, words", [
     (["--grid", "128,256x"], "--grid"),
     (["--queue", "gpu0"], "queue spec 'gpu0'"),
-    (["--queue", "slurm://c/gpu:0"], "unknown scheduler 'slurm'"),
+    (["--queue", "pbs://c/gpu:0"], "unknown scheduler 'pbs'"),
     (["--mask", "diagonal"], "unknown mask 'diagonal'"),
     (["logging.stores=[nostore]"], "unknown store 'nostore'"),
     (["--grid", "policy.mask=causal,nope"], "unknown mask 'nope'"),

@@ -40,18 +40,23 @@ class Job:
     config_text: str | None = None  # that file's text when ``config`` is a file (for remote slots)
     env: dict[str, str] = field(default_factory=dict)
     token: str = ""  # names this attempt; the job writes it into its pid and exit files
+    resume_argv: list[str] = field(default_factory=list)  # the trial continued from latest.pt
+    resume: bool = False  # the previous attempt hit a time limit or was preempted: resume it
 
 
 @dataclass
 class JobStatus:
     """What one poll saw: the process state and the trial's log growth since ``offset``."""
-    state: str  # "running", "exited" (exit_code set), "lost" (gone without an exit code), "absent"
+    state: str  # "queued" (waiting in a batch queue), "running", "exited" (exit_code set),
+    #             "lost" (gone without an exit code), "absent"
     exit_code: int | None = None
     log_size: int = 0  # bytes of logs.json.txt
     out_size: int = 0  # bytes of stdout.log
     new_log: str = ""  # logs.json.txt text from the offset asked for (may end mid-line)
     pid: int | None = None
     start_time: str | None = None
+    reason: str = ""  # why it waits ("queued") or how the batch system ended it
+    resume: bool = False  # ended by a time limit or a preemption: the retry resumes the trial
 
     @property
     def done(self) -> bool:
@@ -62,6 +67,7 @@ class Scheduler(ABC):
     """Runs jobs on one queue slot. Handles are JSON-able dicts kept in sweep.json."""
 
     scheme = ""
+    query_keys: tuple[str, ...] = ()  # options a spec may carry after "?" besides speed
 
     def __init__(self, spec: str, options: dict[str, Any] | None = None):
         self.spec = spec
@@ -70,6 +76,15 @@ class Scheduler(ABC):
     @classmethod
     def from_spec(cls, spec: str, options: dict[str, Any] | None = None) -> "Scheduler":
         return cls(spec, options)
+
+    @classmethod
+    def slots(cls, spec: str, options: dict[str, Any] | None = None) -> int:
+        """How many queue slots ``spec`` stands for (a batch queue may take several jobs)."""
+        return 1
+
+    def preflight(self) -> None:
+        """Checks of the user's request that are cheap and final (an unknown partition), made
+        before the sweep folder is written; raise QueueError. Reachability is ``check``'s."""
 
     def check(self) -> None:
         """Raise QueueError when the slot cannot run jobs now (host unreachable, ...)."""
@@ -85,6 +100,20 @@ class Scheduler(ABC):
     @abstractmethod
     def poll(self, handle: dict[str, Any], offset: int = 0) -> JobStatus:
         """The job's state and progress; raises QueueError when the slot cannot be reached."""
+
+    def batch_key(self) -> Any:
+        """Slots with one key are polled together by one ``poll_many`` (default: alone)."""
+        return id(self)
+
+    def poll_many(self, jobs: list[tuple[dict[str, Any], int]]) -> list[JobStatus | QueueError]:
+        """``poll`` of each (handle, offset); a slot that cannot be reached gives its QueueError."""
+        results: list[JobStatus | QueueError] = []
+        for handle, offset in jobs:
+            try:
+                results.append(self.poll(handle, offset))
+            except QueueError as exc:
+                results.append(exc)
+        return results
 
     @abstractmethod
     def stop(self, handle: dict[str, Any]) -> None:

@@ -68,7 +68,11 @@ class Engine(Recovery):
                 f"sweep.name={s.name}",  # the SwanLab group of every trial of this sweep
                 *s.overrides, *trial.overrides,
                 *(["--final-eval", str(s.final_eval)] if s.final_eval else [])]
-        return Job(trial.id, s.name, self.sdir.trial_dir(trial.id), argv, s.config, s.config_text())
+        job = Job(trial.id, s.name, self.sdir.trial_dir(trial.id), argv, s.config, s.config_text())
+        job.resume_argv = [*s.trial_command, "--resume", "--id", trial.id, "--out", "{run_dir}",
+                           "--store", "none"]
+        job.resume = bool(trial.history) and trial.history[-1].get("outcome") == "timeout"
+        return job
 
     @contextmanager
     def _controller(self) -> Iterator[None]:
@@ -124,8 +128,9 @@ class Engine(Recovery):
     def _step(self) -> bool:
         """One poll of every running trial and one launch per free slot; True when all ended."""
         self._resolve_orphans()
-        for trial in [t for t in self.state.trials if t.state == "running"]:
-            self._watch(trial)
+        watched = [t for t in self.state.trials if t.state in ("queued", "running")]
+        for trial, status in zip(watched, self._poll(watched)):
+            self._watch(trial, status)
         for queue in self.state.live_queues():
             if any(t.queue == queue.name and t.state in ACTIVE for t in self.state.trials):
                 continue
@@ -185,18 +190,38 @@ class Engine(Recovery):
         trial.log_offset, trial.epoch, trial.last_score, trial.best_score = 0, 0, None, None
         trial.val_mse = None
         self.seen[trial.id] = ((-1, -1), time.monotonic())
-        self.log(f"start {trial.id} on {queue.name} (attempt {trial.attempts}, pid {handle.get('pid')})")
+        self.log(f"start {trial.id} on {queue.name} (attempt {trial.attempts}, {_job_label(handle)})"
+                 + (", resuming from its latest checkpoint" if job.resume else ""))
         self.save()
 
-    def _watch(self, trial: TrialState) -> None:
+    def _poll(self, trials: list[TrialState]) -> list[JobStatus | QueueError]:
+        """Every trial's status; slots of one batch key are asked together (one squeue)."""
+        groups: dict[Any, list[TrialState]] = {}
+        for trial in trials:
+            groups.setdefault(self.scheduler(trial.queue).batch_key(), []).append(trial)
+        found: dict[str, JobStatus | QueueError] = {}
+        for members in groups.values():
+            sch = self.scheduler(members[0].queue)
+            try:
+                results = sch.poll_many([(t.handle or {}, t.log_offset) for t in members])
+            except QueueError as exc:
+                results = [exc] * len(members)
+            found.update((t.id, r) for t, r in zip(members, results))
+        return [found[t.id] for t in trials]
+
+    def _watch(self, trial: TrialState, status: JobStatus | QueueError) -> None:
         queue = self.state.queue(trial.queue)
         sch = self.scheduler(queue.name)
-        try:
-            status = sch.poll(trial.handle or {}, trial.log_offset)
-        except QueueError as exc:
-            self._contact_failed(queue, exc)
+        if isinstance(status, QueueError):
+            self._contact_failed(queue, status)
             return
         self.failures[queue.name] = 0
+        if status.state == "queued":  # waiting for the batch system: no progress, no stall
+            trial.state, trial.reason = "queued", status.reason
+            self.seen[trial.id] = ((0, 0), time.monotonic())
+            return
+        if trial.state == "queued":
+            trial.state, trial.reason, trial.started_unix = "running", "", time.time()
         self._progress(trial, status)
         if status.done:
             self._ended(trial, status, sch)
@@ -244,6 +269,10 @@ class Engine(Recovery):
         run_dir = self.sdir.trial_dir(trial.id)
         summary = read_summary(run_dir) or {}
         verdict = summary.get("status")
+        if status.resume:
+            self._attempt_over(trial, "timeout", status.exit_code,
+                               f"{status.reason}; a retry resumes it from its latest checkpoint")
+            return
         if status.exit_code == 0 and verdict in GOOD_ENDS:
             trial.epoch = int(summary.get("epochs_done") or trial.epoch)
             if isinstance(summary.get("best_score"), (int, float)):
@@ -254,9 +283,9 @@ class Engine(Recovery):
             reason = f"exited 0 but summary.json says status {verdict!r}" if verdict else \
                 "exited 0 without a summary.json"
         elif status.exit_code is None:
-            reason = "the job vanished without an exit code"
+            reason = status.reason or "the job vanished without an exit code"
         else:
-            reason = f"exit code {status.exit_code}"
+            reason = f"exit code {status.exit_code}" + (f" ({status.reason})" if status.reason else "")
         tail = _tail(run_dir / "stdout.log")
         self._attempt_over(trial, "failed", status.exit_code,
                            f"{reason} in {run_dir}" + (f"; stdout.log ends: {tail}" if tail else ""))
@@ -268,14 +297,15 @@ class Engine(Recovery):
                               "reason": reason})
         trial.exit_code, trial.reason = exit_code, reason
         self.seen.pop(trial.id, None)
-        failures = sum(h["outcome"] in ("failed", "stalled") for h in trial.history)
-        if outcome in ("failed", "stalled") and failures <= self.state.retries:
+        retried = ("failed", "stalled", "timeout")  # timeout: ended by a batch system's time limit
+        failures = sum(h["outcome"] in retried for h in trial.history)
+        if outcome in retried and failures <= self.state.retries:
             trial.state = "pending"
             orders = [t.order for t in self.state.trials if t.queue == trial.queue]
             trial.order = min(orders) - 1  # a retry goes first on its queue
             self.log(f"{outcome} {trial.id}: {reason}; retry {failures}/{self.state.retries}")
         else:
-            trial.state, trial.finished = outcome, now_iso()
+            trial.state, trial.finished = "failed" if outcome == "timeout" else outcome, now_iso()
             score = "" if trial.best_score is None else f", best {trial.best_score:.4f}"
             self.log(f"{outcome} {trial.id} after {trial.attempts} attempt(s){score}"
                      + (f": {reason}" if reason else ""))
@@ -315,6 +345,10 @@ class Engine(Recovery):
         if unrecorded:
             raise SweepError(f"sweep {self.state.name} finished, but {len(unrecorded)} trial(s) could "
                              f"not be recorded ({', '.join(unrecorded[:3])}); see {self.sdir.path / 'sweep.log'}")
+
+
+def _job_label(handle: dict[str, Any]) -> str:
+    return f"job {handle['job_id']}" if handle.get("job_id") else f"pid {handle.get('pid')}"
 
 
 def _interrupt(signum: int, frame: Any) -> None:

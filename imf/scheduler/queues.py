@@ -21,11 +21,14 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from imf.errors import QueueError, SweepError
-from imf.scheduler.base import scheduler_for
+from imf.errors import PluginError, QueueError, SweepError
+from imf import registry
+from imf.scheduler.base import GROUP, scheduler_for, scheme_of
 from imf.scheduler.state import QueueState
 
-HOST_KEYS = ("user", "port", "workdir", "python", "ssh_options", "env", "speed", "threads")
+HOST_KEYS = ("user", "port", "workdir", "python", "ssh_options", "env", "speed", "threads",
+             # a Slurm partition's entry (slurm://PARTITION): job parameters, setup lines
+             "slots", "gpus", "cpus", "mem", "time", "account", "qos", "constraint", "setup")
 FILE_KEYS = ("defaults", "hosts", "queues")
 
 
@@ -89,12 +92,25 @@ def _split_speed(entry: Any) -> tuple[str, float | None]:
         spec, speed = entry.get("spec"), entry.get("speed")
     else:
         spec, _, query = str(entry).partition("?")
-        speed = query.split("=", 1)[1] if query.startswith("speed=") else None
-        if query and speed is None:
+        items = [item for item in query.split("&") if item]
+        speeds = [item.split("=", 1)[1] for item in items if item.startswith("speed=")]
+        speed = speeds[-1] if speeds else None
+        rest = [item for item in items if not item.startswith("speed=")]
+        if rest and not _query_keys(spec):
             raise QueueError(f"queue spec '{entry}': the only option after '?' is speed=FACTOR")
+        if rest:  # the scheduler's own options stay in its spec (it checks them)
+            spec = f"{spec}?{'&'.join(rest)}"
     if not isinstance(spec, str) or not spec.strip():
         raise QueueError(f"queue entry {entry!r}: expected a spec such as local:0 or ssh://host/gpu:0")
     return spec.strip(), None if speed is None else _speed(speed, f"queue spec '{entry}'")
+
+
+def _query_keys(spec: str) -> tuple[str, ...]:
+    """The options a spec of this scheme may carry after '?' besides speed."""
+    try:
+        return tuple(registry.get(GROUP, scheme_of(spec)).query_keys)
+    except (QueueError, PluginError, AttributeError):
+        return ()  # an unknown scheme is reported by scheduler_for with its own message
 
 
 def _speed(value: Any, where: str) -> float:
@@ -129,8 +145,9 @@ def resolve_queues(specs: list[Any], hosts: dict[str, Any]) -> list[QueueState]:
             options.setdefault("threads", max(1, (os.cpu_count() or 1) // max(1, n_cpu)))
         host_speed = options.pop("speed", 1.0)
         speed = speed if speed is not None else _speed(host_speed, f"--hosts options of '{spec}'")
-        scheduler_for(spec, options)  # raises for an unknown scheme or a malformed spec
-        names = [q.name for q in queues]
-        name = spec if spec not in names else f"{spec}#{sum(n.split('#')[0] == spec for n in names) + 1}"
-        queues.append(QueueState(name, spec, speed, options))
+        scheduler = scheduler_for(spec, options)  # raises for an unknown scheme or a malformed spec
+        for _ in range(type(scheduler).slots(spec, options)):  # a batch queue: one state per slot
+            names = [q.name for q in queues]
+            name = spec if spec not in names else f"{spec}#{sum(n.split('#')[0] == spec for n in names) + 1}"
+            queues.append(QueueState(name, spec, speed, dict(options)))
     return queues

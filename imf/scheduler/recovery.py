@@ -109,7 +109,7 @@ class Recovery:
         status = sch.poll(handle, 0)
         if status.state == "absent" and not handle.get("pid"):
             return  # a start that failed left nothing
-        if status.state == "running":
+        if status.state in ("queued", "running"):
             sch.stop(handle)
             self.log(f"killed the orphan of {trial.id} on {where}")
             outcome = "orphan killed"
@@ -170,7 +170,8 @@ class Recovery:
         trial.state = "running"
         trial.started_unix = trial.started_unix or time.time()
         self.seen[trial.id] = ((-1, -1), time.monotonic())
-        self.log(f"re-attached {trial.id} on {queue.name} (pid {status.pid}, {status.state})")
+        where = f"job {trial.handle['job_id']}" if trial.handle.get("job_id") else f"pid {status.pid}"
+        self.log(f"re-attached {trial.id} on {queue.name} ({where}, {status.state})")
 
 
 def _where(queue: str, handle: dict[str, Any]) -> str:

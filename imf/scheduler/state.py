@@ -17,7 +17,7 @@ from imf.store.base import now_iso
 
 VERSION = 1
 FINAL = ("completed", "stopped_early", "diverged", "failed", "stalled")
-ACTIVE = ("starting", "running")
+ACTIVE = ("starting", "queued", "running")  # queued: waiting in a batch system (Slurm)
 
 
 @dataclass

@@ -55,6 +55,8 @@ def trial_row(trial: TrialState, now: float) -> list[str]:
     if trial.state == "running" and elapsed and trial.epoch:
         eta = elapsed / trial.epoch * max(0, trial.epochs - trial.epoch)
     state = trial.state + (f" ({trial.attempts})" if trial.attempts > 1 else "")
+    if trial.state == "queued" and trial.reason:
+        state += f": {trial.reason}"  # Slurm's reason: Resources, Priority, ...
     return [trial.queue, trial.id, state, f"{trial.epoch}/{trial.epochs}", _score(trial.val_mse),
             _score(trial.last_score), _score(trial.best_score), _duration(elapsed), _duration(eta)]
 

@@ -18,7 +18,7 @@ from imf import registry
 from imf.config import load_config, load_preset_dict
 from imf.errors import SweepError
 from imf.eval_seeds import final_eval_seeds
-from imf.scheduler.base import GROUP as SCHEDULERS, scheme_of
+from imf.scheduler.base import GROUP as SCHEDULERS, scheduler_for, scheme_of
 from imf.scheduler.engine import Engine
 from imf.scheduler.plan import Plan, build_trials, make_plan, parse_seeds, render_plan
 from imf.scheduler.queues import load_hosts, resolve_queues
@@ -157,6 +157,8 @@ def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print,
     if sdir.exists():
         raise SweepError(f"{sdir.path} already holds a sweep; continue it with "
                          f"--resume {sdir.path} or choose another --name")
+    for spec, options in {q.spec: q.options for q in state.queues}.items():
+        scheduler_for(spec, options).preflight()  # e.g. an unknown Slurm partition: nothing written
     sdir.path.mkdir(parents=True, exist_ok=True)
     if Path(req.config).suffix in (".yaml", ".yml"):
         resolved = sdir.path / CONFIG_FILE  # the config with its base: chain, for every host

@@ -13,8 +13,8 @@ from imf import registry
 from imf.errors import SweepError
 from imf.scheduler.base import GROUP, scheme_of
 
-TRIAL_STATES = ("pending", "starting", "running", "completed", "stopped_early", "diverged",
-                "failed", "stalled")
+TRIAL_STATES = ("pending", "starting", "queued", "running", "completed", "stopped_early",
+                "diverged", "failed", "stalled")
 QUEUE_STATES = ("live", "down")
 SWEEP_STATUSES = ("planned", "running", "interrupted", "finished", "stopped")
 _NAMES = {"str": "a string", "int": "an int", "float": "a number", "bool": "true or false",

@@ -1,0 +1,89 @@
+"""A Slurm trial's status: Slurm's job state, read together with the files in its run folder.
+
+The run folder is the truth for how a trial ended (``exit_code`` carries the attempt's
+token); Slurm's state says whether it waits, runs, or was ended by Slurm (time limit,
+preemption, cancel, node failure, out of memory), which no file of the trial can tell.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from imf.scheduler.base import JobStatus
+
+QUEUED = ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
+          "SUSPENDED", "STOPPED")
+RUNNING = ("RUNNING", "COMPLETING", "SIGNALING", "STAGE_OUT", "RESIZING")
+RESUMABLE = ("TIMEOUT", "PREEMPTED")  # ended by Slurm, not by the trial: the retry resumes it
+JOB_FILES = ("stdout.log", "logs.json.txt", "exit_code", "summary.json")
+
+
+@dataclass
+class Progress:
+    exit_code: int | None  # from this attempt's exit_code file
+    log_size: int
+    out_size: int
+    new_log: str
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def read_progress(run_dir: Path, offset: int, token: str, limit: int = 1 << 20) -> Progress:
+    exit_code = None
+    try:
+        fields = (run_dir / "exit_code").read_text().split()
+        if fields and fields[0].lstrip("-").isdigit() and fields[1:2] == [token]:
+            exit_code = int(fields[0])
+    except OSError:
+        pass
+    new_log = ""
+    try:
+        with open(run_dir / "logs.json.txt", "rb") as f:
+            f.seek(offset)
+            new_log = f.read(limit).decode(errors="replace")
+    except OSError:
+        pass
+    return Progress(exit_code, _size(run_dir / "logs.json.txt"), _size(run_dir / "stdout.log"), new_log)
+
+
+def slurm_status(job_id: str | None, state: str | None, reason: str, p: Progress) -> JobStatus:
+    """One trial's JobStatus from Slurm's state of its job (None: Slurm does not know it)."""
+    status = JobStatus("running", log_size=p.log_size, out_size=p.out_size, new_log=p.new_log)
+    if job_id is None:
+        status.state = "absent"  # never submitted (or submitted and forgotten without a trace)
+    elif state in QUEUED:
+        status.state, status.reason = "queued", reason if reason and reason != "None" else state.lower()
+    elif state in RUNNING and p.exit_code is None:
+        pass
+    elif state in RESUMABLE:
+        status.state, status.exit_code, status.resume = "lost", p.exit_code, True
+        status.reason = f"Slurm ended job {job_id} with {state}"
+    elif p.exit_code is not None:
+        status.state, status.exit_code = "exited", p.exit_code
+        if state not in (None, "COMPLETED", *RUNNING):
+            status.reason = f"Slurm ended job {job_id} with {state}"
+    else:
+        status.state = "lost"
+        status.reason = (f"Slurm ended job {job_id} with {state}" if state else
+                         f"Slurm no longer knows job {job_id}")
+    return status
+
+
+def archive_attempt(run_dir: Path) -> None:
+    """Move an earlier attempt's files into attempts/K before a fresh start in ``run_dir``."""
+    if not any((run_dir / name).exists() for name in JOB_FILES):
+        return
+    k = 1
+    while (run_dir / "attempts" / str(k)).exists():
+        k += 1
+    dest = run_dir / "attempts" / str(k)
+    dest.mkdir(parents=True)
+    for entry in run_dir.iterdir():
+        if entry.name != "attempts":
+            os.replace(entry, dest / entry.name)

@@ -1,0 +1,85 @@
+"""Slurm queue specs and hosts-file entries: parsed, checked, expanded into slots (no cluster)."""
+from __future__ import annotations
+
+import pytest
+
+from imf.errors import QueueError, SweepError
+from imf.scheduler.base import Job
+from imf.scheduler.queues import load_hosts, resolve_queues
+from imf.scheduler.slurm import SlurmScheduler, minutes, parse_spec
+
+
+def test_a_full_spec_gives_every_parameter():
+    partition, params = parse_spec(
+        "slurm://gpu?slots=8&gpus=1&cpus=8&mem=32G&time=12:00:00&account=lab&qos=high&constraint=a100", {})
+    assert partition == "gpu"
+    assert params == {"slots": 8, "gpus": 1, "cpus": 8, "mem": "32G", "time": "12:00:00",
+                      "account": "lab", "qos": "high", "constraint": "a100"}
+    assert parse_spec("slurm://debug", {}) == ("debug", {"slots": 1})
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("slurm://gpu?nodes=2", "unknown key 'nodes'; allowed: slots, gpus, cpus, mem, time, account, qos, constraint"),
+    ("slurm://gpu?slots", "'slots' is not KEY=VALUE"),
+    ("slurm://gpu?slots=0", "slots must be a whole number >= 1"),
+    ("slurm://gpu?gpus=-1", "gpus must be a whole number >= 0"),
+    ("slurm://gpu?cpus=two", "cpus must be a whole number >= 1"),
+    ("slurm://gpu?time=soon", "time must be a Slurm time limit"),
+    ("slurm://gpu?mem=lots", "mem must be a size such as 32G"),
+    ("slurm://", "expected slurm://PARTITION"),
+    ("slurm://gp u", "expected slurm://PARTITION"),
+    ("slurm://gpu/x", "expected slurm://PARTITION"),
+])
+def test_bad_specs_say_what_is_allowed(spec, message):
+    with pytest.raises(QueueError, match=message.replace("?", r"\?")):
+        parse_spec(spec, {})
+
+
+def test_time_limits_in_minutes_round_up_like_slurm():
+    assert [minutes(t) for t in ("30", "00:00:05", "1:30", "12:00:00", "2-0", "1-01:00:01")] == \
+        [30, 1, 2, 720, 2880, 1501]
+
+
+def test_one_spec_is_n_slots_and_speed_stays_with_the_planner():
+    queues = resolve_queues(["local:cpu", "slurm://debug?slots=3&speed=2&time=10"], load_hosts(None))
+    assert [q.name for q in queues] == ["local:cpu", "slurm://debug?slots=3&time=10", "slurm://debug?slots=3&time=10#2",
+                                        "slurm://debug?slots=3&time=10#3"]
+    assert [q.speed for q in queues] == [1.0, 2.0, 2.0, 2.0]
+    with pytest.raises(QueueError, match="the only option after '\\?' is speed=FACTOR"):
+        resolve_queues(["local:cpu?slots=2"], load_hosts(None))
+
+
+def test_slots_come_from_the_spec_or_the_hosts_file(tmp_path):
+    hosts = tmp_path / "hosts.yaml"
+    hosts.write_text("hosts:\n  gpu: {slots: 2, time: '01:00:00', account: lab,\n"
+                     "        setup: [module load cuda, source ~/venv/bin/activate]}\n")
+    queues = resolve_queues(["slurm://gpu"], load_hosts(hosts))
+    assert len(queues) == 2
+    sch = SlurmScheduler(queues[0].spec, queues[0].options)
+    assert sch.params["account"] == "lab" and sch.setup[0] == "module load cuda"
+    more = resolve_queues(["slurm://gpu?slots=3&account=other"], load_hosts(hosts))
+    assert len(more) == 3  # the spec wins over the file
+    assert SlurmScheduler(more[0].spec, more[0].options).params["account"] == "other"
+
+
+def test_bad_hosts_file_entries_for_a_partition(tmp_path):
+    hosts = tmp_path / "hosts.yaml"
+    hosts.write_text("hosts:\n  gpu: {nodes: 2}\n")
+    with pytest.raises(SweepError, match="unknown key 'nodes'; allowed: .*setup"):
+        load_hosts(hosts)
+    hosts.write_text("hosts:\n  gpu: {setup: {a: 1}}\n")
+    with pytest.raises(QueueError, match="setup must be a shell line or a list of them"):
+        resolve_queues(["slurm://gpu"], load_hosts(hosts))
+    hosts.write_text("hosts:\n  gpu: {ssh_options: [-v]}\n")
+    with pytest.raises(QueueError, match="unknown option 'ssh_options'"):
+        resolve_queues(["slurm://gpu"], load_hosts(hosts))
+
+
+def test_dry_run_text_names_the_sbatch_parameters(tmp_path):
+    sch = SlurmScheduler("slurm://gpu?gpus=1&time=02:00:00&mem=8G", {"setup": ["module load cuda"]})
+    job = Job("s-t1", "s", tmp_path / "s-t1", ["{python}", "-m", "imf", "trial", "--out", "{run_dir}"],
+              "smoke")
+    text = sch.describe(job)
+    assert text.startswith("sbatch --partition=gpu --job-name=s-t1 --time=02:00:00 --gpus-per-node=1 "
+                           "--mem=8G --comment=imf:TOKEN: module load cuda; ")
+    assert f"--out {tmp_path / 's-t1'}" in text
