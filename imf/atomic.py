@@ -159,11 +159,14 @@ def is_stale(tmp: Path, names: tuple[str, ...] = (), min_age: float = STALE_S) -
         return False
 
 
-def clean_stale_temps(folder: Path | str, names: tuple[str, ...] = (), min_age: float = STALE_S) -> int:
-    """Remove the atomic writer's leftovers (``.*.tmp`` files and folders) in ``folder``;
-    return how many went."""
+def clean_stale_temps(folder: Path | str, names: tuple[str, ...] = (), min_age: float = STALE_S,
+                      only: tuple[str, ...] | None = None) -> int:
+    """Remove the atomic writer's leftovers (``.*.tmp`` files and folders) in ``folder``, of
+    the files named in ``only`` when given (a folder imf does not own); return how many went."""
     removed = 0
     for tmp in Path(folder).glob(".*.tmp"):
+        if only is not None and not any(tmp.name.startswith(f".{name}.") for name in only):
+            continue
         if is_stale(tmp, names, min_age):
             _remove(tmp)
             removed += not (tmp.exists() or tmp.is_symlink())

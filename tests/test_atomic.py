@@ -93,3 +93,12 @@ def test_temps_that_name_no_pid_of_this_host_go_by_age(tmp_path):
     for path in (elsewhere, old_form):
         os.utime(path, (0, 0))
     assert clean_stale_temps(tmp_path) == 2 and not elsewhere.exists() and not old_form.exists()
+
+
+def test_in_a_folder_imf_does_not_own_only_the_named_files_temps_are_looked_at(tmp_path):
+    ours, theirs = tmp_path / ".demo.zarr.k2j3.tmp", tmp_path / ".notes.txt.k2j3.tmp"
+    for path in (ours, theirs):
+        path.write_text("half")
+        os.utime(path, (0, 0))
+    assert clean_stale_temps(tmp_path, only=("demo.zarr",)) == 1
+    assert not ours.exists() and theirs.exists()

@@ -7,7 +7,6 @@ memory; img is kept as uint8 (N, 96, 96, 3) whether the store holds uint8 or flo
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from imf.atomic import atomic_path, clean_stale_temps
 from imf.errors import DataError
 
 # name -> (shape after N, allowed dtype kinds: f float, u unsigned, i signed int)
@@ -204,33 +204,24 @@ def _is_store(path: Path) -> bool:
 
 def write_replay_buffer(path: str | os.PathLike, arrays: dict[str, np.ndarray],
                         episode_ends: np.ndarray, zarr_format: int = 2) -> Path:
-    """Write a directory store in the reference layout, atomically (temp name, then rename).
+    """Write a directory store in the reference layout, atomically (imf.atomic: temp folder, rename).
     A zarr store already at `path` is replaced; anything else there is a DataError."""
     import zarr
     ends = np.asarray(episode_ends, dtype=np.int64)
     _check_for_write(arrays, ends)
     path = prepare_output(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    clean_stale_temps(path.parent, only=(path.name,))  # a half store of a killed writer
     try:
-        root = zarr.open_group(str(tmp), mode="w", zarr_format=zarr_format)
-        data = root.require_group("data")
-        for name, values in arrays.items():
-            values = np.ascontiguousarray(values)
-            chunks = (min(len(values), 1024 if name != "img" else 256),) + values.shape[1:]
-            data.create_array(name, data=values, chunks=chunks)
-        root.require_group("meta").create_array("episode_ends", data=ends, chunks=(max(len(ends), 1),))
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            root = zarr.open_group(str(tmp), mode="w", zarr_format=zarr_format)
+            data = root.require_group("data")
+            for name, values in arrays.items():
+                values = np.ascontiguousarray(values)
+                chunks = (min(len(values), 1024 if name != "img" else 256),) + values.shape[1:]
+                data.create_array(name, data=values, chunks=chunks)
+            root.require_group("meta").create_array("episode_ends", data=ends, chunks=(max(len(ends), 1),))
     except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
         raise DataError(f"cannot write replay buffer '{path}': {exc.strerror or exc}") from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return path
 
 
