@@ -1,6 +1,7 @@
 """Diffusion Policy output folders read faithfully: restarts, status, layout, sizes, out folder."""
 from __future__ import annotations
 
+import datetime
 import json
 import subprocess
 import sys
@@ -37,7 +38,7 @@ def make_dp(folder, rows, n_emb=256, n_layer=8, logs=True):
     config = {"name": "train_diffusion_transformer_hybrid", "task_name": "pusht_image",
               "policy": {"n_emb": n_emb, "n_layer": n_layer},
               "training": {"seed": 42, "num_epochs": 100, "device": "cuda:0"},
-              "logging": {"name": folder.name}}
+              "logging": {"name": folder.name}, "created": datetime.date(2024, 1, 1)}  # a YAML date
     (folder / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
     if logs:
         (folder / "logs.json.txt").write_text("".join(json.dumps(r) + "\n" for r in rows))

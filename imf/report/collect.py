@@ -22,7 +22,7 @@ FINAL_EVAL = "final_eval.json"
 # Settings that say where or how a run ran, not what it learned: left out of a cell's identity.
 RUN_ONLY = ("training.seed", "training.device", "training.resume", "training.num_workers",
             "eval.n_workers", "data.cache_dir", "name", "logging.", "sweep.", "multi_run.",
-            "hydra.", "checkpoint.")
+            "hydra.", "checkpoint.", "dataloader.num_workers", "val_dataloader.num_workers")
 SEED_IN_ID = re.compile(r"-s(\d+)(?=-|$)")
 
 
@@ -53,8 +53,8 @@ def flatten(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             flat.update(flatten(value, name + "."))
-        else:
-            flat[name] = value
+        else:  # YAML dates and the like become strings, so the config stays JSON
+            flat[name] = json.loads(json.dumps(value, default=str))
     return flat
 
 
