@@ -11,7 +11,9 @@ Options (before the trial's own arguments, so a sweep's IMF_TRIAL_COMMAND prefix
   --hang-on S         stop writing anything (sleep) after the first epoch, same attempt rule
   --ledger FILE       append "ID PID" to FILE when the trial completes (drills count completions)
 It writes fake.pid, config.yaml, one logs.json.txt line per epoch (test_mean_score every 2 and
-at the end), summary.json in the documented format and checkpoints/best.pt; exits 0.
+at the end), checkpoints/latest.pt ("epoch N") after every epoch, summary.json in the
+documented format and checkpoints/best.pt; exits 0. With ``--resume --out DIR`` (no config),
+like ``imf trial --resume``, it continues DIR's run after the epoch in its latest.pt.
 """
 from __future__ import annotations
 
@@ -33,7 +35,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.Namespace]:
     fake.add_argument("--ledger", default=None)
     opts, rest = fake.parse_known_args(argv)
     trial = argparse.ArgumentParser(allow_abbrev=False)
-    trial.add_argument("config")
+    trial.add_argument("config", nargs="?")
+    trial.add_argument("--resume", action="store_true")
     trial.add_argument("--id", required=True)
     trial.add_argument("--out", required=True)
     trial.add_argument("--seed", type=int, default=42)
@@ -41,6 +44,10 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.Namespace]:
     trial.add_argument("--epochs", type=int, default=4)
     trial.add_argument("overrides", nargs="*")
     args = trial.parse_intermixed_args([a for a in rest if a != "--"])
+    if args.resume:  # the run as configured in its folder, like imf trial --resume
+        kept = json.loads((Path(args.out) / "config.yaml").read_text())
+        args.config, args.overrides = kept["config"], kept["overrides"]
+        args.epochs, args.seed = kept["epochs"], kept["seed"]
     return opts, args
 
 
@@ -68,7 +75,12 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     attempt = 1 + len(list((out / "attempts").glob("*")))
     (out / "fake.pid").write_text(str(os.getpid()))
-    (out / "config.yaml").write_text(json.dumps({"config": args.config, "overrides": args.overrides}))
+    (out / "config.yaml").write_text(json.dumps({"config": args.config, "overrides": args.overrides,
+                                                 "epochs": args.epochs, "seed": args.seed}))
+    first = 0
+    if args.resume:
+        first = int((out / "checkpoints" / "latest.pt").read_text().split()[1]) + 1
+        print(f"fake trial {args.id}: resumed at epoch {first}", flush=True)
     params = params_of(args)
     epoch_s = opts.epoch_s
     if opts.cost_scaled:
@@ -81,7 +93,7 @@ def main(argv: list[str]) -> int:
     base = 0.5 + params["n_emb"] / 2000 + params["n_layer"] / 100 + (args.seed % 7) / 1000
     best = last = None
     with open(out / "logs.json.txt", "a") as log:
-        for epoch in range(args.epochs):
+        for epoch in range(first, args.epochs):
             time.sleep(epoch_s)
             row = {"epoch": epoch, "global_step": (epoch + 1) * 10, "train_loss": 1.0 / (epoch + 1),
                    "val_loss": 1.1 / (epoch + 1), "val_mse": round(0.5 / (epoch + 1), 4), "lr": 1e-4}
@@ -91,6 +103,9 @@ def main(argv: list[str]) -> int:
                 best = last if best is None else max(best, last)
             log.write(json.dumps(row) + "\n")
             log.flush()
+            (out / "checkpoints").mkdir(exist_ok=True)
+            (out / "checkpoints" / "latest.tmp").write_text(f"epoch {epoch}")
+            os.replace(out / "checkpoints" / "latest.tmp", out / "checkpoints" / "latest.pt")
             print(f"epoch {epoch} done", flush=True)
             if opts.hang_on and opts.hang_on in args.id and misbehave:
                 time.sleep(3600)
