@@ -55,8 +55,9 @@ class Cell:
     n_layer: int | None
     params: dict[str, Any]  # other config values that vary between the cells
     trials: list[str]
-    seeds: list[int | None]
+    seeds: list[int | None]  # of the scored trials
     n: int = 0  # scored trials
+    unscored: int = 0  # trials without a score yet
     mean: float | None = None  # of the trials' max scores
     sd: float | None = None  # over seeds (None for one trial)
     se: float | None = None  # of the mean; see noise
