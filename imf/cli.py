@@ -95,7 +95,7 @@ def report(
     paths: list[Path] = typer.Argument(None, help="A sweep folder, or run folders, or two sweep folders A B to compare (default: the current folder)."),
     out: Path = typer.Option(None, "--out", help="Folder for the report files (default: the folder of one imf sweep, else the current folder)."),
     as_json: bool = typer.Option(False, "--json", help="Print report.json (compare.json) to stdout instead of the tables."),
-    compare: bool = typer.Option(False, "--compare", help="Compare two sweeps A B cell by cell (B - A); two sweep folders are compared without it."),
+    compare: bool = typer.Option(None, "--compare/--no-compare", help="Compare two sweeps A B cell by cell (B - A); by default two sweep folders are compared, --no-compare reports them as one."),
     last_k: int = typer.Option(3, "--last-k", help="Rollouts averaged by the last-K score."),
 ) -> None:
     """Rank trials by max test_mean_score ± SE with robust scores; cells over seeds; trends; heatmap and curves; compare two sweeps. Reads Diffusion Policy runs too."""

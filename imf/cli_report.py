@@ -9,7 +9,7 @@ import typer
 from imf import report as report_lib
 
 
-def report_command(paths: list[Path], *, out: Path | None, as_json: bool, compare: bool,
+def report_command(paths: list[Path], *, out: Path | None, as_json: bool, compare: bool | None,
                    last_k: int) -> None:
     """Write the report (or the comparison of two sweeps) and print it."""
     paths = list(paths) or [Path(".")]

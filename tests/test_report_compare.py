@@ -103,6 +103,9 @@ def test_cli_compares_two_sweeps_into_the_current_folder(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "full beats causal at n_layer 12 (+0.100 ± 0.012)" in out.stdout
     assert (tmp_path / "compare.md").exists() and not (causal / "compare.md").exists()
+    out = _imf("report", str(causal), str(full), "--no-compare", "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert len(json.loads(out.stdout)["trials"]) == 24 and (tmp_path / "report.md").exists()
 
 
 @pytest.mark.parametrize("args, line", [

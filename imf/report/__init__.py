@@ -49,11 +49,12 @@ def build_report(paths: list[Path], last_k: int = LAST_K) -> Report:
                   curves=[r.curve for r in runs], config=shared_config(runs))
 
 
-def is_comparison(paths: list[Path], compare: bool) -> bool:
-    """Two sweep folders (not run folders) are compared; ``compare`` asks for it explicitly."""
+def is_comparison(paths: list[Path], compare: bool | None) -> bool:
+    """Two sweep folders (not run folders) are compared unless ``compare`` is False; True asks
+    for it explicitly."""
     if compare and len(paths) != 2:
         raise ReportError(f"--compare takes two sweep folders (A B), got {len(paths)} folder(s)")
-    if len(paths) != 2:
+    if len(paths) != 2 or compare is False:
         return False
     for path in map(Path, paths):
         check_folder(path)
