@@ -103,6 +103,22 @@ def report(
     report_command(paths or [], out=out, as_json=as_json, compare=compare, last_k=last_k)
 
 
+@app.command(cls=Command)
+def suggest(
+    folder: Path = typer.Argument(Path("."), help="A sweep folder or a folder of runs (default: the current folder)."),
+    write_hypothesis: bool = typer.Option(False, "--write-hypothesis", help="Append a pre-filled hypothesis block with the proposals to ITERATION_LOG.md in the folder."),
+    as_json: bool = typer.Option(False, "--json", help="Print the proposals as a JSON list for scripts."),
+) -> None:
+    """Propose the next runs: more seeds for ties with the best, the best cell's neighbours, a warm-start continuation."""
+    from imf import suggest as suggest_lib
+    found = suggest_lib.suggest(folder)
+    block = suggest_lib.write_hypothesis(found) if write_hypothesis else None
+    typer.echo(json.dumps(suggest_lib.as_json(found), indent=2) if as_json
+               else suggest_lib.render_text(found), nl=as_json)
+    if block:
+        typer.echo(f"wrote hypothesis {block} to {folder / 'ITERATION_LOG.md'}", err=as_json)
+
+
 @app.command(cls=Command, context_settings={"allow_extra_args": False})
 def sweep(
     args: list[str] = typer.Argument(None, help="CONFIG (preset or YAML path; default pusht_image_imf, or pusht_image_imf_fullattn with --mask full), then key=value overrides for every trial.",
@@ -110,7 +126,7 @@ def sweep(
     mask: str = typer.Option(None, "--mask", help="Attention mask of every trial (an imf.masks plugin, e.g. full).",
                              autocompletion=complete_mask),
     grid: list[str] = typer.Option(None, "--grid", help="N_EMB,..xN_LAYER,.. (e.g. 128,256,384x6,12,18) or key=v1,v2; repeatable, multiplied."),
-    queue: list[str] = typer.Option(None, "--queue", help="A slot: local:N, local:cpu, ssh://\\[user@]host\\[:port]/gpu:N; repeatable (default: local GPUs, else local:cpu).",
+    queue: list[str] = typer.Option(None, "--queue", help="A slot: local:N, local:cpu, ssh://\\[user@]host\\[:port]/gpu:N, or N slots of slurm://PARTITION?slots=N&gpus=..; repeatable (default: local GPUs, else local:cpu).",
                                    autocompletion=complete_queue),
     hosts: Path = typer.Option(None, "--hosts", help="Hosts YAML: per-host workdir, python, ssh_options, speed; may list the queues."),
     name: str = typer.Option(None, "--name", help="Sweep name: the folder under --out and the trial ids' prefix (default 'sweep')."),
@@ -124,12 +140,19 @@ def sweep(
     poll: float = typer.Option(None, "--poll", help="Seconds between polls of the running trials (default 5)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the queues, the order and estimated finish on each, and every trial's command; load every plugin the plan uses; run nothing."),
     resume: Path = typer.Option(None, "--resume", help="Continue the sweep in this folder (re-attach, skip ended trials)."),
+    cancel: Path = typer.Option(None, "--cancel", help="Cancel the live jobs of the sweep in this folder on every queue (its controller is stopped first)."),
     notify: str = typer.Option(None, "--notify", help="Command run with the report's path when the sweep ends."),
 ) -> None:
-    """Run a grid of trials on GPU queues (local or SSH), watch them, recover, then report."""
+    """Run a grid of trials on GPU queues (local, SSH or Slurm), watch them, recover, then report."""
     from imf.scheduler import sweep as sweep_lib
     from imf.scheduler.live import sweep_view
     try:
+        if cancel is not None:
+            if resume is not None or dry_run or args or grid or queue:
+                raise sweep_lib.SweepError("--cancel DIR takes no other sweep arguments")
+            from imf.scheduler.cancel import cancel_sweep
+            cancel_sweep(cancel, typer.echo)
+            return
         if resume is not None:
             fixed = {"CONFIG/overrides": args, "--mask": mask, "--grid": grid, "--queue": queue,
                      "--hosts": hosts, "--name": name, "--epochs": epochs, "--seed": seed, "--dry-run": dry_run,

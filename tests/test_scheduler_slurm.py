@@ -55,13 +55,14 @@ def sweep_json(sweep_dir: Path) -> dict:
 
 
 def running_jobs(sweep_dir: Path, n: int = 1) -> list[dict]:
-    """Wait until ``n`` trials run as Slurm jobs; their states from sweep.json."""
+    """Wait until ``n`` trials run as Slurm jobs (an epoch logged); their states from sweep.json."""
     def found():
         try:
             trials = sweep_json(sweep_dir)["trials"]
         except (OSError, ValueError):
             return None
-        live = [t for t in trials if t["state"] == "running" and (t["handle"] or {}).get("job_id")]
+        live = [t for t in trials if t["state"] == "running" and t["epoch"] >= 1
+                and (t["handle"] or {}).get("job_id")]
         return live if len(live) >= n else None
     return wait_for(found, timeout=240, interval=0.2)
 
@@ -111,3 +112,120 @@ def test_a_four_trial_grid_on_two_slurm_slots_completes_each_trial_once(slurm, t
     assert sorted(r["id"] for r in records) == sorted(t["id"] for t in data["trials"])
     assert (sweep_dir / "report.md").is_file() and any("rank" in line for line in lines)
     assert "job " in (sweep_dir / "sweep.log").read_text()
+
+
+def run_in_thread(req: SweepRequest) -> tuple[threading.Thread, list]:
+    errors: list = []
+
+    def target():
+        try:
+            start_sweep(req, lambda s: None)
+        except BaseException as exc:  # handed to the test
+            errors.append(exc)
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread, errors
+
+
+def test_a_job_cancelled_with_scancel_is_retried(slurm, tmp_path, monkeypatch):
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "1"))
+    req = SweepRequest(config="smoke", grids=["64x1"], queues=["slurm://debug"], name="sc",
+                       out=tmp_path, epochs=6, poll=0.5, stall_timeout=300, retries=1)
+    thread, errors = run_in_thread(req)
+    first = running_jobs(tmp_path / "sc")[0]
+    subprocess.run(["scancel", first["handle"]["job_id"]], check=True, timeout=60)
+    thread.join(600)
+    assert not thread.is_alive() and not errors, errors
+    trial = sweep_json(tmp_path / "sc")["trials"][0]
+    assert trial["state"] == "completed" and trial["attempts"] == 2
+    assert trial["history"][0]["outcome"] == "failed"
+    assert f"Slurm ended job {first['handle']['job_id']} with CANCELLED" in trial["history"][0]["reason"]
+    assert trial["handle"]["job_id"] != first["handle"]["job_id"]
+    assert (tmp_path / "sc" / trial["id"] / "attempts" / "1" / "stdout.log").is_file()  # kept aside
+
+
+def test_a_job_past_its_time_limit_is_resumed_from_its_checkpoint(slurm, tmp_path, monkeypatch):
+    # Slurm counts limits in whole minutes (00:00:05 is one minute) and checks them every 30 s:
+    # a 100 s trial is stopped after 60-90 s and its retry finishes the remaining epochs.
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "4"))
+    req = SweepRequest(config="smoke", grids=["64x1"], queues=["slurm://debug?time=00:00:05"],
+                       name="to", out=tmp_path, epochs=25, poll=1, stall_timeout=300, retries=1)
+    start_sweep(req, lambda s: None)
+    sweep_dir = tmp_path / "to"
+    trial = sweep_json(sweep_dir)["trials"][0]
+    assert trial["state"] == "completed" and trial["attempts"] == 2, trial
+    assert trial["history"][0]["outcome"] == "timeout" and "TIMEOUT" in trial["history"][0]["reason"]
+    run = sweep_dir / trial["id"]
+    assert not (run / "attempts").exists()  # resumed in place, not started over
+    out = (run / "stdout.log").read_text()
+    assert "resuming from checkpoints/latest.pt" in out and "resumed at epoch" in out
+    epochs = [json.loads(line)["epoch"] for line in (run / "logs.json.txt").read_text().splitlines()]
+    assert epochs[-1] == 24 and 10 < epochs.index(24) < 24 + 1 and epochs[0] == 0
+    log = (sweep_dir / "sweep.log").read_text()
+    assert "a retry resumes it from its latest checkpoint" in log
+    assert "resuming from its latest checkpoint" in log
+
+
+def test_a_killed_controller_resumed_reattaches_without_resubmitting(slurm, tmp_path):
+    ledger = tmp_path / "ledger.txt"
+    env = {**os.environ, "IMF_TRIAL_COMMAND": fake_command("--epoch-s", "1", "--ledger", str(ledger))}
+    cmd = [sys.executable, "-m", "imf", "sweep", "smoke", "--grid", "64x1,2,3", "--queue",
+           "slurm://debug?slots=2", "--name", "k", "--out", str(tmp_path), "--epochs", "6",
+           "--poll", "0.5", "--stall-timeout", "300"]
+    controller = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sweep_dir = tmp_path / "k"
+    try:
+        live = running_jobs(sweep_dir, n=2)
+    finally:
+        controller.send_signal(signal.SIGKILL)
+        controller.wait()
+    before = {t["id"]: t["handle"]["job_id"] for t in live}
+    queued = {row[0] for row in squeue("%i", "%T")}
+    assert set(before.values()) <= queued  # the jobs outlive their controller
+    resume_sweep(sweep_dir, lambda s: None)
+    data = sweep_json(sweep_dir)
+    assert data["status"] == "finished"
+    for t in data["trials"]:
+        assert t["state"] == "completed" and t["attempts"] == 1, t
+        if t["id"] in before:
+            assert t["handle"]["job_id"] == before[t["id"]]
+    assert sorted(line.split()[0] for line in ledger.read_text().splitlines()) == \
+        sorted(t["id"] for t in data["trials"])
+    log = (sweep_dir / "sweep.log").read_text()
+    assert all(f"re-attached {tid} on" in log for tid in before)
+
+
+def test_cancel_stops_the_controller_and_leaves_no_job_in_squeue(slurm, tmp_path):
+    env = {**os.environ, "IMF_TRIAL_COMMAND": fake_command("--epoch-s", "2")}
+    cmd = [sys.executable, "-m", "imf", "sweep", "smoke", "--grid", "64x1,2,3", "--queue",
+           "slurm://debug?slots=3", "--name", "c", "--out", str(tmp_path), "--epochs", "100",
+           "--poll", "0.5", "--stall-timeout", "300"]
+    controller = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sweep_dir = tmp_path / "c"
+    try:
+        live = running_jobs(sweep_dir, n=1)
+        proc = subprocess.run([sys.executable, "-m", "imf", "sweep", "--cancel", str(sweep_dir)],
+                              capture_output=True, text=True, timeout=600)
+        assert controller.wait(300) is not None
+    finally:
+        if controller.poll() is None:
+            controller.kill()
+    assert proc.returncode == 0, proc.stderr
+    assert "imf sweep --resume" in proc.stdout
+    ours = {t["handle"]["job_id"] for t in live}
+    assert not [row for row in squeue("%i", "%T") if row[0] in ours or row[1] in ("PENDING", "RUNNING")]
+    data = sweep_json(sweep_dir)
+    assert data["status"] == "interrupted"
+    assert all(t["state"] == "pending" for t in data["trials"])
+    assert sum(t["history"][-1]["outcome"] == "cancelled" for t in data["trials"] if t["history"]) >= 1
+
+
+def test_a_bad_partition_is_one_line_before_anything_is_submitted(slurm, tmp_path):
+    before = squeue()
+    proc = subprocess.run([sys.executable, "-m", "imf", "sweep", "smoke", "--queue", "slurm://nope?slots=2",
+                           "--name", "bad", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Slurm has no partition 'nope'; partitions: debug" in lines[0], proc.stderr
+    assert not (tmp_path / "bad").exists() and squeue() == before
