@@ -10,11 +10,13 @@ from pathlib import Path
 
 import typer
 
-from imf.config import Config, default_trial_id, load_config, load_resolved, split_config_args
+from imf.config import Config, load_config, load_resolved, split_config_args
 from imf.errors import ConfigError, ImfError
 from imf.eval_seeds import final_eval_seeds
-from imf.scheduler.plan import NAME_RE
+from imf.scheduler.plan import NAME_RE, trial_id as readable_id
+from imf.store.layout import CONFIG, SUMMARY
 from imf.store.runs import read_json_object
+from imf.store.summary import RunSummary
 
 
 def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, seed: int | None,
@@ -32,11 +34,11 @@ def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, se
         if preset or dotted or overrides or flags:
             raise ConfigError(f"--resume continues the run as configured in {out}/config.yaml; "
                               "drop the config and overrides")
-        cfg = load_resolved(out / "config.yaml")
+        cfg = load_resolved(out / CONFIG)
         tid, note, dotted, init_from = _resumed_run(out, trial_id, note, init_from)
     else:
         cfg = load_config(preset or "pusht_image_imf", dotted + flags, overrides)
-        tid = check_trial_id(trial_id if trial_id is not None else default_trial_id(cfg))
+        tid = check_trial_id(trial_id if trial_id is not None else readable_id(cfg.name, cfg, cfg.training.seed, {}))
         dotted += flags
         if init_from is not None and not init_from.is_file():
             raise ConfigError(f"--init-from: checkpoint {init_from} does not exist")
@@ -83,20 +85,19 @@ def _resumed_run(out: Path, trial_id: str | None, note: str,
                  init_from: Path | None) -> tuple[str, str, list[str], Path | None]:
     """Id, note, overrides and warm-start checkpoint of the run in ``out``, from its summary."""
     try:
-        summary = read_json_object(out / "summary.json")
+        summary = RunSummary.from_dict(read_json_object(out / SUMMARY))
     except ValueError as exc:
         raise ConfigError(f"--resume: {exc}") from None
-    tid = summary.get("id")
-    if not isinstance(tid, str) or not tid:
-        raise ConfigError(f"--resume: {out / 'summary.json'} names no trial id")
+    tid = summary.id
+    if not tid:
+        raise ConfigError(f"--resume: {out / SUMMARY} names no trial id")
     if trial_id is not None and trial_id != tid:
         raise ConfigError(f"--resume: the run in {out} is trial {tid!r}; drop --id {trial_id!r}")
     if note or init_from is not None:
         raise ConfigError(f"--resume continues trial {tid!r} with its own note and warm start; "
                           "drop --note and --init-from")
-    kept = summary.get("init_from")
-    overrides = [str(o) for o in summary.get("overrides") or []]
-    return tid, str(summary.get("note") or ""), overrides, Path(kept) if kept else None
+    kept = summary.init_from
+    return tid, summary.note, summary.overrides, Path(kept) if kept else None
 
 
 def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | None,

@@ -349,9 +349,3 @@ def split_config_args(args: list[str]) -> tuple[str | None, list[str]]:
     if args and "=" not in args[0]:
         return args[0], list(args[1:])
     return None, list(args)
-
-
-def default_trial_id(cfg: Config, prefix: str | None = None) -> str:
-    """``<prefix>-<mask>-e<n_emb>-l<n_layer>-s<seed>``, the spec's readable trial id."""
-    p = cfg.policy
-    return f"{prefix or cfg.name}-{p.mask}-e{p.n_emb}-l{p.n_layer}-s{cfg.training.seed}"

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from imf import registry
+
 
 def fake_distribution(root: Path, dist: str, module: str, source: str,
                       entry_points: dict[str, dict[str, str]], version: str = "1.0") -> Path:
@@ -17,6 +19,7 @@ def fake_distribution(root: Path, dist: str, module: str, source: str,
         lines.append(f"[{group}]")
         lines += [f"{name} = {value}" for name, value in names.items()]
     (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    registry.clear_cache()  # the registry reads installed plugins once per process and sys.path
     return root
 
 

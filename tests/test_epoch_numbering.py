@@ -50,3 +50,13 @@ def test_trial_status_and_report_agree(tmp_path):
     assert _status_epoch(run_dir, tmp_path) == "2/2"
     row = build_report([run_dir]).trials[0]
     assert (row.final_epoch, row.best_epoch) == (2, best_shown)
+
+
+def test_the_sweep_counts_finished_epochs_not_the_diverged_marker(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    rows = [{"epoch": 0, "global_step": 3, "train_loss": 1.0},
+            {"epoch": 1, "global_step": 5, "diverged": True, "reason": "non-finite loss nan at step 5"}]
+    half = json.dumps({"epoch": 2})[:7]  # a line still being written is not read yet
+    (run_dir / "logs.json.txt").write_text("".join(json.dumps(r) + "\n" for r in rows) + half)
+    assert _status_epoch(run_dir, tmp_path) == "1/2"

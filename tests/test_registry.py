@@ -69,3 +69,21 @@ def test_cli_plugins_shows_broken_and_exits_zero(tmp_path, monkeypatch):
     rows = {(r["group"], r["name"]): r for r in json.loads(js.stdout)}
     assert rows[("imf.masks", "kaput")]["status"] == "broken"
     assert rows[("imf.masks", "causal")]["dist"] == "imf"
+
+
+def test_installed_plugins_are_read_once_per_process(tmp_path, monkeypatch):
+    from importlib import metadata
+    scans = []
+    real = metadata.entry_points
+    monkeypatch.setattr(metadata, "entry_points", lambda **kw: (scans.append(kw), real(**kw))[1])
+    registry.clear_cache()
+    for _ in range(3):
+        registry.get("imf.masks", "causal")
+        registry.names("imf.masks")
+    assert scans == [{"group": "imf.masks"}]
+    src = tmp_path / "src"
+    src.mkdir()
+    monkeypatch.syspath_prepend(str(src))  # a folder put on sys.path is looked at
+    fake_distribution(src, "imf-fake-late", "imf_fake_late", "def diag(a, t, o):\n    return None\n",
+                      {"imf.masks": {"late": "imf_fake_late:diag"}})  # clears the cache
+    assert "late" in registry.names("imf.masks") and len(scans) == 2

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -78,14 +79,31 @@ class _Scan:
     shadowed: list[tuple[Found, str]]  # ones another distribution's entry point hides, with it
 
 
+_INSTALLED: dict[tuple[str, tuple[str, ...]], list[Found]] = {}
+
+
+def _installed(group: str) -> list[Found]:
+    """Every entry point of ``group``: read from the installed metadata once per process (and
+    per ``sys.path``, so a folder put on it is seen); ``clear_cache`` forgets them."""
+    key = (group, tuple(sys.path))
+    if key not in _INSTALLED:
+        _INSTALLED[key] = [(ep, ep.dist.metadata["Name"] if ep.dist is not None else "?",
+                            ep.dist.version if ep.dist is not None else "?")
+                           for ep in metadata.entry_points(group=group)]
+    return _INSTALLED[key]
+
+
+def clear_cache() -> None:
+    """Read the installed plugins again on the next lookup (after installing one in-process)."""
+    _INSTALLED.clear()
+
+
 def _scan(group: str) -> _Scan:
     """imf's own entry points first, then third parties by name; the first of a name wins."""
     allowed = _allowed_dists()
     found: list[Found] = []
     scan = _Scan({}, [], [])
-    for ep in metadata.entry_points(group=group):
-        dist = ep.dist.metadata["Name"] if ep.dist is not None else "?"
-        version = ep.dist.version if ep.dist is not None else "?"
+    for ep, dist, version in _installed(group):
         if dist != BUILTIN_DIST and allowed is not None and normalize(dist) not in allowed:
             scan.excluded.append((ep, dist, version))
         else:

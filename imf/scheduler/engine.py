@@ -21,13 +21,14 @@ from typing import Any, Callable, Iterator
 
 from filelock import FileLock, Timeout
 
+from imf.atomic import clean_stale_temps
 from imf.errors import BusyError, ImfError, QueueError, SweepError
 from imf.scheduler.base import Job, JobStatus, Scheduler, scheduler_for
-from imf.scheduler.finish import notify, read_summary, record_trial, write_report
+from imf.scheduler.finish import notify, record_trial, write_report
 from imf.scheduler.recovery import DOWN_AFTER, Recovery
 from imf.scheduler.state import ACTIVE, FINAL, QueueState, SweepDir, SweepState, TrialState, now_iso
-from imf.store.files import clean_stale_temps
-from imf.store.runs import row_score
+from imf.store.runs import is_epoch_row, parse_log, row_score
+from imf.store.summary import read_summary
 
 __all__ = ["DOWN_AFTER", "Engine"]
 GOOD_ENDS = ("completed", "stopped_early", "diverged")
@@ -239,14 +240,8 @@ class Engine(Recovery):
     def _progress(self, trial: TrialState, status: JobStatus) -> None:
         text = status.new_log
         complete = text[: text.rfind("\n") + 1]
-        for line in complete.splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(record, dict):
-                continue
-            trial.epoch += "epoch" in record
+        for record in parse_log(complete.splitlines()).rows:
+            trial.epoch += is_epoch_row(record)
             if isinstance(record.get("val_mse"), (int, float)):
                 trial.val_mse = float(record["val_mse"])
             score = row_score(record)
@@ -267,16 +262,16 @@ class Engine(Recovery):
             self._contact_failed(self.state.queue(trial.queue), exc)
             return
         run_dir = self.sdir.trial_dir(trial.id)
-        summary = read_summary(run_dir) or {}
-        verdict = summary.get("status")
+        summary = read_summary(run_dir)
+        verdict = summary.status if summary else None
         if status.resume:
             self._attempt_over(trial, "timeout", status.exit_code,
                                f"{status.reason}; a retry resumes it from its latest checkpoint")
             return
         if status.exit_code == 0 and verdict in GOOD_ENDS:
-            trial.epoch = int(summary.get("epochs_done") or trial.epoch)
-            if isinstance(summary.get("best_score"), (int, float)):
-                trial.best_score = float(summary["best_score"])
+            trial.epoch = summary.epochs_done or trial.epoch
+            if summary.best_score is not None:
+                trial.best_score = summary.best_score
             self._attempt_over(trial, verdict, 0, "")
             return
         if status.exit_code == 0:

@@ -9,44 +9,32 @@ from __future__ import annotations
 import shlex
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from imf import registry
 from imf.errors import ImfError
 from imf.scheduler.state import SweepState, TrialState, now_iso
-from imf.store.files import atomic_write_json
-from imf.store.runs import SUMMARY, read_json_object
+from imf.store.summary import PARAM_KEYS, RunSummary, read_summary
 
 
-def read_summary(run_dir: Path) -> dict[str, Any] | None:
-    try:
-        return read_json_object(run_dir / SUMMARY)
-    except ValueError:
-        return None
+def _synthesized(trial: TrialState, state: SweepState) -> RunSummary:
+    """The summary of a trial that left none, from what the sweep knows of it."""
+    return RunSummary(id=trial.id, status=trial.state, epochs_done=trial.epoch, num_epochs=trial.epochs,
+                      best_score=trial.best_score, last_score=trial.last_score,
+                      elapsed_s=trial.elapsed_s or 0.0, overrides=state.overrides + trial.overrides,
+                      note=trial.reason, seed=trial.seed,
+                      params={k: trial.params.get(k) for k in PARAM_KEYS},
+                      started=trial.started, finished=trial.finished)
 
 
-def _synthesized(trial: TrialState, state: SweepState) -> dict[str, Any]:
-    """A summary in the documented format for a trial that left none."""
-    params = {k: trial.params.get(k) for k in ("mask", "n_emb", "n_layer", "n_head", "objective")}
-    return {"id": trial.id, "status": trial.state, "epochs_done": trial.epoch,
-            "num_epochs": trial.epochs, "global_step": 0, "best_score": trial.best_score,
-            "best_epoch": None, "last_score": trial.last_score, "best_success_rate": None,
-            "elapsed_s": trial.elapsed_s or 0.0, "warm_started": False, "init_from": None,
-            "overrides": state.overrides + trial.overrides, "note": trial.reason, "seed": trial.seed,
-            "params": params, "checkpoints": {"latest": None, "best": None, "topk": []},
-            "started": trial.started, "finished": trial.finished, "code_version": ""}
-
-
-def final_summary(trial: TrialState, state: SweepState, run_dir: Path) -> dict[str, Any]:
+def final_summary(trial: TrialState, state: SweepState, run_dir: Path) -> RunSummary:
     """The trial's summary with the sweep's verdict; written back for failed/stalled trials."""
-    summary = read_summary(run_dir)
+    summary = read_summary(run_dir) or _synthesized(trial, state)
     if trial.state in ("failed", "stalled"):
-        summary = {**_synthesized(trial, state), **(summary or {})}
-        summary.update(status=trial.state, finished=trial.finished or now_iso(),
-                       note=summary.get("note") or trial.reason)
+        summary.status, summary.finished = trial.state, trial.finished or now_iso()
+        summary.note = summary.note or trial.reason
         run_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(run_dir / SUMMARY, summary)
-    return summary or _synthesized(trial, state)
+        summary.write(run_dir)
+    return summary
 
 
 def record_trial(trial: TrialState, state: SweepState, sweep_dir: Path) -> list[str]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from imf.errors import BusyError, QueueError
 from imf.scheduler.base import Job, JobStatus, Scheduler
+from imf.store.layout import ATTEMPTS
 
 # Expand a leading "~/" of the folder argument ($1) on the machine that runs the script.
 _CD = r'''case $1 in "~/"*) d="$HOME/${1#"~/"}";; *) d=$1;; esac
@@ -38,8 +39,9 @@ alive() { q=$(procstat "$1"); [ -n "$2" ] && [ "${q#* }" = "$2" ] && [ "${q%% *}
 '''
 
 # args: DIR TOKEN NENV K=V... ARGV...; refuses (exit 4) while the folder's job is alive (its
-# files are never moved), else archives a previous attempt, starts detached, prints the pid file.
-START = _CD + _PROC + r'''shift
+# files are never moved), else archives a previous attempt (attempts/N, as imf/store/layout.py
+# says), starts detached, prints the pid file.
+START = (_CD + _PROC + r'''shift
 mkdir -p "$d" && cd "$d" || exit 3
 tok=$1; shift
 if [ -s pid ]; then
@@ -49,15 +51,15 @@ fi
 n=$1; shift
 while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n-1)); done
 if [ -e pid ] || [ -e stdout.log ] || [ -e exit_code ]; then
-  k=1; while [ -e "attempts/$k" ]; do k=$((k+1)); done
-  mkdir -p "attempts/$k"
-  for f in *; do [ "$f" = attempts ] || mv -- "$f" "attempts/$k/"; done
+  k=1; while [ -e "@ATTEMPTS@/$k" ]; do k=$((k+1)); done
+  mkdir -p "@ATTEMPTS@/$k"
+  for f in *; do [ "$f" = @ATTEMPTS@ ] || mv -- "$f" "@ATTEMPTS@/$k/"; done
 fi
 case $1 in "~/"*) c="$HOME/${1#"~/"}"; shift; set -- "$c" "$@";; esac
 setsid sh -c ''' + shlex.quote(WRAPPER) + r''' imf-job "$tok" "$@" </dev/null >/dev/null 2>&1 &
 i=0; while [ ! -s pid ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
 cat pid 2>/dev/null
-'''
+''').replace("@ATTEMPTS@", ATTEMPTS)  # the run layout's folder for earlier attempts
 
 # args: DIR OFFSET LIMIT; prints key lines, "--", then logs.json.txt from OFFSET.
 PROBE = _CD + _PROC + r'''cd "$d" 2>/dev/null || { echo nodir; exit 0; }

@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import yaml
 
@@ -103,21 +103,31 @@ def row_episode_scores(row: dict[str, Any]) -> list[float]:
 
 def read_log(path: Path) -> LogRead:
     """Every JSON object line of a logs.json.txt; other lines are skipped and counted."""
-    result = LogRead()
     with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                result.skipped += 1
-                continue
-            if isinstance(row, dict):
-                result.rows.append(row)
-            else:
-                result.skipped += 1
+        return parse_log(handle)
+
+
+def parse_log(lines: Iterable[str]) -> LogRead:
+    """``read_log`` of lines already read (a chunk a sweep's poll brought home, say)."""
+    result = LogRead()
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            result.skipped += 1
+            continue
+        if isinstance(row, dict):
+            result.rows.append(row)
+        else:
+            result.skipped += 1
     return result
+
+
+def is_epoch_row(row: dict[str, Any]) -> bool:
+    """A finished epoch's line; not the marker a trial writes when an epoch diverged."""
+    return isinstance(row.get("epoch"), int) and not row.get("diverged")
 
 
 def first_number(row: dict[str, Any], keys: tuple[str, ...]) -> float | None:
