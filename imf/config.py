@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from imf.atomic import atomic_write_text
 from imf.config_compat import ALIASES, known_elsewhere, upgrade  # noqa: F401 (ALIASES: re-exported)
 from imf.config_values import coerce as _coerce
 from imf.config_values import parse_scalar as _parse_scalar
@@ -145,7 +146,7 @@ class Config:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(self.to_yaml())
+        atomic_write_text(path, self.to_yaml())
 
 
 # Mappings that plugins own (imf.registry.options checks them against the plugin's Options).

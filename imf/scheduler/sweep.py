@@ -15,6 +15,7 @@ from typing import Callable
 import yaml
 
 from imf import registry
+from imf.atomic import atomic_write_text
 from imf.config import load_config, load_preset_dict
 from imf.errors import SweepError
 from imf.eval_seeds import final_eval_seeds
@@ -162,7 +163,7 @@ def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print,
     sdir.path.mkdir(parents=True, exist_ok=True)
     if Path(req.config).suffix in (".yaml", ".yml"):
         resolved = sdir.path / CONFIG_FILE  # the config with its base: chain, for every host
-        resolved.write_text(yaml.safe_dump(load_preset_dict(req.config), sort_keys=False))
+        atomic_write_text(resolved, yaml.safe_dump(load_preset_dict(req.config), sort_keys=False))
         state.config = str(resolved.resolve())
     sdir.save(state)
     if on_start:
