@@ -25,14 +25,14 @@ from typing import Any
 from imf.errors import QueueError
 from imf.scheduler.base import Job
 from imf.scheduler.shell import ShellScheduler
-from imf.store.runs import SUMMARY, read_json_object
+from imf.store.layout import BEST, CONFIG, LOGS, STDOUT, SUMMARY, checkpoint_name
+from imf.store.summary import read_summary
 
 SPEC_RE = re.compile(r"^ssh://(?:(?P<user>[^@/\s]+)@)?(?P<host>[^:/@\s]+)(?::(?P<port>\d+))?"
                      r"/(?P<device>gpu:\d+|cpu)$")
 BASE_OPTIONS = ("BatchMode=yes", "ConnectTimeout=10", "ServerAliveInterval=15",
                 "ServerAliveCountMax=4", "ControlMaster=auto", "ControlPersist=60")
-FETCH_FILES = ("summary.json", "logs.json.txt", "stdout.log", "config.yaml", "exit_code", "pid",
-               "checkpoints/best.pt", "final_eval.json")
+FETCH_FILES = (SUMMARY, LOGS, STDOUT, CONFIG, "exit_code", "pid", checkpoint_name(BEST), "final_eval.json")
 CHECK = r'''case $1 in "~/"*) set -- "$HOME/${1#"~/"}";; esac
 command -v "$1" >/dev/null || exit 7
 echo ok
@@ -207,10 +207,7 @@ class SshScheduler(ShellScheduler):
 
     def fetch(self, handle: dict[str, Any]) -> None:
         self.pack(handle, list(FETCH_FILES))
-        try:
-            summary = read_json_object(Path(handle["local_dir"]) / SUMMARY)
-            best = (summary.get("checkpoints") or {}).get("best")
-        except (ValueError, AttributeError):
-            best = None
+        summary = read_summary(Path(handle["local_dir"]))
+        best = summary.checkpoints.best if summary else None
         if best and not Path(best).is_absolute() and best not in FETCH_FILES and ".." not in best:
             self.pack(handle, [best])
