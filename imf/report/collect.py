@@ -17,6 +17,7 @@ from imf.store.runs import (CONFIG, HYDRA_CONFIG, LOGS, SUMMARY, find_run_dirs, 
                             read_sweep_trials, read_yaml_mapping, row_episode_scores, row_score,
                             row_success)
 from imf.store.scoreboard import ScoreboardStore
+from imf.store.summary import RunSummary
 
 FINAL_EVAL = "final_eval.json"
 # Settings that say where or how a run ran, not what it learned: left out of a cell's identity.
@@ -152,10 +153,12 @@ def _read_summary(run_dir: Path, notices: list[str]) -> dict[str, Any] | None:
     if not (run_dir / SUMMARY).is_file():
         return None
     try:
-        return read_json_object(run_dir / SUMMARY)
+        data = read_json_object(run_dir / SUMMARY)
     except ValueError as exc:
         notices.append(f"ignored {exc}")
         return None
+    typed = RunSummary.from_dict(data).to_dict()  # a value of the wrong type reads as unset
+    return {key: typed[key] for key in data if key in typed}
 
 
 def _read_log_rows(run_dir: Path, trial_id: str, notices: list[str]) -> tuple[list[dict[str, Any]], int]:
