@@ -229,3 +229,21 @@ def test_a_bad_partition_is_one_line_before_anything_is_submitted(slurm, tmp_pat
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Slurm has no partition 'nope'; partitions: debug" in lines[0], proc.stderr
     assert not (tmp_path / "bad").exists() and squeue() == before
+
+
+def test_a_real_smoke_trial_runs_as_a_slurm_job(slurm, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "IMF_TRIAL_COMMAND"}
+    cmd = [sys.executable, "-m", "imf", "sweep", "smoke", "--grid", "32x1", "--queue", "slurm://debug",
+           "--name", "real", "--out", str(tmp_path), "--epochs", "1", "--poll", "1",
+           "--stall-timeout", "900"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    sweep_dir = tmp_path / "real"
+    trial = sweep_json(sweep_dir)["trials"][0]
+    assert trial["state"] == "completed" and trial["handle"]["job_id"]
+    run = sweep_dir / trial["id"]
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["id"] == trial["id"] and summary["epochs_done"] == 1
+    assert (run / summary["checkpoints"]["best"]).is_file()
+    assert f"trial {trial['id']}: completed" in (run / "stdout.log").read_text()
+    assert "rank" in proc.stdout
