@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from _report_runs import make_grid_sweep, make_run
 from typer.testing import CliRunner
 
@@ -41,6 +42,8 @@ def test_report_json_and_out(tmp_path):
     assert (tmp_path / "o" / "report.csv").exists() and not (sweep / "report.csv").exists()
 
 
+@pytest.mark.slow  # starts imf as a process
+@pytest.mark.slow
 def test_without_out_nobody_elses_run_folder_is_written(tmp_path):
     """Run folders and folders that are not an imf sweep: the report goes to the current folder."""
     a = make_run(tmp_path / "runs", "a", [0.3])
@@ -54,12 +57,16 @@ def test_without_out_nobody_elses_run_folder_is_written(tmp_path):
         assert not (a / "report.md").exists() and not (tmp_path / "runs" / "report.md").exists()
 
 
+@pytest.mark.slow  # starts imf as a process
+@pytest.mark.slow
 def test_bad_last_k_is_one_line(tmp_path):
     out = _imf("report", str(make_grid_sweep(tmp_path)), "--last-k", "0", cwd=tmp_path)
     assert out.returncode == 2
     assert out.stderr.splitlines() == ["imf: error: --last-k 0: give 1 or more rollouts to average"]
 
 
+@pytest.mark.slow  # starts imf as a process
+@pytest.mark.slow
 def test_missing_folder_is_one_error_line_and_exit_2(tmp_path):
     out = _imf("report", str(tmp_path / "nope"))
     assert out.returncode == 2
@@ -67,6 +74,8 @@ def test_missing_folder_is_one_error_line_and_exit_2(tmp_path):
                                        "give a sweep folder or run folders"]
 
 
+@pytest.mark.slow  # starts imf as a process
+@pytest.mark.slow
 def test_corrupt_scoreboard_is_one_error_line_and_left_alone(tmp_path):
     make_run(tmp_path, "a", [0.5])
     board = tmp_path / "scoreboard.json"

@@ -130,7 +130,8 @@ def _groups(cells: list[Cell], rows: list[TrialRow], key: str) -> list[Group]:
         trials = [r for r in rows if r.cell in {c.label for c in members} and r.best_score is not None]
         top = max(trials, key=lambda r: r.best_score)
         result.append(Group(value, len(trials), sum(c.mean for c in members) / len(members),
-                            top.best_score, top.id, len(members), combined_se([c.se for c in members])))
+                            top.best_score, top.id, len(members), combined_se([c.se for c in members]),
+                            top.best_se))
     return result
 
 

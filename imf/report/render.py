@@ -94,7 +94,7 @@ def trend_lines(trends: Trends) -> list[str]:
     for key, groups in (("n_emb", trends.by_n_emb), ("n_layer", trends.by_n_layer)):
         for g in groups:
             lines.append(f"{key} {g.value}: mean {pm(g.mean, g.se)} over {g.cells} cell(s), "
-                         f"{g.trials} trial(s); best {g.best:.4f} ({g.best_trial})")
+                         f"{g.trials} trial(s); best {pm(g.best, g.best_se)} ({g.best_trial})")
     if trends.best_cell:
         c = trends.best_cell
         tied = (f"tied within noise: {', '.join(c['tied_with'])}" if c["tied_with"]
