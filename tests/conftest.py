@@ -1,6 +1,33 @@
-"""Shared test setup: one thread per process (two cores are shared by the whole suite)."""
+"""Shared test setup: one thread per process (two cores are shared by the whole suite), and
+the test tiers: a test that starts a process must be marked ``slow`` (or ``gpu``), so that
+``python -m pytest -m "not slow"`` stays the fast, in-process unit tier."""
+import multiprocessing.process
 import os
+import subprocess
+
+import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 os.environ.setdefault("SWANLAB_MODE", "offline")
+
+QUICK_COMMANDS = {"git"}  # imf/version.py's commit stamp: milliseconds, not a workload
+
+
+@pytest.fixture(autouse=True)
+def _unit_tier_starts_no_process(request, monkeypatch):
+    if any(request.node.get_closest_marker(m) for m in ("slow", "gpu", "slurm")):
+        return
+    real_init = subprocess.Popen.__init__
+
+    def refuse(self, args, *rest, **kwargs):
+        program = os.path.basename(str(args[0] if isinstance(args, (list, tuple)) else args).split()[0])
+        if program not in QUICK_COMMANDS:
+            raise AssertionError(f"{request.node.nodeid} starts a process ({program}): mark it "
+                                 "@pytest.mark.slow (README, 'Run the tests')")
+        real_init(self, args, *rest, **kwargs)
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+
+    def refuse_child(self):
+        raise AssertionError(f"{request.node.nodeid} starts a child process: mark it @pytest.mark.slow")
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse_child)

@@ -52,6 +52,7 @@ def test_completion_scripts_are_generated(monkeypatch, shell, marker):
     assert result.exit_code == 0 and marker in result.output and "_IMF_COMPLETE" in result.output
 
 
+@pytest.mark.slow
 def test_completion_of_presets_overrides_plugins_and_queues():
     assert "smoke" in _complete("imf trial s", 2) and "pusht_image_imf" not in _complete("imf trial s", 2)
     assert "policy.n_emb=" in _complete("imf trial smoke policy.n_", 3)

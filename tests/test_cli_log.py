@@ -4,6 +4,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from typer.testing import CliRunner
 
 from imf.cli import app
@@ -36,6 +38,7 @@ def _imf(*args: str) -> subprocess.CompletedProcess:
                           timeout=60)
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_error_line_and_exit_2(tmp_path):
     missing = _imf("log", "hypothesis", "--text", "t", "--expect", "e", "--dir", str(tmp_path / "no"))
     assert (missing.returncode, missing.stderr) == (

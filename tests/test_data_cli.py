@@ -8,6 +8,8 @@ import pytest
 
 from imf.data.replay_buffer import ReplayBuffer
 
+pytestmark = pytest.mark.slow  # starts processes or trains: not in the unit tier
+
 
 def _imf(*args):
     code = "import sys; from imf.cli import main; sys.argv = ['imf'] + sys.argv[1:]; main()"

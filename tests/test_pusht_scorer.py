@@ -17,6 +17,7 @@ def drift_policy(obs):
     return pos[:, None, :] + steps
 
 
+@pytest.mark.slow
 def test_same_scores_in_process_and_with_workers():
     seeds = [100000, 100001, 100002, 100003]
     one = score_policy(drift_policy, seeds, max_steps=40, n_workers=1)
@@ -80,6 +81,7 @@ def test_bad_policy_output_is_a_typed_error():
         score_policy(lambda obs: [["left"] * 2] * 8, [0], max_steps=8, n_workers=2)
 
 
+@pytest.mark.slow
 def test_works_when_the_caller_holds_torch():
     import torch
 

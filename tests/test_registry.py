@@ -56,6 +56,7 @@ def test_imf_plugins_env_restricts_third_party(tmp_path, monkeypatch):
     assert set(registry.names("imf.masks")) == {"causal", "full"}
 
 
+@pytest.mark.slow
 def test_cli_plugins_shows_broken_and_exits_zero(tmp_path, monkeypatch):
     src = _install_fakes(tmp_path, monkeypatch)
     env = {"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"}

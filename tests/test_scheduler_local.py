@@ -16,6 +16,7 @@ def make_job(tmp_path, script: str, tid: str = "j") -> Job:
     return Job(tid, "s", tmp_path / tid, ["sh", "-c", script], "smoke")
 
 
+@pytest.mark.slow
 def test_local_gpu_slot_sets_cuda_visible_devices_and_keeps_stdout(tmp_path):
     sch = scheduler_for("local:1", {})
     handle = sch.start(make_job(tmp_path, 'echo "gpu=$CUDA_VISIBLE_DEVICES"; exit 5'))
@@ -24,6 +25,7 @@ def test_local_gpu_slot_sets_cuda_visible_devices_and_keeps_stdout(tmp_path):
     assert (tmp_path / "j" / "stdout.log").read_text() == "gpu=1\n"
 
 
+@pytest.mark.slow
 def test_stop_kills_the_whole_process_tree(tmp_path):
     sch = scheduler_for("local:cpu", {"threads": 1})
     handle = sch.start(make_job(tmp_path, "sleep 300 & echo $! > child; sleep 300; wait"))
@@ -42,6 +44,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_progress_is_read_from_the_offset_and_a_new_attempt_archives_the_old(tmp_path):
     sch = scheduler_for("local:cpu", {})
     job = make_job(tmp_path, "for i in 0 1 2; do echo \"{\\\"epoch\\\": $i}\" >> logs.json.txt; done")
@@ -56,6 +59,7 @@ def test_progress_is_read_from_the_offset_and_a_new_attempt_archives_the_old(tmp
     assert len((tmp_path / "j" / "logs.json.txt").read_text().splitlines()) == 3
 
 
+@pytest.mark.slow
 def test_reattach_checks_the_start_time_of_the_pid(tmp_path):
     sch = scheduler_for("local:cpu", {})
     handle = sch.start(make_job(tmp_path, "sleep 30"))

@@ -17,8 +17,8 @@ from imf.scheduler.queues import load_hosts
 from imf.scheduler.sweep import SweepRequest, start_sweep
 from imf.store.scoreboard import ScoreboardStore
 
-pytestmark = pytest.mark.skipif(not os.path.exists(SSHD), reason=f"no sshd at {SSHD} "
-                                "(apt-get install -y openssh-server openssh-client)")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not os.path.exists(SSHD), reason=f"no sshd at {SSHD} "
+                                "(apt-get install -y openssh-server openssh-client)")]
 
 
 @pytest.fixture(scope="module")

@@ -42,6 +42,7 @@ def test_trial_lines_are_upserted_with_change_against_best(tmp_path):
     assert text.count("trial `a`") == 1
 
 
+@pytest.mark.slow
 def test_first_score_and_concurrent_writers(tmp_path):
     store = IterationLogStore(tmp_path)
     store.record({"id": "x", "score": 0.1})

@@ -26,6 +26,7 @@ def test_plugin_is_found_by_entry_point():
     assert registry.get("imf.stores", "scoreboard") is ScoreboardStore
 
 
+@pytest.mark.slow
 def test_concurrent_processes_lose_nothing(tmp_path):
     ctx = multiprocessing.get_context("fork")
     procs = [ctx.Process(target=_writer, args=(str(tmp_path), p)) for p in range(N_PROCS)]

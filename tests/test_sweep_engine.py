@@ -21,6 +21,8 @@ from imf.scheduler.status import render_status
 from imf.scheduler.sweep import SweepRequest, plan_sweep, resume_sweep, start_sweep
 from imf.store.scoreboard import ScoreboardStore
 
+pytestmark = pytest.mark.slow  # starts processes or trains: not in the unit tier
+
 REPORT_FILES = ("report.md", "report.json", "report.csv", "heatmap.png")
 
 

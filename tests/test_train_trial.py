@@ -17,6 +17,8 @@ from imf.errors import CheckpointError
 from imf.train.checkpoint import load_checkpoint
 from imf.train.trial import TrialOptions, run_trial
 
+pytestmark = pytest.mark.slow  # starts processes or trains: not in the unit tier
+
 torch.set_num_threads(1)
 
 # Small enough for a couple of seconds per epoch on one core.

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # starts processes or trains: not in the unit tier
+
 TINY = ["training.max_train_steps=2", "training.batch_size=8", "eval.n_test=1", "eval.n_train=0",
         "eval.max_steps=8", "eval.n_workers=1", "data.demo_episodes=4", "logging.swanlab=false",
         "training.num_epochs=1"]
