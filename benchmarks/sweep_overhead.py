@@ -5,7 +5,9 @@ planner's cost model times --unit seconds) on three local:cpu slots, at a few po
 The ideal schedule is the plan's own makespan with those exact lengths (and, below it, the
 longest-processing-time lower bound). The poll cost is the controller's time spent in
 ``Scheduler.poll`` per running trial per minute, measured, and extrapolated to the default 5 s
-poll; with an sshd on this machine (``/usr/sbin/sshd``) an ssh poll is measured too.
+poll; with an sshd on this machine (``/usr/sbin/sshd``) an ssh poll is measured too, and with
+Slurm installed a Slurm poll on a private single-node cluster (tests/slurm_cluster.py): one
+``squeue`` for all of a sweep's jobs, so its cost per trial falls with the number of jobs.
 
     python benchmarks/sweep_overhead.py [--unit 0.25] [--polls 0.1,0.5] [--no-write]
 
@@ -24,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from _sweep_helpers import SSHD, fake_command, start_sshd  # noqa: E402
+from slurm_cluster import SlurmCluster, missing_binaries  # noqa: E402
 from results_file import write_section  # noqa: E402
 
 from imf.scheduler.base import Job, scheduler_for  # noqa: E402
@@ -100,7 +103,31 @@ def ssh_poll_ms(folder: Path, n: int = 20) -> float | None:
         server.stop()
 
 
-def render(rows: list[dict], ssh_ms: float | None, unit: float) -> str:
+def slurm_poll_ms(folder: Path, jobs: int = 4, n: int = 20) -> tuple[float, int] | None:
+    """Milliseconds of one batched Slurm poll of ``jobs`` jobs (2 run, the rest wait)."""
+    if missing_binaries():
+        return None
+    cluster = SlurmCluster(folder / "slurm").start()
+    os.environ["SLURM_CONF"] = str(cluster.conf)
+    try:
+        sch = scheduler_for("slurm://debug", {})
+        handles = [sch.start(Job(f"j{i}", "b", folder / f"job{i}", ["sleep", "120"], "smoke",
+                                 token=f"t{i}")) for i in range(jobs)]
+        batch = [(h, 0) for h in handles]
+        sch.poll_many(batch)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            sch.poll_many(batch)
+        per = (time.perf_counter() - t0) / n
+        for handle in handles:
+            sch.stop(handle)
+        return per * 1e3, jobs
+    finally:
+        cluster.stop()
+
+
+def render(rows: list[dict], ssh_ms: float | None, unit: float,
+           slurm: tuple[float, int] | None = None) -> str:
     lines = [SECTION, "",
              f"Seed grid (9 stand-in trials, {EPOCHS} epochs of {unit:g} s x cost factor) on 3 "
              f"local:cpu slots; `python benchmarks/sweep_overhead.py`; {time.strftime('%Y-%m-%d')}, "
@@ -115,6 +142,12 @@ def render(rows: list[dict], ssh_ms: float | None, unit: float) -> str:
     if ssh_ms is not None:
         lines += ["", f"ssh poll through the shared connection (sshd on 127.0.0.1): {ssh_ms:.1f} ms, "
                       f"i.e. {ssh_ms / 1e3 * 12:.3f} s of controller time per trial-minute at a 5 s poll."]
+    if slurm is not None:
+        ms, jobs = slurm
+        lines += ["", f"Slurm poll (one `squeue` for all {jobs} jobs of the sweep, plus their run "
+                      f"folders; private single-node cluster): {ms:.1f} ms per poll, {ms / jobs:.1f} ms "
+                      f"per trial, i.e. {ms / jobs / 1e3 * 12:.3f} s of controller time per "
+                      f"trial-minute at a 5 s poll."]
     lines += ["", "The gap is launch latency (half a poll on average per trial, plus process start) "
                   "and is paid once per trial; the poll cost is one `sh` (or one ssh round trip) per "
                   "running trial per poll.", ""]
@@ -130,7 +163,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         rows = [run_once(Path(tmp), args.unit, float(p)) for p in args.polls.split(",")]
         ssh_ms = ssh_poll_ms(Path(tmp))
-    text = render(rows, ssh_ms, args.unit)
+        slurm = slurm_poll_ms(Path(tmp))
+    text = render(rows, ssh_ms, args.unit, slurm)
     print(text)
     if not args.no_write:
         write_section(SECTION, text)
