@@ -1,0 +1,134 @@
+"""``imf suggest [DIR]``: the next runs of an experiment loop, decided from what DIR holds.
+
+Reads the report data of DIR (imf.report: trials, cells of trials that differ only in seed,
+their noise, curves), its scoreboard (the overrides each trial ran with) and ITERATION_LOG.md,
+and proposes ready-to-run ``imf trial`` commands, each with one line of reason (imf/suggest/rules.py):
+more seeds for cells tied within noise with the best, the best cell's untried neighbours along
+each grid axis, and a warm-start continuation when the best run was still rising at its end.
+Nothing already tried is proposed.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from imf.errors import ReportError
+from imf.report import build_report
+from imf.store.iteration_log import IterationLogStore
+from imf.store.runs import SWEEP_STATE, read_json_object
+from imf.suggest.rules import (Context, Proposal, cell_words, continuation, more_seeds,
+                               neighbours, pm)
+from imf.suggest.tried import full_config, read_tried
+
+__all__ = ["Proposal", "Suggestions", "suggest", "render_text", "as_json", "write_hypothesis"]
+
+
+@dataclass
+class Suggestions:
+    folder: Path
+    best: dict[str, Any]  # label, mean, se, n, noise, trial
+    proposals: list[Proposal] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    logged: dict[str, str] = field(default_factory=dict)  # proposal id -> hypothesis that has it
+
+
+def _prefix(folder: Path, report: Any) -> str:
+    """Trial-id prefix of new runs: the sweep's name, else the config name of the best run."""
+    if (folder / SWEEP_STATE).is_file():
+        try:
+            name = read_json_object(folder / SWEEP_STATE).get("name")
+        except ValueError:
+            name = None
+        if isinstance(name, str) and name:
+            return name
+    for trial in report.trials:
+        if trial.run_dir and (Path(trial.run_dir) / "config.yaml").is_file():
+            name = full_config(Path(trial.run_dir)).get("name")
+            if isinstance(name, str) and name:
+                return name
+    return folder.resolve().name or "imf"
+
+
+def suggest(folder: Path) -> Suggestions:
+    """Proposals for the next runs in ``folder`` (a sweep folder or a folder of runs)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        what = "does not exist" if not folder.exists() else "is not a folder"
+        raise ReportError(f"imf suggest: {folder} {what}; give a sweep folder or a folder of runs")
+    report = build_report([folder])
+    cells = [c for c in report.trends.cells if c.mean is not None]
+    if not cells:
+        raise ReportError(f"imf suggest: no scored cell in {folder}; nothing to build on")
+    best = max(cells, key=lambda c: c.mean)  # the report's best cell: the first of equal means
+    ctx = Context(folder, report, read_tried(folder, report.trials), _prefix(folder, report))
+    continuation(ctx, best)
+    neighbours(ctx, best)
+    more_seeds(ctx, best)
+    top = max((t for t in report.trials if t.cell == best.label and t.best_score is not None),
+              key=lambda t: t.best_score)
+    summary = {"label": best.label, "mean": best.mean, "se": best.se, "n": best.n,
+               "noise": best.noise, "trial": top.id, "n_emb": best.n_emb, "n_layer": best.n_layer}
+    result = Suggestions(folder, summary, ctx.proposals, ctx.notes)
+    for block in ctx.tried.hypotheses:
+        for proposal in result.proposals:
+            if proposal.id in (block.get("command") or "").split() and proposal.id not in result.logged:
+                result.logged[proposal.id] = block["id"]
+    return result
+
+
+def command_text(proposal: Proposal) -> str:
+    return shlex.join(proposal.argv)
+
+
+def _best_line(s: Suggestions) -> str:
+    b = s.best
+    noise = {"seeds": "SE over seeds", "episodes": "SE from one run's episodes"}.get(b["noise"], "noise unknown")
+    return (f"best cell {b['label']}: {pm(b['mean'], b['se'])} ({noise}, n {b['n']}), "
+            f"best run {b['trial']}")
+
+
+def render_text(s: Suggestions) -> str:
+    lines = [f"{_best_line(s)}; in {s.folder}", ""]
+    if not s.proposals:
+        lines.append("nothing new to propose (see the notes)")
+    groups: dict[tuple[str, str], list[Proposal]] = {}
+    for proposal in s.proposals:  # the runs of one reason (its seeds) under one heading
+        groups.setdefault((proposal.kind, proposal.reason), []).append(proposal)
+    for number, ((kind, reason), members) in enumerate(groups.items(), start=1):
+        lines.append(f"{number}. {kind}: {reason}")
+        for proposal in members:
+            logged = f"   # already in {s.logged[proposal.id]}" if proposal.id in s.logged else ""
+            lines.append(f"   {command_text(proposal)}{logged}")
+    if s.notes:
+        lines += ["", "notes:"] + [f"  - {note}" for note in s.notes]
+    return "\n".join(lines) + "\n"
+
+
+def as_json(s: Suggestions) -> list[dict[str, Any]]:
+    """The proposals as a JSON list: kind, id, reason, command (a string and argv), changes, seed."""
+    return [{"kind": p.kind, "id": p.id, "reason": p.reason, "command": command_text(p),
+             "argv": list(p.argv), "changes": p.settings, "seed": p.seed,
+             "hypothesis": s.logged.get(p.id)} for p in s.proposals]
+
+
+def write_hypothesis(s: Suggestions) -> str:
+    """Append one hypothesis block with every proposal to ITERATION_LOG.md; returns its id."""
+    if not s.proposals:
+        raise ReportError(f"imf suggest --write-hypothesis: nothing new to propose in {s.folder}; "
+                          "no hypothesis written")
+    fresh = [p for p in s.proposals if p.id not in s.logged]
+    if not fresh:
+        ids = sorted(set(s.logged.values()))
+        raise ReportError(f"imf suggest --write-hypothesis: every proposal is already in "
+                          f"{', '.join(ids)} of {s.folder}/ITERATION_LOG.md; nothing written")
+    kinds = sorted({p.kind for p in fresh})
+    text = "\n".join([f"The next runs ({', '.join(kinds)}) beat or separate from the best cell "
+                      f"{s.best['label']} ({pm(s.best['mean'], s.best['se'])})."]
+                     + [f"- {p.id}: {p.reason}" for p in fresh])
+    margin = f" by more than its noise (1.96 x SE of the difference)" if s.best["se"] is not None else ""
+    expect = (f"a proposed run scores above {pm(s.best['mean'], s.best['se'])}{margin}, or the cells "
+              "tied with the best separate once they have more seeds")
+    command = "\n".join(command_text(p) for p in fresh)
+    return IterationLogStore(s.folder).add_hypothesis(text, expect, command)

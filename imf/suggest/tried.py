@@ -1,0 +1,146 @@
+"""What a folder has already tried: every trial's settings and seed, warm starts, logged ids.
+
+A trial's settings are its flattened config.yaml without the settings that only say where or
+how it ran (the report's cell identity). A trial known only from the scoreboard (its folder is
+gone) is described by the overrides and params recorded there: it matches a proposal when every
+setting it names has the proposal's value.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from imf.report.collect import RUN_ONLY, flatten, read_config
+from imf.store.iteration_log import IterationLogStore
+from imf.store.runs import SUMMARY, read_json_object, read_yaml_mapping
+from imf.store.scoreboard import ScoreboardStore
+
+PARAM_KEYS = {"mask": "policy.mask", "n_emb": "policy.n_emb", "n_layer": "policy.n_layer",
+              "n_head": "policy.n_head", "objective": "objective.name"}
+
+
+@dataclass
+class TriedRun:
+    id: str
+    settings: dict[str, Any]  # normalised values by dotted key
+    complete: bool  # settings from the full config (True) or from recorded overrides (False)
+    seed: int | None = None
+    init_from: Path | None = None  # the checkpoint it warm-started from
+
+
+@dataclass
+class Tried:
+    runs: list[TriedRun] = field(default_factory=list)
+    ids: set[str] = field(default_factory=set)  # every trial id seen (folders, stores, log)
+    hypotheses: list[dict[str, Any]] = field(default_factory=list)
+
+    def has(self, settings: dict[str, Any], seed: int | None = None) -> bool:
+        """Was a run with these settings (and this seed, when given) tried?"""
+        wanted = normalise(settings)
+        return any(_same(run, wanted) and (seed is None or run.seed == seed) for run in self.runs)
+
+    def warm_started_from(self, checkpoint: Path) -> list[str]:
+        target = checkpoint.resolve()
+        return [r.id for r in self.runs if r.init_from is not None and r.init_from == target]
+
+
+def norm_value(value: Any) -> Any:
+    """One spelling per value: override strings and YAML numbers compare equal (1e-4 == 0.0001)."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float)):
+        return int(value) if float(value).is_integer() else float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        lowered = text.lower()
+        if lowered in ("true", "false"):
+            return lowered == "true"
+        if lowered in ("null", "none", "~"):
+            return None
+        try:
+            number = float(text)
+        except ValueError:
+            return text
+        return norm_value(number) if math.isfinite(number) else text
+    if isinstance(value, (list, tuple)):
+        return [norm_value(v) for v in value]
+    return value
+
+
+def normalise(settings: dict[str, Any]) -> dict[str, Any]:
+    return {key: norm_value(value) for key, value in settings.items()}
+
+
+def run_only(key: str) -> bool:
+    """Settings that say where or how a run ran, not what it learned (as the report's cells)."""
+    return any(key == k or (k.endswith(".") and key.startswith(k)) for k in RUN_ONLY)
+
+
+def _same(run: TriedRun, wanted: dict[str, Any]) -> bool:
+    if run.complete:
+        return run.settings == wanted
+    return all(wanted.get(key) == value for key, value in run.settings.items())
+
+
+def settings_of(run_dir: Path) -> dict[str, Any] | None:
+    """The run's settings from its config.yaml (None when it has none)."""
+    config, _ = read_config(run_dir)
+    return normalise(config) if config is not None else None
+
+
+def full_config(run_dir: Path) -> dict[str, Any]:
+    """Every setting of the run's config.yaml, run-only ones included (for building commands)."""
+    return flatten(read_yaml_mapping(run_dir / "config.yaml"))
+
+
+def _from_record(record: dict[str, Any]) -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    params = record.get("config") if isinstance(record.get("config"), dict) else {}
+    for name, key in PARAM_KEYS.items():
+        if name in params:
+            settings[key] = params[name]
+    for override in record.get("overrides") or []:
+        key, sep, value = str(override).partition("=")
+        if sep and not run_only(key.strip()):
+            settings[key.strip()] = value
+    return normalise(settings)
+
+
+def _summary(run_dir: Path) -> dict[str, Any]:
+    try:
+        return read_json_object(run_dir / SUMMARY)
+    except ValueError:
+        return {}
+
+
+def _init_from(summary: dict[str, Any], run_dir: Path) -> Path | None:
+    value = summary.get("init_from")
+    if not isinstance(value, str) or not value:
+        return None
+    path = Path(value)
+    return (path if path.is_absolute() else Path.cwd() / path).resolve()
+
+
+def read_tried(folder: Path, trials: list[Any]) -> Tried:
+    """``trials``: the report's trial rows of ``folder``; plus its scoreboard and iteration log."""
+    tried = Tried()
+    records = {r["id"]: r for r in ScoreboardStore(folder).read()}
+    for row in trials:
+        tried.ids.add(row.id)
+        run_dir = Path(row.run_dir) if row.run_dir else None
+        settings = settings_of(run_dir) if run_dir is not None else None
+        summary = _summary(run_dir) if run_dir is not None else {}
+        if settings is None:
+            if row.id not in records:
+                continue  # planned, or a run without a config: nothing to compare with
+            tried.runs.append(TriedRun(row.id, _from_record(records[row.id]), False, row.seed))
+            continue
+        tried.runs.append(TriedRun(row.id, settings, True, row.seed,
+                                   _init_from(summary, run_dir) if run_dir else None))
+    log = IterationLogStore(folder)
+    tried.ids.update(entry["id"] for entry in log.read())
+    tried.ids.update(records)
+    tried.hypotheses = log.hypotheses()
+    return tried

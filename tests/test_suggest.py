@@ -1,0 +1,198 @@
+"""``imf suggest`` on synthetic run folders whose right answer is known."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from imf.config import load_config
+from imf.errors import ReportError
+from imf.store.iteration_log import IterationLogStore
+from imf.store.scoreboard import ScoreboardStore
+from imf.suggest import as_json, render_text, suggest, write_hypothesis
+from imf.suggest.rules import rising
+from imf.report.model import Curve
+
+EPISODES = 50
+
+
+def episodes(score: float, se: float) -> list[float]:
+    """50 per-episode scores whose mean is ``score`` and standard error ``se``."""
+    spread = se * math.sqrt(EPISODES - 1)
+    return [score + spread, score - spread] * (EPISODES // 2)
+
+
+def make_run(folder: Path, *, n_emb: int, n_layer: int, seed: int = 42, scores: list[float],
+             se: float = 0.01, status: str = "completed", init_from: str | None = None,
+             tid: str | None = None) -> Path:
+    tid = tid or f"smoke-causal-e{n_emb}-l{n_layer}-s{seed}"
+    run = folder / tid
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "best.pt").write_bytes(b"not a real checkpoint")
+    overrides = [f"policy.n_emb={n_emb}", f"policy.n_layer={n_layer}", f"training.seed={seed}"]
+    load_config("smoke", overrides + ["training.num_epochs=6"]).save(run / "config.yaml")
+    rows = []
+    for epoch, score in enumerate(scores):
+        per_seed = {str(100000 + i): v for i, v in enumerate(episodes(score, se))}
+        rows.append({"epoch": epoch, "global_step": 10 * (epoch + 1), "train_loss": 0.5,
+                     "val_loss": 0.6, "lr": 1e-4, "test_mean_score": score,
+                     "test_success_rate": 0.0, "test_per_seed": per_seed})
+    (run / "logs.json.txt").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    best = max(range(len(scores)), key=lambda i: scores[i], default=None)
+    summary = {"id": tid, "status": status, "epochs_done": len(scores), "num_epochs": 6,
+               "best_score": None if best is None else scores[best], "best_epoch": best, "seed": seed, "note": "",
+               "overrides": overrides, "init_from": init_from, "warm_started": bool(init_from),
+               "params": {"mask": "causal", "n_emb": n_emb, "n_layer": n_layer, "n_head": 2,
+                          "objective": "imf"},
+               "checkpoints": {"latest": None, "best": "checkpoints/best.pt", "topk": []}}
+    (run / "summary.json").write_text(json.dumps(summary))
+    return run
+
+
+FLAT = [0.8] * 6
+
+
+def kinds(found) -> list[tuple[str, tuple[str, ...], int]]:
+    return sorted((p.kind, tuple(f"{k}={v}" for k, v in p.settings.items()), p.seed)
+                  for p in found.proposals)
+
+
+def test_best_on_the_grid_edge_gets_the_cell_beyond_it(tmp_path):
+    make_run(tmp_path, n_emb=128, n_layer=6, scores=[0.3] * 6)
+    make_run(tmp_path, n_emb=256, n_layer=6, scores=FLAT)
+    found = suggest(tmp_path)
+    assert found.best["label"] == "smoke-causal-e256-l6"
+    assert kinds(found) == [("neighbour", ("policy.n_emb=384",), 42),
+                            ("neighbour", ("policy.n_layer=12",), 42)]
+    by_id = {p.id: p for p in found.proposals}
+    assert set(by_id) == {"smoke-causal-e384-l6-s42", "smoke-causal-e256-l12-s42"}
+    argv = by_id["smoke-causal-e384-l6-s42"].argv
+    assert argv[:4] == ["imf", "trial", str(tmp_path / "smoke-causal-e256-l6-s42" / "config.yaml"),
+                        "policy.n_emb=384"]
+    assert argv[-4:] == ["--id", "smoke-causal-e384-l6-s42", "--out",
+                         str(tmp_path / "smoke-causal-e384-l6-s42")]
+    assert any("policy.n_emb=128 next to the best was already tried" in n for n in found.notes)
+    assert "top edge of n_emb tried (128, 256)" in by_id["smoke-causal-e384-l6-s42"].reason
+
+
+def test_cells_tied_within_noise_get_more_seeds_and_a_clear_loser_none(tmp_path):
+    make_run(tmp_path, n_emb=128, n_layer=6, scores=[0.80] * 6, se=0.05)
+    make_run(tmp_path, n_emb=256, n_layer=6, scores=[0.78] * 6, se=0.05)
+    make_run(tmp_path, n_emb=384, n_layer=6, scores=[0.30] * 6, se=0.01)
+    found = suggest(tmp_path)
+    seeds = sorted((p.id, p.seed) for p in found.proposals if p.kind == "seeds")
+    assert seeds == [("smoke-causal-e128-l6-s43", 43), ("smoke-causal-e128-l6-s44", 44),
+                     ("smoke-causal-e256-l6-s43", 43), ("smoke-causal-e256-l6-s44", 44)]
+    neighbours = [p.settings for p in found.proposals if p.kind == "neighbour"]
+    assert neighbours == [{"policy.n_layer": 12}]  # n_emb 256 was tried, 0 is no size
+    text = render_text(found)
+    assert "is tied within noise with the best smoke-causal-e128-l6" in text
+    assert "e384" not in " ".join(p.id for p in found.proposals)
+
+
+def test_a_rising_best_run_gets_a_warm_start_continuation(tmp_path):
+    make_run(tmp_path, n_emb=128, n_layer=6, scores=[0.2, 0.3, 0.4, 0.6, 0.7, 0.8])
+    make_run(tmp_path, n_emb=256, n_layer=6, scores=[0.3] * 6)
+    found = suggest(tmp_path)
+    cont = [p for p in found.proposals if p.kind == "continue"]
+    assert len(cont) == 1 and cont[0].id == "smoke-causal-e128-l6-s42-cont"
+    argv = cont[0].argv
+    best_pt = tmp_path / "smoke-causal-e128-l6-s42" / "checkpoints" / "best.pt"
+    assert argv[argv.index("--init-from") + 1] == str(best_pt)
+    assert "training.num_epochs=6" in argv and argv[argv.index("--seed") + 1] == "42"
+    assert "still rising" in cont[0].reason and "(+0.4000 ± 0.0141)" in cont[0].reason
+    # once a run warm-started from that checkpoint, it is not proposed again
+    make_run(tmp_path, n_emb=128, n_layer=6, scores=[0.5] * 6, init_from=str(best_pt),
+             tid="by-hand-continuation")
+    again = suggest(tmp_path)
+    assert not [p for p in again.proposals if p.kind == "continue"]
+    assert any("already tried (by-hand-continuation)" in n for n in again.notes)
+
+
+def test_the_rising_test_needs_a_gain_beyond_noise_and_enough_rollouts():
+    def curve(points):
+        return Curve("t", None, [[i + 1, s, se] for i, (s, se) in enumerate(points)])
+    assert rising(curve([(0.5, 0.01)] * 3 + [(0.6, 0.01)] * 3))[0]
+    assert not rising(curve([(0.5, 0.05)] * 3 + [(0.55, 0.05)] * 3))[0]  # 0.05 < 1.96 * 0.071
+    assert not rising(curve([(0.6, 0.01)] * 3 + [(0.5, 0.01)] * 3))[0]  # falling
+    short, words = rising(curve([(0.1, 0.01), (0.9, 0.01)]))
+    assert not short and "fewer than the 6" in words
+    no_se = curve([(0.50, None), (0.51, None), (0.49, None), (0.70, None), (0.71, None), (0.69, None)])
+    assert rising(no_se)[0]  # the spread of each window stands in for the noise
+
+
+def test_a_neighbour_recorded_in_the_scoreboard_only_is_not_proposed(tmp_path):
+    make_run(tmp_path, n_emb=128, n_layer=6, scores=[0.3] * 6)
+    make_run(tmp_path, n_emb=256, n_layer=6, scores=FLAT)
+    ScoreboardStore(tmp_path).record({
+        "id": "elsewhere-e384", "overrides": ["policy.n_emb=384", "training.seed=7"], "score": 0.2,
+        "status": "completed", "config": {"mask": "causal", "n_emb": 384, "n_layer": 6},
+        "run_dir": str(tmp_path / "moved-away")})
+    found = suggest(tmp_path)
+    assert [p.settings for p in found.proposals] == [{"policy.n_layer": 12}]
+    assert any("policy.n_emb=384 next to the best was already tried" in n for n in found.notes)
+
+
+def test_write_hypothesis_appends_one_block_once(tmp_path):
+    make_run(tmp_path, n_emb=128, n_layer=6, scores=[0.3] * 6)
+    make_run(tmp_path, n_emb=256, n_layer=6, scores=FLAT)
+    found = suggest(tmp_path)
+    assert write_hypothesis(found) == "H1"
+    block = IterationLogStore(tmp_path).hypotheses()[0]
+    assert block["command"].splitlines() == [" ".join(p.argv) for p in found.proposals]
+    assert "smoke-causal-e256-l6" in block["hypothesis"] and block["result"] is None
+    again = suggest(tmp_path)
+    assert {p.id: again.logged[p.id] for p in again.proposals} == {p.id: "H1" for p in found.proposals}
+    assert [row["hypothesis"] for row in as_json(again)] == ["H1", "H1"]
+    with pytest.raises(ReportError, match="already in H1"):
+        write_hypothesis(again)
+    assert len(IterationLogStore(tmp_path).hypotheses()) == 1
+
+
+def test_missing_folder_and_no_scores_are_report_errors(tmp_path):
+    with pytest.raises(ReportError, match="does not exist"):
+        suggest(tmp_path / "nope")
+    make_run(tmp_path, n_emb=128, n_layer=6, scores=[])
+    with pytest.raises(ReportError, match="nothing to rank"):
+        suggest(tmp_path)
+
+
+def _imf(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "imf", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=120, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+
+
+@pytest.mark.slow
+def test_the_command_line_prints_text_json_and_writes_the_hypothesis(tmp_path):
+    folder = tmp_path / "runs"
+    make_run(folder, n_emb=128, n_layer=6, scores=[0.3] * 6)
+    make_run(folder, n_emb=256, n_layer=6, scores=FLAT)
+    text = _imf("suggest", "runs", cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("best cell smoke-causal-e256-l6: 0.8000 ± 0.0100")
+    assert ("imf trial runs/smoke-causal-e256-l6-s42/config.yaml policy.n_emb=384 --seed 42 "
+            "--id smoke-causal-e384-l6-s42 --out runs/smoke-causal-e384-l6-s42") in text.stdout
+    listed = _imf("suggest", "runs", "--json", "--write-hypothesis", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    assert [r["kind"] for r in rows] == ["neighbour", "neighbour"]
+    assert listed.stderr.strip() == "wrote hypothesis H1 to runs/ITERATION_LOG.md"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("make, words", [
+    (None, "imf: error: imf suggest: missing does not exist; give a sweep folder or a folder of runs"),
+    ("unscored", "nothing to rank yet"),
+])
+def test_bad_folders_are_one_line(tmp_path, make, words):
+    if make:
+        make_run(tmp_path / "missing", n_emb=128, n_layer=6, scores=[])
+    proc = _imf("suggest", "missing", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], lines
