@@ -150,7 +150,7 @@ def render(rows: list[dict], ssh_ms: float | None, unit: float,
                       f"trial-minute at a 5 s poll."]
     lines += ["", "The gap is launch latency (half a poll on average per trial, plus process start) "
                   "and is paid once per trial; the poll cost is one `sh` (or one ssh round trip) per "
-                  "running trial per poll.", ""]
+                  "running trial per poll (on Slurm one `squeue` per poll for all of them).", ""]
     return "\n".join(lines)
 
 
