@@ -40,7 +40,8 @@ def plugins(as_json: bool = typer.Option(False, "--json", help="Print JSON for s
         if not members:
             typer.echo("  (none)")
         for i in members:
-            line = f"  {i.name:<16} {i.dist} {i.version}"
+            line = f"  {i.name:<16} {i.dist} {i.version}" + (f"  needs {', '.join(i.requires)}"
+                                                            if i.requires else "")
             if i.status != "ok":
                 line += f"  {i.status.upper()}: {i.problem}"
             typer.echo(line)

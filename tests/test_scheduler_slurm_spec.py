@@ -83,3 +83,14 @@ def test_dry_run_text_names_the_sbatch_parameters(tmp_path):
     assert text.startswith("sbatch --partition=gpu --job-name=s-t1 --time=02:00:00 --gpus-per-node=1 "
                            "--mem=8G --comment=imf:TOKEN: module load cuda; ")
     assert f"--out {tmp_path / 's-t1'}" in text
+
+
+def test_plugins_lists_slurm_with_submitit_and_a_missing_requirement_is_broken():
+    from imf import registry
+    info = next(i for i in registry.discover("imf.schedulers") if i.name == "slurm")
+    assert info.status == "ok" and info.requires[0].startswith("submitit ")
+
+    class NeedsNothingInstalled:
+        requires = ("no-such-dist-for-imf",)
+    with pytest.raises(registry.PluginError, match="needs no-such-dist-for-imf, which is not installed"):
+        registry._requirements(NeedsNothingInstalled)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
@@ -35,6 +35,7 @@ class PluginInfo:
     version: str
     error: str | None = None  # set when importing the plugin failed
     shadowed_by: str | None = None  # the distribution whose plugin of this name wins instead
+    requires: list[str] = field(default_factory=list)  # "dist version" of the packages it needs
 
     @property
     def broken(self) -> bool:
@@ -53,7 +54,8 @@ class PluginInfo:
 
     def as_dict(self) -> dict[str, Any]:
         return {"group": self.group, "name": self.name, "value": self.value, "dist": self.dist,
-                "version": self.version, "status": self.status, "error": self.problem}
+                "version": self.version, "status": self.status, "error": self.problem,
+                "requires": list(self.requires)}
 
 
 def normalize(dist: str) -> str:
@@ -139,7 +141,7 @@ def discover(group: str, load: bool = True) -> list[PluginInfo]:
         info = PluginInfo(group, ep.name, ep.value, dist, version)
         if load:
             try:
-                ep.load()
+                info.requires = _requirements(ep.load())
             except Exception as exc:  # a broken plugin is reported, never fatal
                 info.error = f"{type(exc).__name__}: {exc}"
         infos.append(info)
@@ -147,6 +149,17 @@ def discover(group: str, load: bool = True) -> list[PluginInfo]:
         infos.append(PluginInfo(group, ep.name, ep.value, dist, version,
                                 shadowed_by=holder))
     return infos
+
+
+def _requirements(plugin: Any) -> list[str]:
+    """"dist version" of each distribution a plugin names in its ``requires`` attribute."""
+    found = []
+    for dist in getattr(plugin, "requires", ()) or ():
+        try:
+            found.append(f"{dist} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            raise PluginError(f"needs {dist}, which is not installed (pip install {dist})") from None
+    return found
 
 
 def names(group: str) -> list[str]:

@@ -24,7 +24,8 @@ from typing import Any
 
 from imf.errors import QueueError
 from imf.scheduler.base import Job, JobStatus, Scheduler
-from imf.scheduler.slurm_status import archive_attempt, read_progress, slurm_status
+from imf.scheduler.slurm_status import JOB_FILES, read_progress, slurm_status
+from imf.store.layout import RunLayout
 
 SPEC_RE = re.compile(r"^slurm://(?P<partition>[^/?#\s]*)/?(?:\?(?P<query>[^#]*))?$")
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -115,6 +116,7 @@ def _setup(spec: str, value: Any) -> list[str]:
 class SlurmScheduler(Scheduler):
     scheme = "slurm"
     query_keys = QUERY_KEYS
+    requires = ("submitit",)  # distributions it needs (imf plugins lists them)
 
     def __init__(self, spec: str, options: dict[str, Any] | None = None):
         super().__init__(spec, options)
@@ -212,7 +214,7 @@ class SlurmScheduler(Scheduler):
 
         run_dir = Path(self.job_dir(job))
         if not job.resume:
-            archive_attempt(run_dir)
+            RunLayout(run_dir).archive_attempt(JOB_FILES, everything=True)
         run_dir.mkdir(parents=True, exist_ok=True)
         env = {str(k): str(v) for k, v in {**(self.options.get("env") or {}), **job.env}.items()}
         command = TrialCommand(str(run_dir), self._fill(job.argv, job), job.token,
