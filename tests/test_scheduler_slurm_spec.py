@@ -94,3 +94,30 @@ def test_plugins_lists_slurm_with_submitit_and_a_missing_requirement_is_broken()
         requires = ("no-such-dist-for-imf",)
     with pytest.raises(registry.PluginError, match="needs no-such-dist-for-imf, which is not installed"):
         registry._requirements(NeedsNothingInstalled)
+
+
+@pytest.mark.parametrize("job_id, state, reason, exit_code, expected", [
+    ("7", "PENDING", "Priority", None, ("queued", None, False, "Priority")),
+    ("7", "PENDING", "None", None, ("queued", None, False, "pending")),
+    ("7", "RUNNING", "None", None, ("running", None, False, "")),
+    ("7", "COMPLETING", "None", 0, ("exited", 0, False, "")),
+    ("7", "COMPLETED", "None", 0, ("exited", 0, False, "")),
+    ("7", "TIMEOUT", "TimeLimit", -15, ("lost", -15, True, "Slurm ended job 7 with TIMEOUT")),
+    ("7", "PREEMPTED", "None", None, ("lost", None, True, "Slurm ended job 7 with PREEMPTED")),
+    ("7", "CANCELLED", "None", -15, ("exited", -15, False, "Slurm ended job 7 with CANCELLED")),
+    ("7", "OUT_OF_MEMORY", "None", None, ("lost", None, False, "Slurm ended job 7 with OUT_OF_MEMORY")),
+    ("7", None, "", 3, ("exited", 3, False, "")),  # squeue forgot it; its exit file tells
+    ("7", None, "", None, ("lost", None, False, "Slurm no longer knows job 7")),
+    (None, None, "", None, ("absent", None, False, "")),
+])
+def test_slurm_states_and_exit_files_map_onto_job_states(job_id, state, reason, exit_code, expected):
+    from imf.scheduler.slurm_status import Progress, slurm_status
+    status = slurm_status(job_id, state, reason, Progress(exit_code, 0, 0, ""))
+    assert (status.state, status.exit_code, status.resume, status.reason) == expected
+
+
+def test_status_shows_a_queued_trial_with_its_reason():
+    from imf.scheduler.state import TrialState
+    from imf.scheduler.status import trial_row
+    trial = TrialState("t", [], 1, 2, {}, 1.0, "slurm://debug", state="queued", reason="Resources")
+    assert trial_row(trial, 0.0)[2] == "queued: Resources"
