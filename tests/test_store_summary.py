@@ -54,3 +54,13 @@ def test_an_earlier_attempt_moves_to_attempts_n(tmp_path):
     assert run.archive_attempt() == tmp_path / "attempts" / "2"
     assert (tmp_path / "attempts" / "1" / "logs.json.txt").read_text() == "first\n"
     assert (tmp_path / "attempts" / "1" / "checkpoints").is_dir() and run.stdout.exists()
+
+
+def test_a_sweep_job_archives_every_file_of_the_earlier_attempt(tmp_path):
+    run = RunLayout(tmp_path)
+    assert run.archive_attempt(("stdout.log", "exit_code"), everything=True) is None
+    for name in ("stdout.log", "exit_code", "pid"):
+        (tmp_path / name).write_text(name)
+    assert run.archive_attempt(("stdout.log", "exit_code"), everything=True) == tmp_path / "attempts" / "1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["attempts"]
+    assert sorted(p.name for p in (tmp_path / "attempts" / "1").iterdir()) == ["exit_code", "pid", "stdout.log"]

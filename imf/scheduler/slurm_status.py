@@ -6,17 +6,17 @@ preemption, cancel, node failure, out of memory), which no file of the trial can
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from imf.scheduler.base import JobStatus
+from imf.store.layout import LOGS, STDOUT, SUMMARY
 
 QUEUED = ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
           "SUSPENDED", "STOPPED")
 RUNNING = ("RUNNING", "COMPLETING", "SIGNALING", "STAGE_OUT", "RESIZING")
 RESUMABLE = ("TIMEOUT", "PREEMPTED")  # ended by Slurm, not by the trial: the retry resumes it
-JOB_FILES = ("stdout.log", "logs.json.txt", "exit_code", "summary.json")
+JOB_FILES = (STDOUT, LOGS, "exit_code", SUMMARY)  # their presence means an attempt ran here
 
 
 @dataclass
@@ -73,17 +73,3 @@ def slurm_status(job_id: str | None, state: str | None, reason: str, p: Progress
         status.reason = (f"Slurm ended job {job_id} with {state}" if state else
                          f"Slurm no longer knows job {job_id}")
     return status
-
-
-def archive_attempt(run_dir: Path) -> None:
-    """Move an earlier attempt's files into attempts/K before a fresh start in ``run_dir``."""
-    if not any((run_dir / name).exists() for name in JOB_FILES):
-        return
-    k = 1
-    while (run_dir / "attempts" / str(k)).exists():
-        k += 1
-    dest = run_dir / "attempts" / str(k)
-    dest.mkdir(parents=True)
-    for entry in run_dir.iterdir():
-        if entry.name != "attempts":
-            os.replace(entry, dest / entry.name)

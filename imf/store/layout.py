@@ -65,17 +65,19 @@ class RunLayout:
     def best(self) -> Path:
         return self.checkpoints / BEST
 
-    def archive_attempt(self) -> Path | None:
-        """Move an earlier attempt's trial files to ``attempts/N`` (the first free N), as the
-        sweep's job script does before it starts a trial again; None when there were none."""
-        present = [name for name in TRIAL_FILES if (self.root / name).exists()]
-        if not present:
+    def archive_attempt(self, when: tuple[str, ...] = TRIAL_FILES, everything: bool = False) -> Path | None:
+        """Move an earlier attempt's files to ``attempts/N`` (the first free N) when any of
+        ``when`` is there: those files, or with ``everything`` every entry but ``attempts`` (as a
+        sweep's job does before it starts a trial again); None when there was nothing to move."""
+        if not any((self.root / name).exists() for name in when):
             return None
         n = 1
         while (self.root / ATTEMPTS / str(n)).exists():
             n += 1
         aside = self.root / ATTEMPTS / str(n)
         aside.mkdir(parents=True)
-        for name in present:
-            (self.root / name).rename(aside / name)
+        moving = [e.name for e in self.root.iterdir() if e.name != ATTEMPTS] if everything else when
+        for name in moving:
+            if (self.root / name).exists():
+                (self.root / name).rename(aside / name)
         return aside
