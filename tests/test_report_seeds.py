@@ -48,6 +48,15 @@ def test_sweep_ids_with_seed_suffix_group_without_configs(tmp_path):
     assert cells["sw-full-e64-l4"].noise == "episodes" and cells["sw-full-e64-l4"].se == pytest.approx(0.05)
 
 
+def test_seeds_that_agree_by_luck_keep_the_episode_noise(tmp_path):
+    make_run(tmp_path, "sw-e64-l2-s1", [0.50], spread=0.06)
+    make_run(tmp_path, "sw-e64-l2-s2", [0.51], spread=0.08)
+    cell = build_report([tmp_path]).trends.cells[0]
+    # over seeds: sd 0.00707, SE 0.005; the episodes: sqrt(0.06² + 0.08²) / 2 = 0.05
+    assert cell.sd == pytest.approx(0.5 ** 0.5 / 100)
+    assert (cell.se, cell.noise) == (pytest.approx(0.05), "episodes")
+
+
 def test_last_k_mean_and_its_noise(tmp_path):
     make_run(tmp_path, "long", [0.2, 0.9, 0.5, 0.6, 0.7], spread=0.04)
     make_run(tmp_path, "short", [None, 0.4], n_emb=64, n_layer=2)

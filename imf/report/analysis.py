@@ -69,7 +69,11 @@ def _cell(label: str, members: list[RunRead], varying: list[str]) -> Cell:
         cell.n, (cell.mean, sd) = len(scores), mean_sd(scores)
         cell.low, cell.high = min(scores), max(scores)
         if len(scores) >= 2:
+            # A few seeds can agree by luck: never claim less noise than the episodes carry.
             cell.sd, cell.se, cell.noise = sd, sd / math.sqrt(len(scores)), "seeds"
+            episodes = combined_se([r.best_se for r in rows if r.best_score is not None])
+            if episodes is not None and episodes > cell.se:
+                cell.se, cell.noise = episodes, "episodes"
         else:
             only = next(r for r in rows if r.best_score is not None)
             if only.best_se is not None:
