@@ -12,22 +12,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from imf.atomic import atomic_write_json
 from imf.config import EvalConfig
 from imf.eval_seeds import final_eval_seeds
 from imf.stats import standard_error
-from imf.store.files import atomic_write_json
-from imf.store.runs import SUMMARY, read_json_object
+from imf.store.summary import read_summary
 
 FILENAME = "final_eval.json"
 
 
 def best_checkpoint_of(run_dir: Path) -> str | None:
     """The best checkpoint named by the run's summary.json (relative to the run), if it exists."""
-    try:
-        best = (read_json_object(run_dir / SUMMARY).get("checkpoints") or {}).get("best")
-    except (ValueError, AttributeError):
-        return None
-    return best if isinstance(best, str) and best and (run_dir / best).is_file() else None
+    summary = read_summary(run_dir)
+    best = summary.checkpoints.best if summary else None
+    return best if best and (run_dir / best).is_file() else None
 
 
 def run_final_eval(run_dir: Path, n: int, eval_cfg: EvalConfig, device: str = "auto",
