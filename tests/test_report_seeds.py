@@ -49,12 +49,14 @@ def test_sweep_ids_with_seed_suffix_group_without_configs(tmp_path):
 
 
 def test_seeds_that_agree_by_luck_keep_the_episode_noise(tmp_path):
-    make_run(tmp_path, "sw-e64-l2-s1", [0.50], spread=0.06)
-    make_run(tmp_path, "sw-e64-l2-s2", [0.51], spread=0.08)
+    _final_eval(make_run(tmp_path, "sw-e64-l2-s1", [0.50], spread=0.06), 0.30, 0.05)
+    _final_eval(make_run(tmp_path, "sw-e64-l2-s2", [0.51], spread=0.08), 0.31, 0.05)
     cell = build_report([tmp_path]).trends.cells[0]
     # over seeds: sd 0.00707, SE 0.005; the episodes: sqrt(0.06² + 0.08²) / 2 = 0.05
     assert cell.sd == pytest.approx(0.5 ** 0.5 / 100)
     assert (cell.se, cell.noise) == (pytest.approx(0.05), "episodes")
+    # fresh: over seeds 0.005, the episodes sqrt(2 * 0.05²) / 2 = 0.0354
+    assert (cell.fresh, cell.fresh_se, cell.fresh_n) == (pytest.approx(0.305), pytest.approx(0.0354, abs=1e-4), 2)
 
 
 def test_last_k_mean_and_its_noise(tmp_path):
@@ -93,6 +95,8 @@ def test_fresh_seed_column_and_disagreement(tmp_path):
         "on fresh seeds is steady (fresh 0.7000 ± 0.0200); the fresh-seed gap is beyond noise; "
         "1 of 3 pair(s) ordered differently")
     assert "0.7000 ± 0.0200 (200 ep)" in render_text(report)
+    # one cell each; a cell's fresh SE is the trial's, or its episodes' when over seeds is less
+    assert [c.fresh_se for c in report.trends.cells] == [0.02, 0.02, pytest.approx(0.1)]
 
 
 def test_rankings_that_agree_and_a_bad_final_eval(tmp_path):

@@ -82,8 +82,15 @@ def _cell(label: str, members: list[RunRead], varying: list[str]) -> Cell:
     fresh = [r for r in rows if r.fresh is not None]
     if fresh:
         cell.fresh_n, (cell.fresh, sd) = len(fresh), mean_sd([r.fresh for r in fresh])
-        cell.fresh_se = sd / math.sqrt(len(fresh)) if len(fresh) >= 2 else fresh[0].fresh_se
+        cell.fresh_se = _at_least(sd / math.sqrt(len(fresh)) if len(fresh) >= 2 else None,
+                                  combined_se([r.fresh_se for r in fresh]))
     return cell
+
+
+def _at_least(over_seeds: float | None, episodes: float | None) -> float | None:
+    """The larger of two SEs, either of which may be unknown."""
+    known = [se for se in (over_seeds, episodes) if se is not None]
+    return max(known) if known else None
 
 
 def build_cells(runs: list[RunRead]) -> list[Cell]:
