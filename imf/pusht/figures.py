@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from imf.atomic import atomic_path
 from imf.pusht.env import PushTEnv
 
 DEFAULT_SEEDS = (100000, 100001, 100002)
@@ -38,6 +39,7 @@ def frames_figure(path: str | os.PathLike, seeds: tuple[int, ...] = DEFAULT_SEED
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100, format=path.suffix.lstrip(".") or "png")
     plt.close(fig)
     return path
