@@ -104,9 +104,10 @@ def write_curves(curves: list[Curve], path: Path) -> str | None:
     score_ax.set(xlabel="epoch", ylabel=METRIC, ylim=(0, 1),
                  title=f"{METRIC} per rollout (band: ± SE over episodes)")
     loss_ax.set(xlabel="epoch", ylabel="val loss", title="validation loss")
-    if any(c.val_loss for c in drawn) and all(v > 0 for c in drawn for _, v in c.val_loss):
+    losses = [v for c in drawn for _, v in c.val_loss]
+    if losses and min(losses) > 0 and max(losses) > 10 * min(losses):  # log only for a wide range
         loss_ax.set_yscale("log")
-    score_ax.legend(title="cell", fontsize=7, title_fontsize=8, loc="lower right")
+    score_ax.legend(title="cell", fontsize=7, title_fontsize=8, loc="best")
     _save(fig, canvas_cls, path)
     return None
 
