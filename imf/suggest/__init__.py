@@ -84,7 +84,7 @@ def command_text(proposal: Proposal) -> str:
 
 def _best_line(s: Suggestions) -> str:
     b = s.best
-    noise = {"seeds": "SE over seeds", "episodes": "SE from one run's episodes"}.get(b["noise"], "noise unknown")
+    noise = {"seeds": "SE over seeds", "episodes": "SE from the episodes"}.get(b["noise"], "noise unknown")
     return (f"best cell {b['label']}: {pm(b['mean'], b['se'])} ({noise}, n {b['n']}), "
             f"best run {b['trial']}")
 
