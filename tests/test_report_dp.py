@@ -92,6 +92,8 @@ def test_repository_root_finds_outputs_by_layout(tmp_path):
     make_dp(outputs / "2024.01.03" / "08.00.00_started", [], n_emb=384, n_layer=12, logs=False)
     (root / "data" / "pusht" / "pusht_cchi_v7_replay.zarr" / "data").mkdir(parents=True)
     (root / ".venv" / "lib").mkdir(parents=True)
+    (outputs / "2024.01.09" / "07.00.00_again" / "attempts" / "1").mkdir(parents=True)  # not a run
+    (outputs / "2024.01.09" / "07.00.00_again" / "attempts" / "1" / "logs.json.txt").write_text("")
     found = [p.relative_to(outputs).as_posix() for p in find_run_dirs(root)]
     assert found == ["2024.01.01/10.00.00_train_a", "2024.01.02/09.00.00_multi/0",
                      "2024.01.03/08.00.00_started"]

@@ -16,13 +16,13 @@ from typing import Any, Iterable
 
 import yaml
 
-from imf.store.layout import CONFIG, HYDRA_CONFIG, LOGS, SUMMARY
+from imf.store.layout import ATTEMPTS, CONFIG, HYDRA_CONFIG, LOGS, SUMMARY
 
 SWEEP_STATE = "sweep.json"
 DP_OUTPUTS = Path("data") / "outputs"
 DP_EPISODE_PREFIX = "test/sim_max_reward_"
 NOT_RUN_FOLDERS = {"checkpoints", "wandb", "swanlog", "media", "__pycache__", "node_modules",
-                   "site-packages"}
+                   "site-packages", ATTEMPTS}  # attempts/N: a run's earlier attempts, not runs
 SCORE_KEYS = ("test_mean_score", "test/mean_score")
 SUCCESS_KEYS = ("test_success_rate", "test/success_rate")
 _SIZE_RE = re.compile(r"(?:^|[-_])e(?P<emb>\d+)-l(?P<layer>\d+)(?=$|[-_])")
