@@ -28,20 +28,20 @@ def episodes(score: float, se: float) -> list[float]:
 
 
 def make_run(folder: Path, *, n_emb: int, n_layer: int, seed: int = 42, scores: list[float],
-             se: float = 0.01, status: str = "completed", init_from: str | None = None,
-             tid: str | None = None) -> Path:
+             se: float | None = 0.01, status: str = "completed", init_from: str | None = None,
+             tid: str | None = None, extra: tuple[str, ...] = ()) -> Path:
     tid = tid or f"smoke-causal-e{n_emb}-l{n_layer}-s{seed}"
     run = folder / tid
     (run / "checkpoints").mkdir(parents=True)
     (run / "checkpoints" / "best.pt").write_bytes(b"not a real checkpoint")
-    overrides = [f"policy.n_emb={n_emb}", f"policy.n_layer={n_layer}", f"training.seed={seed}"]
+    overrides = [f"policy.n_emb={n_emb}", f"policy.n_layer={n_layer}", f"training.seed={seed}", *extra]
     load_config("smoke", overrides + ["training.num_epochs=6"]).save(run / "config.yaml")
     rows = []
     for epoch, score in enumerate(scores):
-        per_seed = {str(100000 + i): v for i, v in enumerate(episodes(score, se))}
         rows.append({"epoch": epoch, "global_step": 10 * (epoch + 1), "train_loss": 0.5,
-                     "val_loss": 0.6, "lr": 1e-4, "test_mean_score": score,
-                     "test_success_rate": 0.0, "test_per_seed": per_seed})
+                     "val_loss": 0.6, "lr": 1e-4, "test_mean_score": score, "test_success_rate": 0.0})
+        if se is not None:
+            rows[-1]["test_per_seed"] = {str(100000 + i): v for i, v in enumerate(episodes(score, se))}
     (run / "logs.json.txt").write_text("".join(json.dumps(r) + "\n" for r in rows))
     best = max(range(len(scores)), key=lambda i: scores[i], default=None)
     summary = {"id": tid, "status": status, "epochs_done": len(scores), "num_epochs": 6,
@@ -124,6 +124,25 @@ def test_the_rising_test_needs_a_gain_beyond_noise_and_enough_rollouts():
     assert not short and "fewer than the 6" in words
     no_se = curve([(0.50, None), (0.51, None), (0.49, None), (0.70, None), (0.71, None), (0.69, None)])
     assert rising(no_se)[0]  # the spread of each window stands in for the noise
+
+
+def test_another_numeric_axis_steps_beyond_the_edge_geometrically(tmp_path):
+    make_run(tmp_path, n_emb=128, n_layer=6, scores=[0.3] * 6, tid="a", extra=("training.lr=1e-4",))
+    make_run(tmp_path, n_emb=128, n_layer=6, scores=FLAT, tid="b", extra=("training.lr=3e-4",))
+    found = suggest(tmp_path)
+    lr = [p for p in found.proposals if "training.lr" in p.settings]
+    assert [p.settings for p in lr] == [{"training.lr": 0.0009}]
+    assert "training.lr=0.0009" in lr[0].argv and lr[0].id == "smoke-causal-e128-l6-s42-lr0.0009"
+    assert {tuple(p.settings) for p in found.proposals} == {("training.lr",), ("policy.n_emb",),
+                                                           ("policy.n_layer",)}
+
+
+def test_one_run_without_episode_scores_gets_seeds_to_measure_its_noise(tmp_path):
+    make_run(tmp_path, n_emb=128, n_layer=6, scores=FLAT, se=None)
+    found = suggest(tmp_path)
+    assert found.best["se"] is None
+    seeds = [p for p in found.proposals if p.kind == "seeds"]
+    assert [p.seed for p in seeds] == [43, 44] and "no noise estimate yet" in seeds[0].reason
 
 
 def test_a_neighbour_recorded_in_the_scoreboard_only_is_not_proposed(tmp_path):
