@@ -47,7 +47,7 @@ def test_trends_match_hand_computation(tmp_path):
         2, [0, 1], pytest.approx(0.5), 0.40, 0.60, "seeds")
     assert cell.sd == pytest.approx(0.02 ** 0.5) and cell.se == pytest.approx(0.1)
     running = [c for c in trends.cells if c.label == "sw-full-e256-l12"][0]
-    assert (running.n, running.seeds, running.unscored, running.noise) == (1, [0], 1, "episodes")
+    assert (running.n, running.seeds, running.unscored, running.noise) == (1, [0, 1], 1, "episodes")
     # width: 0.35 ± hypot(0.0559, 0.0354) = 0.0661, beyond 1.96 SE; depth: 0.05 ± 0.0661, not
     assert trends.width["delta"] == pytest.approx(0.35) and trends.width["clear"]
     assert trends.width["text"] == ("width helps: +0.3500 ± 0.0661; mean score at n_emb 256 "

@@ -62,7 +62,7 @@ def _cell(label: str, members: list[RunRead], varying: list[str]) -> Cell:
     sized = next((r for r in rows if isinstance(r.n_emb, int)), rows[0])
     cell = Cell(label=label, n_emb=sized.n_emb, n_layer=sized.n_layer,
                 params={k: config.get(k) for k in varying}, trials=[r.id for r in rows],
-                seeds=[r.seed for r in rows if r.best_score is not None],
+                seeds=[r.seed for r in rows],
                 unscored=sum(r.best_score is None for r in rows))
     scores = [r.best_score for r in rows if r.best_score is not None]
     if scores:

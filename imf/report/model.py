@@ -55,7 +55,7 @@ class Cell:
     n_layer: int | None
     params: dict[str, Any]  # other config values that vary between the cells
     trials: list[str]
-    seeds: list[int | None]  # of the scored trials
+    seeds: list[int | None]  # of its trials, in the order of ``trials``
     n: int = 0  # scored trials
     unscored: int = 0  # trials without a score yet
     mean: float | None = None  # of the trials' max scores

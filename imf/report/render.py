@@ -73,7 +73,7 @@ def cell_rows(report: Report) -> tuple[list[str], list[list[str]]]:
     rows = []
     for c in report.trends.cells:
         seeds = ",".join(str(s) for s in c.seeds if s is not None) or "-"
-        seeds += f" (+{c.unscored} unscored)" if c.unscored else ""
+        seeds += f" ({c.unscored} not scored)" if c.unscored else ""
         spread = "-" if c.low is None else f"{c.low:.4f}-{c.high:.4f}"
         se = "-" if c.se is None else f"{c.se:.4f} ({c.noise})"
         fresh = "-" if c.fresh is None else pm(c.fresh, c.fresh_se) + f" (n={c.fresh_n})"
