@@ -51,6 +51,15 @@ def test_seeds_conflict_with_seed_and_with_a_seed_grid():
         build_trials("s", "smoke", ["64x1", "seed=3,4"], [], seeds=[1, 2])
 
 
+def test_seeds_conflict_with_a_seed_override(tmp_path):
+    req = SweepRequest(config="smoke", grids=["64x1"], queues=["local:cpu"], out=tmp_path,
+                       overrides=["training.seed=7"], seeds=[1, 2])
+    with pytest.raises(SweepError, match="--seeds and a training.seed override"):
+        plan_sweep(req)
+    req.seeds = None  # an override alone sets every trial's seed
+    assert [t.id for t in plan_sweep(req)[1].trials] == ["sweep-causal-e64-l1-s7"]
+
+
 def test_sweep_state_keeps_the_seed_axis_and_the_final_eval(tmp_path):
     req = SweepRequest(config="smoke", grids=["64x1"], queues=["local:cpu"], name="fs", out=tmp_path,
                        seeds=[1, 2], final_eval=30)
