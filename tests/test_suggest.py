@@ -173,6 +173,15 @@ def test_write_hypothesis_appends_one_block_once(tmp_path):
     assert len(IterationLogStore(tmp_path).hypotheses()) == 1
 
 
+def test_one_run_folder_gets_its_proposals_beside_it(tmp_path):
+    run = make_run(tmp_path, n_emb=128, n_layer=6, scores=FLAT)
+    found = suggest(run)
+    assert found.folder == tmp_path and found.proposals
+    for proposal in found.proposals:
+        out = Path(proposal.argv[proposal.argv.index("--out") + 1])
+        assert out.parent == tmp_path and out.name == proposal.id
+
+
 def test_missing_folder_and_no_scores_are_report_errors(tmp_path):
     with pytest.raises(ReportError, match="does not exist"):
         suggest(tmp_path / "nope")

@@ -17,7 +17,7 @@ from typing import Any
 from imf.errors import ReportError
 from imf.report import build_report
 from imf.store.iteration_log import IterationLogStore
-from imf.store.runs import SWEEP_STATE, read_json_object
+from imf.store.runs import SWEEP_STATE, is_run_dir, read_json_object
 from imf.suggest.rules import (Context, Proposal, cell_words, continuation, more_seeds,
                                neighbours, pm)
 from imf.suggest.tried import full_config, read_tried
@@ -62,7 +62,9 @@ def suggest(folder: Path) -> Suggestions:
     if not cells:
         raise ReportError(f"imf suggest: no scored cell in {folder}; nothing to build on")
     best = max(cells, key=lambda c: c.mean)  # the report's best cell: the first of equal means
-    ctx = Context(folder, report, read_tried(folder, report.trials), _prefix(folder, report))
+    # Given one run folder, new runs go beside it (where its stores are), never inside it.
+    root = folder.parent if is_run_dir(folder) else folder
+    ctx = Context(root, report, read_tried(root, report.trials), _prefix(root, report))
     continuation(ctx, best)
     neighbours(ctx, best)
     more_seeds(ctx, best)
@@ -70,7 +72,7 @@ def suggest(folder: Path) -> Suggestions:
               key=lambda t: t.best_score)
     summary = {"label": best.label, "mean": best.mean, "se": best.se, "n": best.n,
                "noise": best.noise, "trial": top.id, "n_emb": best.n_emb, "n_layer": best.n_layer}
-    result = Suggestions(folder, summary, ctx.proposals, ctx.notes)
+    result = Suggestions(root, summary, ctx.proposals, ctx.notes)
     for block in ctx.tried.hypotheses:
         for proposal in result.proposals:
             if proposal.id in (block.get("command") or "").split() and proposal.id not in result.logged:
