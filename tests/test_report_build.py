@@ -163,7 +163,6 @@ def test_nothing_to_report_is_one_clear_line(tmp_path, setup, message):
 
 
 @pytest.mark.slow  # starts imf as a process
-@pytest.mark.slow
 def test_report_imports_no_training_stack():
     code = ("import sys, imf.report; print([m for m in sys.modules if m.split('.')[0] in "
             "('torch', 'matplotlib') or m.startswith(('imf.train', 'imf.model', 'imf.policy'))])")

@@ -43,7 +43,6 @@ def test_report_json_and_out(tmp_path):
 
 
 @pytest.mark.slow  # starts imf as a process
-@pytest.mark.slow
 def test_without_out_nobody_elses_run_folder_is_written(tmp_path):
     """Run folders and folders that are not an imf sweep: the report goes to the current folder."""
     a = make_run(tmp_path / "runs", "a", [0.3])
@@ -58,7 +57,18 @@ def test_without_out_nobody_elses_run_folder_is_written(tmp_path):
 
 
 @pytest.mark.slow  # starts imf as a process
-@pytest.mark.slow
+def test_inside_a_run_folder_nothing_is_written_without_out(tmp_path):
+    run = make_run(tmp_path, "r", [0.3])
+    before = sorted(p.name for p in run.iterdir())
+    out = _imf("report", cwd=run)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[3].split()[:3] == ["1", "r", "completed"]
+    assert out.stderr.splitlines() == ["imf: note: report files not written: the current folder "
+                                       "is a run folder; give --out FOLDER to write them"]
+    assert sorted(p.name for p in run.iterdir()) == before
+
+
+@pytest.mark.slow  # starts imf as a process
 def test_bad_last_k_is_one_line(tmp_path):
     out = _imf("report", str(make_grid_sweep(tmp_path)), "--last-k", "0", cwd=tmp_path)
     assert out.returncode == 2
@@ -66,7 +76,6 @@ def test_bad_last_k_is_one_line(tmp_path):
 
 
 @pytest.mark.slow  # starts imf as a process
-@pytest.mark.slow
 def test_missing_folder_is_one_error_line_and_exit_2(tmp_path):
     out = _imf("report", str(tmp_path / "nope"))
     assert out.returncode == 2
@@ -75,7 +84,6 @@ def test_missing_folder_is_one_error_line_and_exit_2(tmp_path):
 
 
 @pytest.mark.slow  # starts imf as a process
-@pytest.mark.slow
 def test_corrupt_scoreboard_is_one_error_line_and_left_alone(tmp_path):
     make_run(tmp_path, "a", [0.5])
     board = tmp_path / "scoreboard.json"

@@ -97,7 +97,6 @@ def _imf(*args, cwd):
 
 
 @pytest.mark.slow  # starts imf as a process
-@pytest.mark.slow
 def test_cli_compares_two_sweeps_into_the_current_folder(tmp_path):
     causal = make_sweep(tmp_path, "causal", 0.0)
     full = make_sweep(tmp_path, "full", 0.10)
@@ -115,7 +114,6 @@ def test_cli_compares_two_sweeps_into_the_current_folder(tmp_path):
     (["causal", "nope"], "imf: error: {t}/nope does not exist; give a sweep folder or run folders"),
     (["causal", "--compare"], "imf: error: --compare takes two sweep folders (A B), got 1 folder(s)"),
 ])
-@pytest.mark.slow
 def test_bad_compare_input_is_one_line(tmp_path, args, line):
     make_sweep(tmp_path, "causal", 0.0, sizes={(128, 6): 0.4})
     out = _imf("report", *[str(tmp_path / a) if not a.startswith("--") else a for a in args],

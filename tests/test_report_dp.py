@@ -117,7 +117,6 @@ def test_seeds_of_dp_runs_group_by_hydra_config(tmp_path):
 
 
 @pytest.mark.slow  # starts imf as a process
-@pytest.mark.slow
 def test_report_at_a_dp_root_writes_to_the_current_folder(tmp_path):
     root = tmp_path / "diffusion_policy"
     run = make_dp(root / "data" / "outputs" / "2024.01.01" / "10.00.00_train",

@@ -24,7 +24,7 @@ from imf.store.runs import SWEEP_STATE, is_run_dir
 from imf.store.scoreboard import FILENAME as SCOREBOARD_FILE
 
 __all__ = ["CSV_FIELDS", "LAST_K", "MATPLOTLIB_MISSING", "METRIC", "Cell", "Comparison", "Curve",
-           "Group", "Report", "TrialRow", "Trends", "build_comparison", "build_report",
+           "Group", "IN_RUN_FOLDER", "Report", "TrialRow", "Trends", "build_comparison", "build_report",
            "compute_trends", "default_out", "heatmap_text", "is_comparison", "render_compare_text",
            "render_csv", "render_markdown", "render_text", "trend_lines", "write_compare_files",
            "write_files", "write_report"]
@@ -67,15 +67,20 @@ def build_comparison(a: Path, b: Path, last_k: int = LAST_K) -> Comparison:
                            Path(a), Path(b))
 
 
-def default_out(paths: list[Path]) -> Path:
+def default_out(paths: list[Path]) -> Path | None:
     """Where report files go without --out: the folder of one imf sweep (it holds sweep.json or
-    scoreboard.json), else the current folder, so nobody else's run folder is written into."""
+    scoreboard.json), else the current folder; None when the current folder is a run folder,
+    so nobody's run folder is written into."""
     if len(paths) == 1:
         folder = Path(paths[0])
         ours = (folder / SWEEP_STATE).is_file() or (folder / SCOREBOARD_FILE).is_file()
         if ours and not is_run_dir(folder):
             return folder
-    return Path.cwd()
+    return None if is_run_dir(Path.cwd()) else Path.cwd()
+
+
+IN_RUN_FOLDER = ("report files not written: the current folder is a run folder; "
+                 "give --out FOLDER to write them")
 
 
 def write_files(report: Report, out_dir: Path) -> list[Path]:
