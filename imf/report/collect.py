@@ -199,10 +199,14 @@ def read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
     fresh = read_final_eval(run_dir, notices)
     if fresh:
         row.fresh, row.fresh_se, row.fresh_episodes = fresh
-    curve = Curve(trial_id, None, [[_counted(r.epoch), r.score, r.se] for r in rollouts],
-                  [[_counted(r["epoch"]), float(r["val_loss"])] for r in rows
-                   if isinstance(r.get("epoch"), int) and first_number(r, ("val_loss",)) is not None])
-    return RunRead(row, curve, config)
+    return RunRead(row, _curve(trial_id, rollouts, rows), config)
+
+
+def _curve(trial_id: str, rollouts: list[Rollout], rows: list[dict[str, Any]]) -> Curve:
+    """Score per rollout and val loss per epoch, epochs counted from 1."""
+    losses = [[_counted(r["epoch"]), float(r["val_loss"])] for r in rows
+              if isinstance(r.get("epoch"), int) and first_number(r, ("val_loss",)) is not None]
+    return Curve(trial_id, None, [[_counted(r.epoch), r.score, r.se] for r in rollouts], losses)
 
 
 def _summary_seed(summary: dict[str, Any] | None, trial_id: str) -> int | None:
