@@ -7,6 +7,7 @@ import pytest
 from _report_runs import make_run
 
 from imf.report import build_report, render_text
+from imf.report.render import cell_rows
 
 CONFIG = {"policy": {"mask": "full", "n_emb": 128, "n_layer": 6}, "training": {"lr": 1e-4}}
 
@@ -36,6 +37,16 @@ def test_trials_differing_only_in_seed_form_one_cell(tmp_path):
     assert {t.id: t.seed for t in report.trials} == {"run-a": 1, "run-b": 2, "run-c": 3, "run-d": 1}
     text = render_text(report)
     assert "0.7000 ± 0.1000  0.6000-0.8000  0.0577 (seeds)" in text
+
+
+def test_many_varying_settings_share_one_column(tmp_path):
+    for k, lr in enumerate((1e-4, 2e-4)):
+        config = {**CONFIG, "training": {"seed": 1, "lr": lr, "batch_size": 32 + k, "epochs": 3 + k,
+                                         "warmup": 10 + k}}
+        make_run(tmp_path, f"r{k}", [0.5], config=config)
+    headers, rows = cell_rows(build_report([tmp_path]))
+    assert headers[3] == "settings" and rows[0][3] == ("training.batch_size=32, training.epochs=3, "
+                                                       "training.lr=0.0001, training.warmup=10")
 
 
 def test_sweep_ids_with_seed_suffix_group_without_configs(tmp_path):

@@ -17,6 +17,7 @@ CSV_FIELDS = ("rank", "id", "status", "n_emb", "n_layer", "seed", "cell", "final
               "last_k_n", "fresh", "fresh_se", "fresh_episodes", "success_rate", "rollouts",
               "restarts", "queue", "source", "run_dir", "note")
 NO_SIZES = "no trial has a known n_emb or n_layer: no trends"
+MAX_SETTING_COLUMNS = 3  # settings that vary between cells shown as columns of their own
 NOISE_RULE = ("± is one standard error; an effect or a gap is claimed only when it is larger "
               "than 1.96 standard errors (a 95% interval that excludes 0)")
 
@@ -66,9 +67,16 @@ def _fresh(value: float | None, se: float | None, episodes: int | None) -> str:
     return pm(value, se) + (f" ({episodes} ep)" if episodes else "")
 
 
+def _settings(params: dict[str, Any], keys: list[str]) -> list[str]:
+    """One column per varying setting; past MAX_SETTING_COLUMNS, one column of key=value."""
+    if len(keys) <= MAX_SETTING_COLUMNS:
+        return [fmt(params.get(k)) for k in keys]
+    return [", ".join(f"{k}={fmt(params.get(k))}" for k in keys)]
+
+
 def cell_rows(report: Report) -> tuple[list[str], list[list[str]]]:
     keys = sorted({k for c in report.trends.cells for k in c.params})
-    headers = (["cell", "n_emb", "n_layer"] + keys +
+    headers = (["cell", "n_emb", "n_layer"] + (keys if len(keys) <= MAX_SETTING_COLUMNS else ["settings"]) +
                ["n", "seeds", "max: mean ± sd", "min-max", "SE (from)", f"last-{report.last_k}", "fresh"])
     rows = []
     for c in report.trends.cells:
@@ -77,7 +85,7 @@ def cell_rows(report: Report) -> tuple[list[str], list[list[str]]]:
         spread = "-" if c.low is None else f"{c.low:.4f}-{c.high:.4f}"
         se = "-" if c.se is None else f"{c.se:.4f} ({c.noise})"
         fresh = "-" if c.fresh is None else pm(c.fresh, c.fresh_se) + f" (n={c.fresh_n})"
-        rows.append([c.label, fmt(c.n_emb), fmt(c.n_layer)] + [fmt(c.params.get(k)) for k in keys] +
+        rows.append([c.label, fmt(c.n_emb), fmt(c.n_layer)] + _settings(c.params, keys) +
                     [str(c.n), seeds, pm(c.mean, c.sd), spread, se, fmt(c.last_k), fresh])
     return headers, rows
 
