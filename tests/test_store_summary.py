@@ -64,3 +64,14 @@ def test_a_sweep_job_archives_every_file_of_the_earlier_attempt(tmp_path):
     assert run.archive_attempt(("stdout.log", "exit_code"), everything=True) == tmp_path / "attempts" / "1"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["attempts"]
     assert sorted(p.name for p in (tmp_path / "attempts" / "1").iterdir()) == ["exit_code", "pid", "stdout.log"]
+
+
+def test_a_wrong_typed_score_is_a_store_error_never_a_missing_score(tmp_path):
+    import pytest
+
+    from imf.errors import StoreError
+    from imf.store.base import record_from_summary
+    good = {"id": "t1", "best_score": 0.5, "status": "completed"}
+    assert record_from_summary(good, tmp_path)["score"] == 0.5
+    with pytest.raises(StoreError, match="score must be a number or null, got '0.9'"):
+        record_from_summary({**good, "best_score": "0.9"}, tmp_path)

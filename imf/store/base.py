@@ -90,6 +90,7 @@ def record_from_summary(summary: RunSummary | dict[str, Any], run_dir: Path) -> 
     run_dir = Path(run_dir).resolve()
     where = str(run_dir / SUMMARY)
     if isinstance(summary, dict):
+        score_value(summary.get("best_score"), where)  # a wrong-typed score is an error, never "no score"
         summary = RunSummary.from_dict(summary)
     elif not isinstance(summary, RunSummary):
         raise StoreError(f"{where}: expected a JSON object, got {type(summary).__name__}")
