@@ -60,3 +60,11 @@ def test_the_sweep_counts_finished_epochs_not_the_diverged_marker(tmp_path):
     half = json.dumps({"epoch": 2})[:7]  # a line still being written is not read yet
     (run_dir / "logs.json.txt").write_text("".join(json.dumps(r) + "\n" for r in rows) + half)
     assert _status_epoch(run_dir, tmp_path) == "1/2"
+
+
+def test_the_report_counts_finished_epochs_not_the_diverged_marker():
+    from imf.store.runs import summarize_log
+    rows = [{"epoch": 0, "global_step": 3, "train_loss": 1.0, "test_mean_score": 0.2},
+            {"epoch": 1, "global_step": 5, "diverged": True, "reason": "non-finite loss nan at step 5"}]
+    summary = summarize_log(rows)
+    assert (summary.final_epoch, summary.best_epoch, summary.best_score) == (0, 0, 0.2)

@@ -159,7 +159,7 @@ class LogSummary:
 
 def summarize_log(rows: list[dict[str, Any]]) -> LogSummary:
     """Final epoch, best score, its epoch and success rate from logs.json.txt rows."""
-    epochs = [r["epoch"] for r in rows if isinstance(r.get("epoch"), int)]
+    epochs = [r["epoch"] for r in rows if is_epoch_row(r)]
     result = LogSummary(final_epoch=max(epochs) if epochs else None)
     scored = [(s, r) for r in rows if (s := row_score(r)) is not None]
     if scored:
