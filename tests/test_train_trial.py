@@ -195,6 +195,11 @@ def test_resume_after_kill_reproduces_the_uninterrupted_logs(demo_cache, tmp_pat
         rows = [json.loads(line) for line in path.read_text().splitlines()]
         return [{k: v for k, v in r.items() if k not in ("elapsed_s", "train_s")} for r in rows]
     assert strip(tmp_path / "crash" / "logs.json.txt") == strip(tmp_path / "straight" / "logs.json.txt")
+    # The top-k file of latest.pt's own epoch was made after latest.pt: the resume still lists it.
+    topk = {name: json.loads((tmp_path / name / "summary.json").read_text())["checkpoints"]["topk"]
+            for name in ("straight", "crash")}
+    assert topk["crash"] == topk["straight"] and len(topk["straight"]) == 3
+    assert all((tmp_path / "crash" / path).is_file() for path in topk["crash"])
 
 
 @pytest.mark.slow

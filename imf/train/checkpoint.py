@@ -7,6 +7,7 @@ optimizer and scheduler state, epoch, scores, RNG states and code version.
 from __future__ import annotations
 
 import random
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +86,9 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------ top-k
 
+_SCORE_FILE = re.compile(r"^epoch=(\d+)-test_mean_score=(-?\d+\.\d+)\.pt$")
+
+
 def _score_name(epoch: int, score: float) -> str:
     return f"epoch={epoch:04d}-test_mean_score={score:.3f}.pt"
 
@@ -119,8 +123,20 @@ class TopK:
     def state_dict(self) -> list[list[Any]]:
         return [list(e) for e in self.entries]
 
-    def load_state_dict(self, entries: list[list[Any]]) -> None:
+    def load_state_dict(self, entries: list[list[Any]], upto_epoch: int | None = None) -> None:
+        """The saved entries, plus the top-k files on disk they miss (up to ``upto_epoch``):
+        latest.pt is written before its own epoch's top-k copy, so that one is known only
+        from the folder. Beyond k, the worst are dropped, as ``add`` does."""
         self.entries = [(float(s), int(e), str(n)) for s, e, n in entries]
+        known = set(self.names())
+        for path in self.folder.glob("epoch=*-test_mean_score=*.pt"):
+            match = _SCORE_FILE.match(path.name)
+            if match and path.name not in known and (upto_epoch is None or int(match[1]) <= upto_epoch):
+                self.entries.append((float(match[2]), int(match[1]), path.name))
+        self.entries.sort(key=lambda e: (-e[0], e[1]))
+        for _, _, dropped in self.entries[self.k:]:
+            (self.folder / dropped).unlink(missing_ok=True)
+        del self.entries[self.k:]
 
 
 # ------------------------------------------------------------------ warm start

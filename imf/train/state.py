@@ -89,6 +89,6 @@ def restore(parts: TrainParts, state: TrainState, ckpt: dict[str, Any]) -> None:
     trainer = ckpt["trainer"]
     parts.stopper.load_state_dict(trainer["stopper"])
     parts.divergence.load_state_dict(trainer["divergence"])
-    parts.topk.load_state_dict(trainer["topk"])
+    parts.topk.load_state_dict(trainer["topk"], upto_epoch=ckpt["epoch"])
     parts.clock.spent_s = trainer.get("train_s", 0.0)
     state.load_state_dict(ckpt, trainer["elapsed_s"])
