@@ -144,6 +144,38 @@ def test_a_job_cancelled_with_scancel_is_retried(slurm, tmp_path, monkeypatch):
     assert (tmp_path / "sc" / trial["id"] / "attempts" / "1" / "stdout.log").is_file()  # kept aside
 
 
+def test_a_job_requeued_by_slurm_resumes_in_the_same_job(slurm, tmp_path, monkeypatch):
+    # scontrol requeue is what a preemption with PreemptMode=REQUEUE does to a job.
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "1"))
+    req = SweepRequest(config="smoke", grids=["64x1"], queues=["slurm://debug"], name="rq",
+                       out=tmp_path, epochs=8, poll=0.5, stall_timeout=300, retries=0)
+    thread, errors = run_in_thread(req)
+    job_id = running_jobs(tmp_path / "rq")[0]["handle"]["job_id"]
+    wait_for(lambda: (tmp_path / "rq").glob("*/checkpoints/latest.pt"), timeout=120)
+    subprocess.run(["scontrol", "requeue", job_id], check=True, timeout=60)
+    # Slurm holds a requeued job back for minutes (its begin time); let it start now.
+    wait_for(lambda: [r for r in squeue("%i", "%T") if r == [job_id, "PENDING"]], timeout=120)
+    subprocess.run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], check=True, timeout=60)
+    thread.join(600)
+    assert not thread.is_alive() and not errors, errors
+    trial = sweep_json(tmp_path / "rq")["trials"][0]
+    assert trial["state"] == "completed" and trial["attempts"] == 1 and trial["handle"]["job_id"] == job_id
+    out = (tmp_path / "rq" / trial["id"] / "stdout.log").read_text()
+    assert "Slurm requeued this job; resuming from checkpoints/latest.pt" in out
+
+
+def test_a_stalled_slurm_job_is_cancelled_and_retried(slurm, tmp_path, monkeypatch):
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.2", "--hang-on", "e64"))
+    req = SweepRequest(config="smoke", grids=["64x1"], queues=["slurm://debug"], name="st",
+                       out=tmp_path, epochs=3, poll=0.5, stall_timeout=8, retries=1)
+    start_sweep(req, lambda s: None)
+    trial = sweep_json(tmp_path / "st")["trials"][0]
+    assert trial["state"] == "completed" and trial["attempts"] == 2
+    first = trial["history"][0]
+    assert first["outcome"] == "stalled"
+    assert not [row for row in squeue("%i", "%T") if row[1] in ("PENDING", "RUNNING")]
+
+
 def test_a_job_past_its_time_limit_is_resumed_from_its_checkpoint(slurm, tmp_path, monkeypatch):
     # Slurm counts limits in whole minutes (00:00:05 is one minute) and checks them every 30 s:
     # a 100 s trial is stopped after 60-90 s and its retry finishes the remaining epochs.

@@ -4,7 +4,8 @@ submitit pickles a ``TrialCommand`` and calls it inside the job. It writes the s
 as the shell queues' wrapper (``stdout.log``, ``exit_code`` as "CODE TOKEN"), so the
 controller reads a Slurm trial's progress and end from its run folder like any other.
 A retry after a time limit or a preemption runs the resume command when the folder holds
-a checkpoint to resume from; a requeued job (SLURM_RESTART_COUNT > 0) does the same.
+a checkpoint to resume from; a requeued job (SLURM_RESTART_COUNT > 0) does the same. When
+Slurm ends the job (SIGTERM) no exit file is written: Slurm's job state tells what happened.
 """
 from __future__ import annotations
 
@@ -46,6 +47,10 @@ class TrialCommand:
     def __call__(self) -> int:
         # The sweep resumes trials itself: submitit's requeue-on-signal must not end this job.
         signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+        # SIGTERM here means Slurm ends the job (scancel, time limit, preemption, requeue): its
+        # state says so, and an exit file would outlive a requeue of this very attempt.
+        ended_by_slurm: list[int] = []
+        signal.signal(signal.SIGTERM, lambda signum, frame: ended_by_slurm.append(signum))
         run_dir = Path(self.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         with open(run_dir / "stdout.log", "ab") as out:
@@ -61,5 +66,6 @@ class TrialCommand:
                 write_exit_code(run_dir, 127, self.token)
                 return 127
             code = proc.wait()
-        write_exit_code(run_dir, code, self.token)
+        if not ended_by_slurm:
+            write_exit_code(run_dir, code, self.token)
         return code
