@@ -74,6 +74,25 @@ def write_heatmap(trends: Trends, path: Path) -> str | None:
     return None
 
 
+def _cell_colours(curves: list[Curve]) -> dict[str, Any]:
+    from matplotlib import colormaps
+    cells = sorted({c.cell or c.id for c in curves})
+    palette = colormaps["tab10" if len(cells) <= 10 else "tab20"]
+    return {cell: palette(k % palette.N) for k, cell in enumerate(cells)}
+
+
+def _draw_curves(score_ax: Any, loss_ax: Any, curves: list[Curve]) -> None:
+    colour = _cell_colours(curves)
+    labelled: set[str] = set()
+    for curve in curves:
+        cell = curve.cell or curve.id
+        _score_line(score_ax, curve, colour[cell], None if cell in labelled else cell)
+        labelled.add(cell)
+        if curve.val_loss:
+            epochs, losses = zip(*curve.val_loss)
+            loss_ax.plot(epochs, losses, color=colour[cell], linewidth=1.2)
+
+
 def write_curves(curves: list[Curve], path: Path) -> str | None:
     """test_mean_score ± SE and val loss per epoch, one line per trial, one colour per cell."""
     drawn = [c for c in curves if c.rollouts or c.val_loss]
@@ -83,24 +102,12 @@ def write_curves(curves: list[Curve], path: Path) -> str | None:
     if mpl is None:
         return MATPLOTLIB_MISSING
     figure_cls, canvas_cls = mpl
-    from matplotlib import colormaps
     from matplotlib.ticker import MaxNLocator
-    cells = sorted({c.cell or c.id for c in drawn})
-    palette = colormaps["tab10" if len(cells) <= 10 else "tab20"]
-    colour = {cell: palette(k % palette.N) for k, cell in enumerate(cells)}
     fig = figure_cls(figsize=(11, 4.2), dpi=110)
     score_ax, loss_ax = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
     for ax in (score_ax, loss_ax):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    labelled: set[str] = set()
-    for curve in drawn:
-        cell = curve.cell or curve.id
-        label = None if cell in labelled else cell
-        labelled.add(cell)
-        _score_line(score_ax, curve, colour[cell], label)
-        if curve.val_loss:
-            epochs, losses = zip(*curve.val_loss)
-            loss_ax.plot(epochs, losses, color=colour[cell], linewidth=1.2)
+    _draw_curves(score_ax, loss_ax, drawn)
     score_ax.set(xlabel="epoch", ylabel=METRIC, ylim=(0, 1),
                  title=f"{METRIC} per rollout (band: ± SE over episodes)")
     loss_ax.set(xlabel="epoch", ylabel="val loss", title="validation loss")
