@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -216,3 +217,33 @@ def test_the_master_connection_is_keyed_on_the_options_and_closed_with_the_sched
     assert check().returncode == 0
     sch.close()
     assert check().returncode != 0
+
+
+@pytest.mark.slow
+def test_cancel_stops_remote_jobs_over_ssh(sshd, tmp_path):
+    remote = tmp_path / "remote"
+    hosts = sshd.hosts_file(tmp_path / "hosts.yaml", remote, [sshd.spec("cpu")])
+    env = {**os.environ, "IMF_TRIAL_COMMAND": fake_command("--epoch-s", "0.5")}
+    cmd = [sys.executable, "-m", "imf", "sweep", "smoke", "--grid", "64x1", "--hosts", str(hosts),
+           "--name", "rc", "--out", str(tmp_path / "runs"), "--epochs", "200", "--poll", "0.2",
+           "--stall-timeout", "300"]
+    controller = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pid_file = remote / "rc" / "rc-causal-e64-l1-s42" / "fake.pid"
+    try:
+        wait_for(lambda: pid_file.is_file() and pid_file.read_text().strip(), timeout=120)
+        pid = int(pid_file.read_text())
+        proc = subprocess.run([sys.executable, "-m", "imf", "sweep", "--cancel", str(tmp_path / "runs" / "rc")],
+                              capture_output=True, text=True, timeout=300)
+        controller.wait(120)
+    finally:
+        if controller.poll() is None:
+            controller.kill()
+    assert proc.returncode == 0 and "cancelled 1 trial(s)" in proc.stdout, proc.stderr
+    def gone() -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            return True
+    wait_for(gone, timeout=30)
+    trial = json.loads((tmp_path / "runs" / "rc" / "sweep.json").read_text())["trials"][0]
+    assert trial["state"] == "pending" and trial["history"][-1]["outcome"] == "cancelled"
