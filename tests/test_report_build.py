@@ -78,6 +78,14 @@ def test_single_size_has_no_trend_and_ties_rank_by_epoch(tmp_path):
     assert [t.tied for t in report.trials] == [True, None, None]  # no per-episode scores
 
 
+def test_a_diverged_epochs_marker_is_not_a_finished_epoch(tmp_path):
+    run = make_run(tmp_path, "d", [0.2], status="diverged")
+    with open(run / "logs.json.txt", "a") as log:
+        log.write(json.dumps({"epoch": 1, "global_step": 30, "diverged": True, "reason": "nan"}) + "\n")
+    row = build_report([run]).trials[0]
+    assert (row.final_epoch, row.best_epoch, row.status) == (1, 1, "diverged")
+
+
 def test_truncated_last_line_is_tolerated(tmp_path):
     make_run(tmp_path, "r", [0.2, 0.3], n_emb=64, n_layer=2, tail='{"epoch": 2, "test_mean_sc')
     report = build_report([tmp_path / "r"])

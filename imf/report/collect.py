@@ -13,9 +13,9 @@ from imf.errors import ReportError
 from imf.report.model import LAST_K, Curve, TrialRow
 from imf.stats import standard_error
 from imf.store.runs import (CONFIG, HYDRA_CONFIG, LOGS, SUMMARY, find_run_dirs, first_number,
-                            is_run_dir, log_segments, model_size, read_json_object, read_log,
-                            read_sweep_trials, read_yaml_mapping, row_episode_scores, row_score,
-                            row_success)
+                            is_epoch_row, is_run_dir, log_segments, model_size, read_json_object,
+                            read_log, read_sweep_trials, read_yaml_mapping, row_episode_scores,
+                            row_score, row_success)
 from imf.store.scoreboard import ScoreboardStore
 from imf.store.summary import RunSummary
 
@@ -194,7 +194,7 @@ def read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
     row.seed = seed if seed is not None else _summary_seed(summary, trial_id)
     rollouts = rollouts_of(rows)
     _fill_scores(row, rollouts, summary or {}, last_k)
-    epochs = [r["epoch"] for r in rows if isinstance(r.get("epoch"), int)]
+    epochs = [r["epoch"] for r in rows if is_epoch_row(r)]  # not a diverged epoch's marker
     row.final_epoch = _counted(max(epochs)) if epochs else (summary or {}).get("epochs_done")
     fresh = read_final_eval(run_dir, notices)
     if fresh:
