@@ -57,7 +57,7 @@ def test_completion_of_presets_overrides_plugins_and_queues():
     assert "smoke" in _complete("imf trial s", 2) and "pusht_image_imf" not in _complete("imf trial s", 2)
     assert "policy.n_emb=" in _complete("imf trial smoke policy.n_", 3)
     assert _complete("imf sweep --mask ", 3)[:2] == ["causal", "full"]
-    assert _complete("imf sweep --queue ", 3) == ["local:0", "local:cpu", "ssh://"]
+    assert _complete("imf sweep --queue ", 3) == ["local:0", "local:cpu", "ssh://", "slurm://"]
     assert _complete("imf sweep --queue loc", 3) == ["local:0", "local:cpu"]
     assert {"scoreboard", "iteration-log", "none"} <= set(_complete("imf trial --store ", 3))
 
