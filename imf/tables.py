@@ -1,6 +1,7 @@
 """Tables for people, drawn by rich: styled on a terminal, plain aligned text in files and pipes."""
 from __future__ import annotations
 
+import csv
 import io
 from typing import Any, Iterable
 
@@ -26,3 +27,13 @@ def to_text(renderable: Any, width: int = 400) -> str:
     Console(file=buffer, width=width, color_system=None, force_terminal=False,
             highlight=False).print(renderable)
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines())
+
+
+def csv_text(rows: Iterable[dict[str, Any]], fields: list[str]) -> str:
+    """CSV with a header of ``fields``, one line per row; None is written as an empty cell."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n", extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: "" if row[k] is None else row[k] for k in fields})
+    return buffer.getvalue()

@@ -1,8 +1,6 @@
 """Compare two sweeps cell by cell: the difference B - A with its noise, and what it says per axis."""
 from __future__ import annotations
 
-import csv
-import io
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -16,7 +14,7 @@ from imf.report.render import NOISE_RULE, fmt, markdown_table, pm, signed
 from imf.stats import clear_difference, difference_se
 from imf.store.base import now_iso
 from imf.store.files import atomic_write_json, atomic_write_text
-from imf.tables import table, to_text
+from imf.tables import csv_text, table, to_text
 
 AXES = ("n_emb", "n_layer")
 CSV_FIELDS = ("n_emb", "n_layer", "params", "cell_a", "cell_b", "a", "se_a", "n_a", "b", "se_b",
@@ -186,13 +184,9 @@ def render_compare_markdown(comparison: Comparison, heatmap: bool) -> str:
 
 
 def _csv(comparison: Comparison) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, lineterminator="\n")
-    writer.writeheader()
-    for cell in comparison.cells:
-        row = {**cell, "params": json.dumps(cell["params"]) if cell["params"] else ""}
-        writer.writerow({k: "" if row[k] is None else row[k] for k in CSV_FIELDS})
-    return buffer.getvalue()
+    rows = ({**cell, "params": json.dumps(cell["params"]) if cell["params"] else ""}
+            for cell in comparison.cells)
+    return csv_text(rows, CSV_FIELDS)
 
 
 def write_compare_files(comparison: Comparison, out_dir: Path) -> list[Path]:

@@ -1,8 +1,6 @@
 """The report as terminal text, report.md and report.csv."""
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import asdict
 from typing import Any
 
@@ -10,7 +8,7 @@ import numpy as np
 
 from imf.report.analysis import combined_se
 from imf.report.model import METRIC, Report, Trends
-from imf.tables import table, to_text
+from imf.tables import csv_text, table, to_text
 
 CSV_FIELDS = ("rank", "id", "status", "n_emb", "n_layer", "seed", "cell", "final_epoch",
               "best_score", "best_se", "episodes", "best_epoch", "tied", "last_k", "last_k_se",
@@ -205,10 +203,4 @@ def render_markdown(report: Report, figures: list[str]) -> str:
 
 def render_csv(report: Report) -> str:
     """report.csv: one row per trial, ranked."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, lineterminator="\n")
-    writer.writeheader()
-    for trial in report.trials:
-        row = asdict(trial)
-        writer.writerow({k: "" if row[k] is None else row[k] for k in CSV_FIELDS})
-    return buffer.getvalue()
+    return csv_text((asdict(trial) for trial in report.trials), CSV_FIELDS)
