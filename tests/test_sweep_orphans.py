@@ -12,7 +12,6 @@ from _sweep_helpers import SSHD, fake_command, wait_for
 from imf.errors import BusyError
 from imf.scheduler.base import Job, scheduler_for
 from imf.scheduler.engine import Engine
-from imf.scheduler.state import SweepDir
 from imf.scheduler.status import render_status
 from imf.scheduler.sweep import SweepRequest, plan_sweep, resume_sweep
 from imf.store.scoreboard import ScoreboardStore

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import time
 from pathlib import Path
 from typing import Any, Callable
 

@@ -18,7 +18,7 @@ from imf.errors import ReportError
 from imf.report import build_report
 from imf.store.iteration_log import IterationLogStore
 from imf.store.runs import SWEEP_STATE, is_run_dir, read_json_object
-from imf.suggest.rules import (Context, Proposal, cell_words, continuation, more_seeds,
+from imf.suggest.rules import (Context, Proposal, continuation, more_seeds,
                                neighbours, pm)
 from imf.suggest.tried import full_config, read_tried
 
@@ -129,7 +129,7 @@ def write_hypothesis(s: Suggestions) -> str:
     text = "\n".join([f"The next runs ({', '.join(kinds)}) beat or separate from the best cell "
                       f"{s.best['label']} ({pm(s.best['mean'], s.best['se'])})."]
                      + [f"- {p.id}: {p.reason}" for p in fresh])
-    margin = f" by more than its noise (1.96 x SE of the difference)" if s.best["se"] is not None else ""
+    margin = " by more than its noise (1.96 x SE of the difference)" if s.best["se"] is not None else ""
     expect = (f"a proposed run scores above {pm(s.best['mean'], s.best['se'])}{margin}, or the cells "
               "tied with the best separate once they have more seeds")
     command = "\n".join(command_text(p) for p in fresh)
