@@ -122,6 +122,7 @@ def test_dry_run_text_names_queues_order_and_finish(tmp_path):
     (["--name", ""], "--name ''"),
     (["--queue", "local:cpu?speed=nan"], "speed must be a finite number > 0"),
 ])
+@pytest.mark.slow
 def test_bad_input_fails_before_anything_starts_with_one_line(tmp_path, args, words):
     cmd = [sys.executable, "-m", "imf", "sweep", "smoke", "--out", str(tmp_path / "runs"),
            "--queue", "local:cpu", *args]
@@ -165,6 +166,7 @@ def test_without_gpus_the_default_queue_is_local_cpu(monkeypatch, tmp_path):
     assert [q.name for q in resolve_queues([], load_hosts(None))] == ["local:cpu"]
 
 
+@pytest.mark.slow
 def test_dry_run_from_the_command_line_prints_the_plan_and_writes_nothing(tmp_path):
     cmd = [sys.executable, "-m", "imf", "sweep", "--mask", "full", "--grid", SEED_GRID, "--epochs", "350",
            "--queue", "local:0", "--queue", "ssh://me@gpubox/gpu:0", "--queue", "ssh://me@gpubox/gpu:1",
@@ -176,9 +178,19 @@ def test_dry_run_from_the_command_line_prints_the_plan_and_writes_nothing(tmp_pa
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_mask_full_without_config_uses_the_full_attention_preset(tmp_path):
     out = subprocess.run([sys.executable, "-m", "imf", "sweep", "--mask", "full", "--grid", "128x6",
                           "--dry-run", "--out", str(tmp_path)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "config pusht_image_imf_fullattn" in out.stdout
     assert not any(tmp_path.iterdir())  # a dry run writes nothing
+
+
+def test_a_plugin_option_is_a_grid_axis_and_a_bad_one_fails_before_anything_starts():
+    trials = build_trials("o", "smoke", ["objective.options.tangent=boundary,v_head"], [])
+    assert [t.params["objective.options.tangent"] for t in trials] == ["boundary", "v_head"]
+    with pytest.raises(ConfigError, match="'objective.options.tangent': got 'jvp', allowed: boundary, v_head"):
+        build_trials("o", "smoke", ["objective.options.tangent=boundary,jvp"], [])
+    with pytest.raises(ConfigError, match="unknown config key 'objective.options.widht' for objective 'imf'"):
+        build_trials("o", "smoke", [], ["objective.options.widht=2"])

@@ -13,8 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from imf.config import ALIASES, Config, all_keys, load_config
+from imf.config import ALIASES, Config, is_config_key, load_config
 from imf.errors import SweepError
+from imf.registry.options import fill_options
 
 FIXED_COST = 0.5  # per epoch, in units of n_layer * n_emb^2 / 1e6 (encoder, data, rollouts)
 SHAPE_GRID = re.compile(r"^\s*(\d+(?:\s*,\s*\d+)*)\s*x\s*(\d+(?:\s*,\s*\d+)*)\s*$")
@@ -64,7 +65,7 @@ def parse_grids(grids: list[str]) -> list[tuple[str, list[str]]]:
         if not sep or not key or not _split(values):
             raise SweepError(f"--grid '{grid}': {GRID_HELP}")
         key = "training.seed" if key == "seed" else ALIASES.get(key, key)
-        if key not in all_keys():
+        if not is_config_key(key):
             raise SweepError(f"--grid '{grid}': unknown config key '{key}'; see `imf trial --help` "
                              f"or imf/config.py for the keys")
         axes.append((key, _split(values)))
@@ -142,6 +143,7 @@ def build_trials(name: str, config: str, grids: list[str], overrides: list[str],
     for point in trial_points(axes):
         own = [f"{k}={v}" for k, v in point.items() if k not in SEED_KEYS]
         cfg = load_config(config, base + own + [f"{k}={v}" for k, v in point.items() if k in SEED_KEYS])
+        fill_options(cfg)  # a plugin's bad option fails here, before any trial starts
         trial_seed = cfg.training.seed if seed is None or any(k in point for k in SEED_KEYS) else seed
         params = {"mask": cfg.policy.mask, "n_emb": cfg.policy.n_emb, "n_layer": cfg.policy.n_layer,
                   "n_head": cfg.policy.n_head, "objective": cfg.objective.name, **point}
