@@ -107,13 +107,13 @@ def test_window_mask_drives_a_real_policy(tmp_path, monkeypatch):
     from imf.policy import ImfPolicy
 
     _fake_install_window(tmp_path, monkeypatch)
-    monkeypatch.setenv("IMF_WINDOW_WIDTH", "1")
     norm = MinMaxNormalizer()
     for key in ("action", "agent_pos"):
         norm.fit(key, np.array([[0.0, 0.0], [512.0, 512.0]]))
     norm.set_identity_range("image", 0.0, 1.0)
     torch.manual_seed(0)
-    policy = ImfPolicy(load_config("smoke", ["policy.mask=window"]), norm).eval()
+    policy = ImfPolicy(load_config("smoke", ["policy.mask=window", "policy.mask_options.width=1"]), norm).eval()
+    assert policy.model.self_mask.sum().item() == policy.horizon  # width 1: each token sees itself only
     obs = {"image": torch.rand(2, 2, 3, 96, 96), "agent_pos": torch.rand(2, 2, 2) * 512}
     with torch.no_grad():
         actions = policy.predict_action(obs, generator=torch.Generator().manual_seed(0))
