@@ -26,7 +26,16 @@ from imf.errors import BusyError, ImfError, QueueError, SweepError
 from imf.scheduler.base import Job, JobStatus, Scheduler, scheduler_for
 from imf.scheduler.finish import notify, record_trial, write_report
 from imf.scheduler.recovery import DOWN_AFTER, Recovery
-from imf.scheduler.state import ACTIVE, FINAL, QueueState, SweepDir, SweepState, TrialState, now_iso
+from imf.scheduler.state import (
+    ACTIVE,
+    FINAL,
+    QueueState,
+    SweepDir,
+    SweepState,
+    TrialState,
+    now_iso,
+)
+from imf.store.layout import STDOUT
 from imf.store.runs import is_epoch_row, parse_log, row_score
 from imf.store.summary import read_summary
 
@@ -281,7 +290,7 @@ class Engine(Recovery):
             reason = status.reason or "the job vanished without an exit code"
         else:
             reason = f"exit code {status.exit_code}" + (f" ({status.reason})" if status.reason else "")
-        tail = _tail(run_dir / "stdout.log")
+        tail = _tail(run_dir / STDOUT)
         self._attempt_over(trial, "failed", status.exit_code,
                            f"{reason} in {run_dir}" + (f"; stdout.log ends: {tail}" if tail else ""))
 

@@ -44,12 +44,12 @@ def read_progress(run_dir: Path, offset: int, token: str, limit: int = 1 << 20) 
         pass
     new_log = ""
     try:
-        with open(run_dir / "logs.json.txt", "rb") as f:
+        with open(run_dir / LOGS, "rb") as f:
             f.seek(offset)
             new_log = f.read(limit).decode(errors="replace")
     except OSError:
         pass
-    return Progress(exit_code, _size(run_dir / "logs.json.txt"), _size(run_dir / "stdout.log"), new_log)
+    return Progress(exit_code, _size(run_dir / LOGS), _size(run_dir / STDOUT), new_log)
 
 
 def slurm_status(job_id: str | None, state: str | None, reason: str, p: Progress) -> JobStatus:

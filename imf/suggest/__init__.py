@@ -17,9 +17,16 @@ from typing import Any
 from imf.errors import ReportError
 from imf.report import build_report
 from imf.store.iteration_log import IterationLogStore
+from imf.store.layout import CONFIG
 from imf.store.runs import SWEEP_STATE, is_run_dir, read_json_object
-from imf.suggest.rules import (Context, Proposal, continuation, more_seeds,
-                               neighbours, pm)
+from imf.suggest.rules import (
+    Context,
+    Proposal,
+    continuation,
+    more_seeds,
+    neighbours,
+    pm,
+)
 from imf.suggest.tried import full_config, read_tried
 
 __all__ = ["Proposal", "Suggestions", "suggest", "render_text", "as_json", "write_hypothesis"]
@@ -44,7 +51,7 @@ def _prefix(folder: Path, report: Any) -> str:
         if isinstance(name, str) and name:
             return name
     for trial in report.trials:
-        if trial.run_dir and (Path(trial.run_dir) / "config.yaml").is_file():
+        if trial.run_dir and (Path(trial.run_dir) / CONFIG).is_file():
             name = full_config(Path(trial.run_dir)).get("name")
             if isinstance(name, str) and name:
                 return name

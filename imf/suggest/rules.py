@@ -17,6 +17,7 @@ from imf.config import load_config
 from imf.errors import ConfigError
 from imf.report.model import Cell, Curve, Report, TrialRow
 from imf.stats import clear_difference, difference_se, standard_error
+from imf.store.layout import CONFIG, RunLayout
 from imf.suggest.tried import Tried, full_config, norm_value, settings_of
 
 STEPS = {"policy.n_emb": 128, "policy.n_layer": 6}  # the reference grid's spacing (one value tried)
@@ -96,7 +97,7 @@ def _value_text(value: Any) -> str:
 
 def _base_run(ctx: Context, cell: Cell) -> TrialRow | None:
     """The cell's best scored trial that left a config.yaml to build on."""
-    rows = [t for t in ctx.trials_of(cell) if t.run_dir and (Path(t.run_dir) / "config.yaml").is_file()]
+    rows = [t for t in ctx.trials_of(cell) if t.run_dir and (Path(t.run_dir) / CONFIG).is_file()]
     rows.sort(key=lambda t: -(t.best_score if t.best_score is not None else -math.inf))
     return rows[0] if rows else None
 
@@ -105,7 +106,7 @@ def _propose(ctx: Context, kind: str, base: TrialRow, changes: dict[str, Any], s
              reason: str, extra: list[str] | None = None, tid: str | None = None) -> Proposal | None:
     """One ``imf trial`` on ``base``'s config with ``changes``; None when the config refuses it."""
     run_dir = Path(base.run_dir)
-    config = run_dir / "config.yaml"
+    config = run_dir / CONFIG
     overrides = [f"{k}={_value_text(v)}" for k, v in changes.items()]
     try:
         load_config(str(config), overrides)
@@ -269,7 +270,7 @@ def continuation(ctx: Context, best: Cell) -> None:
         ctx.notes.append(f"no continuation of {top.id}: it ended {top.status}")
         return
     run_dir = Path(top.run_dir)
-    best_pt = run_dir / "checkpoints" / "best.pt"
+    best_pt = RunLayout(run_dir).best
     if not best_pt.is_file():
         ctx.notes.append(f"no continuation of {top.id}: {best_pt} is missing")
         return

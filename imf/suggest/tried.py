@@ -14,6 +14,7 @@ from typing import Any
 
 from imf.report.collect import RUN_ONLY, flatten, read_config
 from imf.store.iteration_log import IterationLogStore
+from imf.store.layout import CONFIG
 from imf.store.runs import SUMMARY, read_json_object, read_yaml_mapping
 from imf.store.scoreboard import ScoreboardStore
 
@@ -92,7 +93,7 @@ def settings_of(run_dir: Path) -> dict[str, Any] | None:
 
 def full_config(run_dir: Path) -> dict[str, Any]:
     """Every setting of the run's config.yaml, run-only ones included (for building commands)."""
-    return flatten(read_yaml_mapping(run_dir / "config.yaml"))
+    return flatten(read_yaml_mapping(run_dir / CONFIG))
 
 
 def _from_record(record: dict[str, Any]) -> dict[str, Any]:
