@@ -26,15 +26,7 @@ from imf.errors import BusyError, ImfError, QueueError, SweepError
 from imf.scheduler.base import Job, JobStatus, Scheduler, scheduler_for
 from imf.scheduler.finish import notify, record_trial, write_report
 from imf.scheduler.recovery import DOWN_AFTER, Recovery
-from imf.scheduler.state import (
-    ACTIVE,
-    FINAL,
-    QueueState,
-    SweepDir,
-    SweepState,
-    TrialState,
-    now_iso,
-)
+from imf.scheduler.state import ACTIVE, FINAL, QueueState, SweepDir, SweepState, TrialState, now_iso
 from imf.store.layout import STDOUT
 from imf.store.runs import is_epoch_row, parse_log, row_score
 from imf.store.summary import read_summary

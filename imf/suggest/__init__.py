@@ -19,14 +19,7 @@ from imf.report import build_report
 from imf.store.iteration_log import IterationLogStore
 from imf.store.layout import CONFIG
 from imf.store.runs import SWEEP_STATE, is_run_dir, read_json_object
-from imf.suggest.rules import (
-    Context,
-    Proposal,
-    continuation,
-    more_seeds,
-    neighbours,
-    pm,
-)
+from imf.suggest.rules import Context, Proposal, continuation, more_seeds, neighbours, pm
 from imf.suggest.tried import full_config, read_tried
 
 __all__ = ["Proposal", "Suggestions", "suggest", "render_text", "as_json", "write_hypothesis"]
