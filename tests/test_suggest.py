@@ -182,6 +182,18 @@ def test_one_run_folder_gets_its_proposals_beside_it(tmp_path):
         assert out.parent == tmp_path and out.name == proposal.id
 
 
+def test_the_current_run_folder_gets_its_proposals_and_log_beside_it(tmp_path, monkeypatch):
+    run = make_run(tmp_path, n_emb=128, n_layer=6, scores=FLAT)
+    monkeypatch.chdir(run)
+    found = suggest(Path("."))
+    assert found.proposals
+    for proposal in found.proposals:
+        out = Path(proposal.argv[proposal.argv.index("--out") + 1])
+        assert out.resolve().parent == tmp_path.resolve()
+    write_hypothesis(found)
+    assert (tmp_path / "ITERATION_LOG.md").is_file() and not (run / "ITERATION_LOG.md").exists()
+
+
 def test_missing_folder_and_no_scores_are_report_errors(tmp_path):
     with pytest.raises(ReportError, match="does not exist"):
         suggest(tmp_path / "nope")

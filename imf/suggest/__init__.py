@@ -63,7 +63,7 @@ def suggest(folder: Path) -> Suggestions:
         raise ReportError(f"imf suggest: no scored cell in {folder}; nothing to build on")
     best = max(cells, key=lambda c: c.mean)  # the report's best cell: the first of equal means
     # Given one run folder, new runs go beside it (where its stores are), never inside it.
-    root = folder.parent if is_run_dir(folder) else folder
+    root = folder.resolve().parent if is_run_dir(folder) else folder  # Path(".").parent is "."
     ctx = Context(root, report, read_tried(root, report.trials), _prefix(root, report))
     continuation(ctx, best)
     neighbours(ctx, best)
