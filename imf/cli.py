@@ -117,7 +117,7 @@ def suggest(
     typer.echo(json.dumps(suggest_lib.as_json(found), indent=2) if as_json
                else suggest_lib.render_text(found), nl=as_json)
     if block:
-        typer.echo(f"wrote hypothesis {block} to {folder / 'ITERATION_LOG.md'}", err=as_json)
+        typer.echo(f"wrote hypothesis {block} to {found.folder / 'ITERATION_LOG.md'}", err=as_json)
 
 
 @app.command(cls=Command, context_settings={"allow_extra_args": False})

@@ -224,6 +224,17 @@ def test_the_command_line_prints_text_json_and_writes_the_hypothesis(tmp_path):
     assert listed.stderr.strip() == "wrote hypothesis H1 to runs/ITERATION_LOG.md"
 
 
+
+@pytest.mark.slow
+def test_the_command_line_names_the_log_it_wrote_beside_a_run_folder(tmp_path):
+    run = make_run(tmp_path / "runs", n_emb=128, n_layer=6, scores=FLAT)
+    proc = _imf("suggest", str(run.relative_to(tmp_path)), "--write-hypothesis", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    written = tmp_path / proc.stdout.strip().splitlines()[-1].removeprefix("wrote hypothesis H1 to ")
+    assert written.resolve() == (tmp_path / "runs" / "ITERATION_LOG.md").resolve()
+    assert written.is_file() and not (run / "ITERATION_LOG.md").exists()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("make, words", [
     (None, "imf: error: imf suggest: missing does not exist; give a sweep folder or a folder of runs"),
