@@ -59,7 +59,8 @@ def flatten(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def _run_only(key: str) -> bool:
+def run_only(key: str) -> bool:
+    """Settings that say where or how a run ran, not what it learned (not part of a cell)."""
     return any(key == k or (k.endswith(".") and key.startswith(k)) for k in RUN_ONLY)
 
 
@@ -71,7 +72,7 @@ def read_config(run_dir: Path) -> tuple[dict[str, Any] | None, int | None]:
             if flat:
                 seed = flat.get("training.seed")
                 seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
-                return {k: v for k, v in flat.items() if not _run_only(k)}, seed
+                return {k: v for k, v in flat.items() if not run_only(k)}, seed
     return None, None
 
 

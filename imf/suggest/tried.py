@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imf.report.collect import RUN_ONLY, flatten, read_config
+from imf.report.collect import flatten, read_config, run_only
 from imf.store.iteration_log import IterationLogStore
 from imf.store.layout import CONFIG
 from imf.store.runs import SUMMARY, read_json_object, read_yaml_mapping
@@ -72,11 +72,6 @@ def norm_value(value: Any) -> Any:
 
 def normalise(settings: dict[str, Any]) -> dict[str, Any]:
     return {key: norm_value(value) for key, value in settings.items()}
-
-
-def run_only(key: str) -> bool:
-    """Settings that say where or how a run ran, not what it learned (as the report's cells)."""
-    return any(key == k or (k.endswith(".") and key.startswith(k)) for k in RUN_ONLY)
 
 
 def _same(run: TriedRun, wanted: dict[str, Any]) -> bool:
