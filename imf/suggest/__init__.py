@@ -16,10 +16,11 @@ from typing import Any
 
 from imf.errors import ReportError
 from imf.report import build_report
+from imf.report.render import pm
 from imf.store.iteration_log import IterationLogStore
 from imf.store.layout import CONFIG
 from imf.store.runs import SWEEP_STATE, is_run_dir, read_json_object
-from imf.suggest.rules import Context, Proposal, continuation, more_seeds, neighbours, pm
+from imf.suggest.rules import Context, Proposal, continuation, more_seeds, neighbours
 from imf.suggest.tried import full_config, read_tried
 
 __all__ = ["Proposal", "Suggestions", "suggest", "render_text", "as_json", "write_hypothesis"]

@@ -16,6 +16,7 @@ from typing import Any
 from imf.config import load_config
 from imf.errors import ConfigError
 from imf.report.model import Cell, Curve, Report, TrialRow
+from imf.report.render import pm
 from imf.stats import clear_difference, difference_se, standard_error
 from imf.store.layout import CONFIG, RunLayout
 from imf.suggest.tried import Tried, full_config, norm_value, settings_of
@@ -57,12 +58,6 @@ class Context:
             number += 1
             unique = f"{tid}-{number}"
         return unique
-
-
-def pm(mean: float | None, se: float | None) -> str:
-    if mean is None:
-        return "-"
-    return f"{mean:.4f}" if se is None else f"{mean:.4f} ± {se:.4f}"
 
 
 def cell_words(cell: Cell) -> str:
