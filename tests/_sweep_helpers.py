@@ -22,6 +22,14 @@ def fake_command(*options: str) -> str:
     return " ".join(["{python}", str(FAKE), *options])
 
 
+def sweep_controller(out: Path, name: str, trial: list[str], *args: str) -> subprocess.Popen:
+    """``imf sweep smoke ARGS --name NAME --out OUT`` in a process of its own (a controller that
+    can be killed), its trials the stand-in trial with the options ``trial``; output dropped."""
+    env = {**os.environ, "IMF_TRIAL_COMMAND": fake_command(*trial)}
+    cmd = [sys.executable, "-m", "imf", "sweep", "smoke", *args, "--name", name, "--out", str(out)]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05):
     end = time.monotonic() + timeout
     while time.monotonic() < end:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _sweep_helpers import fake_command, wait_for
+from _sweep_helpers import fake_command, sweep_controller, wait_for
 from slurm_cluster import SlurmCluster, missing_binaries
 
 from imf.scheduler.sweep import SweepRequest, resume_sweep, start_sweep
@@ -200,11 +200,9 @@ def test_a_job_past_its_time_limit_is_resumed_from_its_checkpoint(slurm, tmp_pat
 
 def test_a_killed_controller_resumed_reattaches_without_resubmitting(slurm, tmp_path):
     ledger = tmp_path / "ledger.txt"
-    env = {**os.environ, "IMF_TRIAL_COMMAND": fake_command("--epoch-s", "1", "--ledger", str(ledger))}
-    cmd = [sys.executable, "-m", "imf", "sweep", "smoke", "--grid", "64x1,2,3", "--queue",
-           "slurm://debug?slots=2", "--name", "k", "--out", str(tmp_path), "--epochs", "6",
-           "--poll", "0.5", "--stall-timeout", "300"]
-    controller = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    controller = sweep_controller(tmp_path, "k", ["--epoch-s", "1", "--ledger", str(ledger)], "--grid",
+                                  "64x1,2,3", "--queue", "slurm://debug?slots=2", "--epochs", "6",
+                                  "--poll", "0.5", "--stall-timeout", "300")
     sweep_dir = tmp_path / "k"
     try:
         live = running_jobs(sweep_dir, n=2)
@@ -228,11 +226,9 @@ def test_a_killed_controller_resumed_reattaches_without_resubmitting(slurm, tmp_
 
 
 def test_cancel_stops_the_controller_and_leaves_no_job_in_squeue(slurm, tmp_path):
-    env = {**os.environ, "IMF_TRIAL_COMMAND": fake_command("--epoch-s", "2")}
-    cmd = [sys.executable, "-m", "imf", "sweep", "smoke", "--grid", "64x1,2,3", "--queue",
-           "slurm://debug?slots=3", "--name", "c", "--out", str(tmp_path), "--epochs", "100",
-           "--poll", "0.5", "--stall-timeout", "300"]
-    controller = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    controller = sweep_controller(tmp_path, "c", ["--epoch-s", "2"], "--grid", "64x1,2,3", "--queue",
+                                  "slurm://debug?slots=3", "--epochs", "100", "--poll", "0.5",
+                                  "--stall-timeout", "300")
     sweep_dir = tmp_path / "c"
     try:
         live = running_jobs(sweep_dir, n=1)

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _sweep_helpers import SSHD, fake_command, free_port, start_sshd, wait_for
+from _sweep_helpers import SSHD, fake_command, free_port, start_sshd, sweep_controller, wait_for
 
 from imf.errors import QueueError
 from imf.scheduler.base import Job, scheduler_for
@@ -223,11 +223,9 @@ def test_the_master_connection_is_keyed_on_the_options_and_closed_with_the_sched
 def test_cancel_stops_remote_jobs_over_ssh(sshd, tmp_path):
     remote = tmp_path / "remote"
     hosts = sshd.hosts_file(tmp_path / "hosts.yaml", remote, [sshd.spec("cpu")])
-    env = {**os.environ, "IMF_TRIAL_COMMAND": fake_command("--epoch-s", "0.5")}
-    cmd = [sys.executable, "-m", "imf", "sweep", "smoke", "--grid", "64x1", "--hosts", str(hosts),
-           "--name", "rc", "--out", str(tmp_path / "runs"), "--epochs", "200", "--poll", "0.2",
-           "--stall-timeout", "300"]
-    controller = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    controller = sweep_controller(tmp_path / "runs", "rc", ["--epoch-s", "0.5"], "--grid", "64x1",
+                                  "--hosts", str(hosts), "--epochs", "200", "--poll", "0.2",
+                                  "--stall-timeout", "300")
     pid_file = remote / "rc" / "rc-causal-e64-l1-s42" / "fake.pid"
     try:
         wait_for(lambda: pid_file.is_file() and pid_file.read_text().strip(), timeout=120)

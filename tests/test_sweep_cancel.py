@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from _sweep_helpers import fake_command, wait_for
+from _sweep_helpers import sweep_controller, wait_for
 
 from imf.scheduler.sweep import resume_sweep
 
@@ -25,11 +24,9 @@ def _alive(pid: int) -> bool:
 
 
 def test_cancel_kills_every_local_job_and_resume_starts_them_again(tmp_path):
-    env = {**os.environ, "IMF_TRIAL_COMMAND": fake_command("--epoch-s", "0.2")}
-    cmd = [sys.executable, "-m", "imf", "sweep", "smoke", "--grid", "64x1,2", "--queue", "local:cpu",
-           "--queue", "local:cpu", "--name", "c", "--out", str(tmp_path), "--epochs", "40",
-           "--poll", "0.2", "--stall-timeout", "300"]
-    controller = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    controller = sweep_controller(tmp_path, "c", ["--epoch-s", "0.2"], "--grid", "64x1,2", "--queue",
+                                  "local:cpu", "--queue", "local:cpu", "--epochs", "40", "--poll", "0.2",
+                                  "--stall-timeout", "300")
     sweep_dir = tmp_path / "c"
 
     def both_running():

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from _sweep_helpers import fake_command, wait_for
+from _sweep_helpers import fake_command, sweep_controller, wait_for
 
 from imf.errors import QueueError
 from imf.scheduler.base import Job
@@ -163,11 +163,9 @@ def test_retries_exhausted_end_failed_and_stalled_with_their_summaries(tmp_path,
 
 
 def test_the_controller_killed_mid_sweep_and_resumed_runs_every_trial_once(tmp_path):
-    env = {**os.environ, "IMF_TRIAL_COMMAND": fake_command("--epoch-s", "0.4")}
-    cmd = [sys.executable, "-m", "imf", "sweep", "smoke", "--grid", "64x1,2,3", "--queue", "local:cpu",
-           "--queue", "local:cpu", "--name", "t", "--out", str(tmp_path), "--epochs", "3",
-           "--poll", "0.1", "--stall-timeout", "30"]
-    controller = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    controller = sweep_controller(tmp_path, "t", ["--epoch-s", "0.4"], "--grid", "64x1,2,3", "--queue",
+                                  "local:cpu", "--queue", "local:cpu", "--epochs", "3", "--poll", "0.1",
+                                  "--stall-timeout", "30")
     sweep_dir = tmp_path / "t"
 
     def some_done_some_running() -> bool:
