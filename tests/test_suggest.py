@@ -237,7 +237,7 @@ def test_the_command_line_names_the_log_it_wrote_beside_a_run_folder(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("make, words", [
-    (None, "imf: error: imf suggest: missing does not exist; give a sweep folder or a folder of runs"),
+    (None, "imf: error: missing does not exist; give a sweep folder or run folders"),
     ("unscored", "nothing to rank yet"),
 ])
 def test_bad_folders_are_one_line(tmp_path, make, words):

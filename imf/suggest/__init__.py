@@ -55,13 +55,8 @@ def _prefix(folder: Path, report: Any) -> str:
 def suggest(folder: Path) -> Suggestions:
     """Proposals for the next runs in ``folder`` (a sweep folder or a folder of runs)."""
     folder = Path(folder)
-    if not folder.is_dir():
-        what = "does not exist" if not folder.exists() else "is not a folder"
-        raise ReportError(f"imf suggest: {folder} {what}; give a sweep folder or a folder of runs")
-    report = build_report([folder])
+    report = build_report([folder])  # checks the folder; raises when nothing is scored
     cells = [c for c in report.trends.cells if c.mean is not None]
-    if not cells:
-        raise ReportError(f"imf suggest: no scored cell in {folder}; nothing to build on")
     best = max(cells, key=lambda c: c.mean)  # the report's best cell: the first of equal means
     # Given one run folder, new runs go beside it (where its stores are), never inside it.
     root = folder.resolve().parent if is_run_dir(folder) else folder  # Path(".").parent is "."
