@@ -161,21 +161,18 @@ def test_a_host_down_mid_trial_then_resume_runs_every_trial_once_and_stops_the_o
     """The fault drill of issue 10: sshd and its sessions killed mid-trial, the controller
     SIGKILLed after "is down", sshd back, --resume."""
     import signal
-    import subprocess
-    import sys
     from collections import Counter
 
-    from _sweep_helpers import start_sshd
+    from _sweep_helpers import start_sshd, sweep_controller
     server = start_sshd(tmp_path / "sshd")
     ledger = tmp_path / "ledger.txt"
-    env = {**os.environ, "IMF_TRIAL_COMMAND": fake_command("--epoch-s", "0.3", "--ledger", str(ledger))}
     hosts = server.hosts_file(tmp_path / "hosts.yaml", tmp_path / "remote")
     sweep_dir, remote = tmp_path / "runs" / "s", tmp_path / "remote" / "s"
-    cmd = [sys.executable, "-m", "imf", "sweep", "smoke", "--grid", "64x1,2", "--queue", server.spec("cpu"),
-           "--queue", "local:cpu", "--hosts", str(hosts), "--name", "s", "--out", str(tmp_path / "runs"),
-           "--epochs", "25", "--poll", "0.2", "--stall-timeout", "60"]
     try:
-        controller = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        controller = sweep_controller(tmp_path / "runs", "s", ["--epoch-s", "0.3", "--ledger", str(ledger)],
+                                      "--grid", "64x1,2", "--queue", server.spec("cpu"), "--queue",
+                                      "local:cpu", "--hosts", str(hosts), "--epochs", "25", "--poll", "0.2",
+                                      "--stall-timeout", "60")
         pid_file = wait_for(lambda: next((p for p in remote.glob("*/fake.pid") if p.read_text()), None), timeout=120)
         orphan = int(pid_file.read_text())
         server.kill_sessions()
