@@ -221,6 +221,8 @@ def test_cli_smoke_trial_then_eval_reproduces_the_logged_score(demo_cache, tmp_p
 
 @pytest.mark.parametrize("content, reason", [
     (b"plain text, not a checkpoint\n", "not a torch checkpoint file"),
+    (b"hi\n", "not a torch checkpoint file"),  # torch.load says only "KeyError: 105"
+    (b"", "not a torch checkpoint file"),
     (None, "not a checkpoint written by imf"),
 ])
 def test_unreadable_checkpoint_reasons(tmp_path, content, reason):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import re
 import shutil
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,8 @@ def load_checkpoint(path: Path | str) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
+    if not zipfile.is_zipfile(path):  # torch.save writes a zip; on other bytes torch.load's errors say little
+        raise CheckpointError(f"checkpoint {path} is not readable: {_NOT_TORCH}")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - torch raises many kinds on a bad file
@@ -52,11 +55,14 @@ def load_checkpoint(path: Path | str) -> dict[str, Any]:
     return state
 
 
+_NOT_TORCH = "not a torch checkpoint file (or a truncated one)"
+
+
 def _load_failure(exc: Exception) -> str:
     """A short reason for a failed ``torch.load``; torch's own messages run to paragraphs."""
     text = str(exc)
-    if any(s in text for s in ("zip archive", "central directory", "invalid load key", "Unsupported operand")):
-        return "not a torch checkpoint file (or a truncated one)"
+    if any(s in text for s in ("zip archive", "central directory")):
+        return _NOT_TORCH
     if "Weights only load failed" in text or "pickle" in text.lower():
         return "not a checkpoint written by imf (it holds objects other than tensors and plain values)"
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
