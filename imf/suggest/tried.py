@@ -104,19 +104,13 @@ def _from_record(record: dict[str, Any]) -> dict[str, Any]:
     return normalise(settings)
 
 
-def _summary(run_dir: Path) -> dict[str, Any]:
+def _init_from(run_dir: Path) -> Path | None:
+    """The checkpoint summary.json says the run warm-started from, resolved."""
     try:
-        return read_json_object(run_dir / SUMMARY)
+        value = read_json_object(run_dir / SUMMARY).get("init_from")
     except ValueError:
-        return {}
-
-
-def _init_from(summary: dict[str, Any], run_dir: Path) -> Path | None:
-    value = summary.get("init_from")
-    if not isinstance(value, str) or not value:
         return None
-    path = Path(value)
-    return (path if path.is_absolute() else Path.cwd() / path).resolve()
+    return Path(value).resolve() if isinstance(value, str) and value else None
 
 
 def read_tried(folder: Path, trials: list[Any]) -> Tried:
@@ -127,14 +121,12 @@ def read_tried(folder: Path, trials: list[Any]) -> Tried:
         tried.ids.add(row.id)
         run_dir = Path(row.run_dir) if row.run_dir else None
         settings = settings_of(run_dir) if run_dir is not None else None
-        summary = _summary(run_dir) if run_dir is not None else {}
         if settings is None:
             if row.id not in records:
                 continue  # planned, or a run without a config: nothing to compare with
             tried.runs.append(TriedRun(row.id, _from_record(records[row.id]), False, row.seed))
             continue
-        tried.runs.append(TriedRun(row.id, settings, True, row.seed,
-                                   _init_from(summary, run_dir) if run_dir else None))
+        tried.runs.append(TriedRun(row.id, settings, True, row.seed, _init_from(run_dir)))
     log = IterationLogStore(folder)
     tried.ids.update(entry["id"] for entry in log.read())
     tried.ids.update(records)
