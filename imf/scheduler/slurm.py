@@ -24,7 +24,7 @@ from typing import Any
 
 from imf.errors import QueueError
 from imf.scheduler.base import Job, JobStatus, Scheduler
-from imf.scheduler.slurm_status import JOB_FILES, read_progress, slurm_status
+from imf.scheduler.slurm_status import JOB_FILES, QUEUED, RUNNING, read_progress, slurm_status
 from imf.store.layout import RunLayout
 
 SPEC_RE = re.compile(r"^slurm://(?P<partition>[^/?#\s]*)/?(?:\?(?P<query>[^#]*))?$")
@@ -297,9 +297,7 @@ class SlurmScheduler(Scheduler):
             raise QueueError(f"queue '{self.spec}': scancel {job_id} failed: {proc.stderr.strip()[-300:]}")
         end = time.monotonic() + STOP_WAIT_S
         while time.monotonic() < end:
-            state = self._squeue().get(job_id, ("",))[0]
-            if state not in ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "SIGNALING",
-                             "SUSPENDED", "REQUEUED", "STAGE_OUT"):
+            if self._squeue().get(job_id, ("",))[0] not in (*QUEUED, *RUNNING):
                 return
             time.sleep(0.5)
         raise QueueError(f"queue '{self.spec}': job {job_id} still runs {STOP_WAIT_S:g}s after scancel")
