@@ -116,7 +116,7 @@ class ImfTransformer(nn.Module):
     def forward_with_v(self, z, t, h, cond):
         """(u, v): the average velocity and the auxiliary v-head, from one trunk pass."""
         if self.v_head is None:
-            raise ValueError("this model was built without a v-head (objective.tangent=boundary)")
+            raise ValueError("this model was built without a v-head (objective.options.tangent=boundary)")
         x = self.trunk(z, t, h, cond)
         return self.head(x), self.v_head(x)
 
