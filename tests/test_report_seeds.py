@@ -39,6 +39,15 @@ def test_trials_differing_only_in_seed_form_one_cell(tmp_path):
     assert "0.7000 ± 0.1000  0.6000-0.8000  0.0577 (seeds)" in text
 
 
+def test_an_unreadable_config_is_a_notice(tmp_path):
+    make_run(tmp_path, "sw-full-e64-l2-s1", [0.5], config=_config(1))
+    bad = make_run(tmp_path, "sw-full-e64-l2-s2", [0.6])
+    (bad / "config.yaml").write_text("policy: [unclosed\n")
+    report = build_report([tmp_path])
+    assert report.notices == [f"ignored {bad / 'config.yaml'}: not a YAML mapping of settings; "
+                              "its cell is taken from the trial id"]
+
+
 def test_many_varying_settings_share_one_column(tmp_path):
     for k, lr in enumerate((1e-4, 2e-4)):
         config = {**CONFIG, "training": {"seed": 1, "lr": lr, "batch_size": 32 + k, "epochs": 3 + k,

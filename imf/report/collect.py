@@ -188,6 +188,10 @@ def read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
     status = (summary or {}).get("status") or state.get("status")
     status = status or (_dp_status(rows) if dp else "unknown")
     config, seed = read_config(run_dir)
+    if config is None:
+        notices.extend(f"ignored {path}: not a YAML mapping of settings; its cell is taken from "
+                       "the trial id" for path in (run_dir / CONFIG, run_dir / HYDRA_CONFIG)
+                       if path.is_file())
     row = TrialRow(id=trial_id, run_dir=str(run_dir.resolve()), status=str(status),
                    source="diffusion_policy" if dp else "imf", queue=state.get("queue"),
                    note=str((summary or {}).get("note") or ""), restarts=restarts)
