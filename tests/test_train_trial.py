@@ -98,11 +98,16 @@ def test_warm_start_counts_and_full_from_causal_loads_everything(demo_cache, tmp
     assert f"{n_tensors} tensors loaded, 0 missing, 0 unexpected, 0 shape-mismatched" in line
 
 
-def test_warm_start_refuses_another_action_space(demo_cache, tmp_path):
+def test_a_bad_or_incompatible_warm_start_fails_before_the_run_folder_is_made(demo_cache, tmp_path):
     run(tiny(demo_cache, "training.num_epochs=1", "logging.stores=none"), tmp_path / "a")
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="not readable"):
+        run(tiny(demo_cache, "logging.stores=none"), tmp_path / "b", init_from=bad)
     cfg = tiny(demo_cache, "policy.n_obs_steps=1", "logging.stores=none")
     with pytest.raises(CheckpointError, match="policy.n_obs_steps=2, this run has 1"):
-        run(cfg, tmp_path / "b", init_from=tmp_path / "a" / "checkpoints" / "latest.pt")
+        run(cfg, tmp_path / "c", init_from=tmp_path / "a" / "checkpoints" / "latest.pt")
+    assert not (tmp_path / "b").exists() and not (tmp_path / "c").exists()
 
 
 def test_corrupt_checkpoint_is_a_clear_error_and_left_alone(tmp_path):

@@ -69,17 +69,17 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def build_parts(cfg: Config, run: RunLayout, init_from: Path | None, say: Callable[[str], None],
-                trial_id: str) -> TrainParts:
-    """Seed, then build every part; ``init_from`` (a warm start) loads its EMA weights."""
+def build_parts(cfg: Config, run: RunLayout, warm: tuple[Path, dict[str, Any]] | None,
+                say: Callable[[str], None], trial_id: str) -> TrainParts:
+    """Seed, then build every part; ``warm`` (a warm start's path and its loaded, checked
+    checkpoint) gives its normaliser and EMA weights."""
     t, p = cfg.training, cfg.policy
     seed_everything(t.seed)
     device = pick_device(t.device)
     say(f"trial {trial_id}: device {device}, run folder {run.root}")
     train_ds, val_ds, normalizer, _ = build_datasets(cfg, say)
-    init = ckpt_io.load_checkpoint(init_from) if init_from else None
+    init_from, init = warm if warm is not None else (None, None)
     if init is not None:
-        ckpt_io.check_compatible(init, p, init_from)
         # Keep the normaliser the weights were trained with, so outputs carry over exactly.
         normalizer = MinMaxNormalizer.from_state_dict(init["normalizer"])
     policy = ImfPolicy(cfg, normalizer).to(device)

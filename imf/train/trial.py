@@ -67,6 +67,7 @@ def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
     fill_options(cfg)  # the plugins' own options, checked; config.yaml records them in full
     for store in stores:  # bad names fail before anything is written or trained
         registry.check("imf.stores", store)
+    warm = _warm_start(cfg, opts)  # a bad --init-from fails before the run folder changes
     files = RunLayout(opts.run_dir)
     resume_ckpt = _prepare_folder(cfg, opts, files)
     out = Tee(files.stdout) if not _stdout_is(files.stdout) else None
@@ -74,7 +75,7 @@ def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
     trial = Trial(cfg, opts, files, JsonLinesLog(files.logs), say, Tracker(say))
     state = TrainState()
     try:
-        topk = _train_and_score(trial, state, resume_ckpt)
+        topk = _train_and_score(trial, state, resume_ckpt, warm)
         summary = _write_summary(trial, state, topk, finished=True)
         _record(trial, summary, stores)
         say(f"trial {opts.trial_id}: {state.status}"
@@ -84,6 +85,16 @@ def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
     finally:
         if out:
             out.close()
+
+
+def _warm_start(cfg: Config, opts: TrialOptions) -> tuple[Path, dict[str, Any]] | None:
+    """``--init-from``'s path and checkpoint, loaded and checked against this run's policy; a
+    resume has its own weights."""
+    if opts.init_from is None or opts.resume:
+        return None
+    init = ckpt_io.load_checkpoint(opts.init_from)
+    ckpt_io.check_compatible(init, cfg.policy, opts.init_from)
+    return opts.init_from, init
 
 
 def _prepare_folder(cfg: Config, opts: TrialOptions, files: RunLayout) -> dict[str, Any] | None:
@@ -99,13 +110,13 @@ def _prepare_folder(cfg: Config, opts: TrialOptions, files: RunLayout) -> dict[s
     return None
 
 
-def _train_and_score(trial: Trial, state: TrainState, resume_ckpt: dict[str, Any] | None) -> ckpt_io.TopK | None:
+def _train_and_score(trial: Trial, state: TrainState, resume_ckpt: dict[str, Any] | None,
+                     warm: tuple[Path, dict[str, Any]] | None) -> ckpt_io.TopK | None:
     """Build the parts, restore a resume, run the loop; a failure is recorded as one."""
     cfg, opts = trial.cfg, trial.opts
     restored = resume_ckpt is None  # a resume that fails to load keeps the run's summary
     parts = None
     try:
-        warm = opts.init_from if resume_ckpt is None else None  # a resume has its own weights
         parts = build_parts(cfg, trial.files, warm, trial.say, opts.trial_id)
         for folder in (trial.files.root, trial.files.checkpoints):
             clean_stale_temps(folder)  # temps of a killed earlier attempt
