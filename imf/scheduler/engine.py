@@ -25,7 +25,7 @@ from imf.atomic import clean_stale_temps
 from imf.errors import BusyError, ImfError, QueueError, SweepError
 from imf.scheduler.base import Job, JobStatus, Scheduler, scheduler_for
 from imf.scheduler.finish import notify, record_trial, write_report
-from imf.scheduler.recovery import DOWN_AFTER, Recovery
+from imf.scheduler.recovery import DOWN_AFTER, Recovery, job_label
 from imf.scheduler.state import ACTIVE, FINAL, QueueState, SweepDir, SweepState, TrialState, now_iso
 from imf.store.layout import STDOUT
 from imf.store.runs import is_epoch_row, parse_log, row_score
@@ -192,7 +192,7 @@ class Engine(Recovery):
         trial.log_offset, trial.epoch, trial.last_score, trial.best_score = 0, 0, None, None
         trial.val_mse = None
         self.seen[trial.id] = ((-1, -1), time.monotonic())
-        self.log(f"start {trial.id} on {queue.name} (attempt {trial.attempts}, {_job_label(handle)})"
+        self.log(f"start {trial.id} on {queue.name} (attempt {trial.attempts}, {job_label(handle)})"
                  + (", resuming from its latest checkpoint" if job.resume else ""))
         self.save()
 
@@ -341,10 +341,6 @@ class Engine(Recovery):
         if unrecorded:
             raise SweepError(f"sweep {self.state.name} finished, but {len(unrecorded)} trial(s) could "
                              f"not be recorded ({', '.join(unrecorded[:3])}); see {self.sdir.path / 'sweep.log'}")
-
-
-def _job_label(handle: dict[str, Any]) -> str:
-    return f"job {handle['job_id']}" if handle.get("job_id") else f"pid {handle.get('pid')}"
 
 
 def _interrupt(signum: int, frame: Any) -> None:

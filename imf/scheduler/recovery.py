@@ -170,8 +170,12 @@ class Recovery:
         trial.state = "running"
         trial.started_unix = trial.started_unix or time.time()
         self.seen[trial.id] = ((-1, -1), time.monotonic())
-        where = f"job {trial.handle['job_id']}" if trial.handle.get("job_id") else f"pid {status.pid}"
-        self.log(f"re-attached {trial.id} on {queue.name} ({where}, {status.state})")
+        self.log(f"re-attached {trial.id} on {queue.name} ({job_label(trial.handle)}, {status.state})")
+
+
+def job_label(handle: dict[str, Any]) -> str:
+    """The job in log lines: job ID (a batch job) or pid PID."""
+    return f"job {handle['job_id']}" if handle.get("job_id") else f"pid {handle.get('pid')}"
 
 
 def _where(queue: str, handle: dict[str, Any]) -> str:
