@@ -111,6 +111,15 @@ def test_diffusion_policy_folders_and_size_sources(tmp_path):
     assert (by_id["x-full-e384-l18-s0"].n_emb, by_id["x-full-e384-l18-s0"].n_layer) == (384, 18)
 
 
+def test_a_trial_reached_twice_counts_once(tmp_path):
+    sweep = make_grid_sweep(tmp_path)
+    once = build_report([sweep])
+    twice = build_report([sweep, sweep / "sw-full-e128-l6-s0", tmp_path / "." / "sw"])
+    assert [t.id for t in twice.trials] == [t.id for t in once.trials]
+    assert [(c.label, c.n, c.se) for c in twice.trends.cells] == [(c.label, c.n, c.se) for c in once.trends.cells]
+    assert twice.notices == once.notices + ["7 trial(s) under more than one of the given folders were counted once"]
+
+
 def test_sweep_state_by_id_object_is_read_too(tmp_path):
     make_run(tmp_path, "a", [0.5], status=None)
     (tmp_path / "sweep.json").write_text(json.dumps({"trials": {"a": {"status": "failed"}}}))

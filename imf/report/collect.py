@@ -261,17 +261,30 @@ def check_folder(path: Path) -> None:
 def collect(paths: list[Path], notices: list[str], last_k: int = LAST_K) -> list[RunRead]:
     """Every trial under ``paths`` (sweep folders, run folders, Diffusion Policy outputs)."""
     runs: list[RunRead] = []
+    noted: list[str] = []
     for path in map(Path, paths):
         check_folder(path)
         if is_run_dir(path):
-            runs.append(read_run(path, path.name, read_sweep_trials(path.parent), notices, last_k))
-            continue
-        found = read_sweep(path, notices, last_k)
+            found = [read_run(path, path.name, read_sweep_trials(path.parent), noted, last_k)]
+        else:
+            found = read_sweep(path, noted, last_k)
         if not found:
             raise ReportError(f"no run folders in {path} (a run folder holds {LOGS}, {SUMMARY} "
                               f"or {HYDRA_CONFIG.as_posix()})")
         runs.extend(found)
-    return runs
+    notices.extend(dict.fromkeys(noted))  # a folder given twice is read twice: one note each
+    return _once(runs, notices)
+
+
+def _once(runs: list[RunRead], notices: list[str]) -> list[RunRead]:
+    """Each run folder once, when the folders given overlap (a sweep and a run in it, say)."""
+    kept: dict[Any, RunRead] = {}
+    for run in runs:
+        kept.setdefault(run.row.run_dir or ("planned", run.row.id), run)
+    if len(kept) < len(runs):
+        notices.append(f"{len(runs) - len(kept)} trial(s) under more than one of the given "
+                       "folders were counted once")
+    return list(kept.values())
 
 
 def config_key(config: dict[str, Any]) -> str:
