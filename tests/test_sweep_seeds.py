@@ -49,6 +49,8 @@ def test_seeds_conflict_with_seed_and_with_a_seed_grid():
         build_trials("s", "smoke", ["64x1"], [], seed=1, seeds=[1, 2])
     with pytest.raises(SweepError, match="--seeds and a training.seed grid"):
         build_trials("s", "smoke", ["64x1", "seed=3,4"], [], seeds=[1, 2])
+    with pytest.raises(SweepError, match="--seeds and a training.seed override"):
+        build_trials("s", "smoke", ["64x1"], [" training.seed =7"], seeds=[1, 2])
 
 
 def test_seeds_conflict_with_a_seed_override(tmp_path):

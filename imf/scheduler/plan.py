@@ -92,8 +92,8 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def _seed_axes(axes: list[tuple[str, list[str]]], seed: int | None,
-               seeds: list[int] | None) -> tuple[list[tuple[str, list[str]]], int | None]:
+def _seed_axes(axes: list[tuple[str, list[str]]], seed: int | None, seeds: list[int] | None,
+               overrides: list[str]) -> tuple[list[tuple[str, list[str]]], int | None]:
     """``--seeds`` as a training.seed axis (one seed: the same as ``--seed``)."""
     if not seeds:
         return axes, seed
@@ -101,6 +101,8 @@ def _seed_axes(axes: list[tuple[str, list[str]]], seed: int | None,
         raise SweepError("--seeds and --seed both given; use --seeds alone (one seed is --seeds N)")
     if any(key in SEED_KEYS for key, _ in axes):
         raise SweepError("--seeds and a training.seed grid both given; use one of the two")
+    if any(o.partition("=")[0].strip() in SEED_KEYS for o in overrides):
+        raise SweepError("--seeds and a training.seed override both given; use one of the two")
     if len(seeds) == 1:
         return axes, seeds[0]
     return axes + [("training.seed", [str(s) for s in seeds])], None
@@ -139,7 +141,7 @@ def build_trials(name: str, config: str, grids: list[str], overrides: list[str],
     base = list(overrides) + ([f"policy.mask={mask}"] if mask else [])
     base += [f"training.num_epochs={epochs}"] if epochs is not None else []
     trials: list[TrialPlan] = []
-    axes, seed = _seed_axes(parse_grids(grids), seed, seeds)
+    axes, seed = _seed_axes(parse_grids(grids), seed, seeds, overrides)
     for point in trial_points(axes):
         own = [f"{k}={v}" for k, v in point.items() if k not in SEED_KEYS]
         cfg = load_config(config, base + own + [f"{k}={v}" for k, v in point.items() if k in SEED_KEYS])

@@ -84,8 +84,6 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
     base = load_config(req.config, req.overrides)
     defaults = base.sweep
     name = req.name if req.name is not None else defaults.name
-    if req.seeds and any(o.partition("=")[0].strip() in ("seed", "training.seed") for o in req.overrides):
-        raise SweepError("--seeds and a training.seed override both given; use one of the two")
     trials = build_trials(name, req.config, req.grids or defaults.grid, req.overrides,
                           mask=req.mask, seed=req.seed, epochs=req.epochs, seeds=req.seeds)
     if req.final_eval is not None:
