@@ -113,6 +113,7 @@ def test_cli_compares_two_sweeps_into_the_current_folder(tmp_path):
 @pytest.mark.parametrize("args, line", [
     (["causal", "nope"], "imf: error: {t}/nope does not exist; give a sweep folder or run folders"),
     (["causal", "--compare"], "imf: error: --compare takes two sweep folders (A B), got 1 folder(s)"),
+    (["causal", "causal"], "imf: error: {t}/causal and {t}/causal are the same folder; compare two sweeps"),
 ])
 def test_bad_compare_input_is_one_line(tmp_path, args, line):
     make_sweep(tmp_path, "causal", 0.0, sizes={(128, 6): 0.4})

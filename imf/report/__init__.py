@@ -58,7 +58,11 @@ def is_comparison(paths: list[Path], compare: bool | None) -> bool:
         return False
     for path in map(Path, paths):
         check_folder(path)
-    return compare or not any(is_run_dir(Path(p)) for p in paths)
+    if compare is None and any(is_run_dir(Path(p)) for p in paths):
+        return False
+    if Path(paths[0]).resolve() == Path(paths[1]).resolve():
+        raise ReportError(f"{paths[0]} and {paths[1]} are the same folder; compare two sweeps")
+    return True
 
 
 def build_comparison(a: Path, b: Path, last_k: int = LAST_K) -> Comparison:
