@@ -147,17 +147,20 @@ def sweep(
     """Run a grid of trials on GPU queues (local, SSH or Slurm), watch them, recover, then report."""
     from imf.scheduler import sweep as sweep_lib
     from imf.scheduler.live import sweep_view
+    fixed = {"CONFIG/overrides": args, "--mask": mask, "--grid": grid, "--queue": queue, "--hosts": hosts,
+             "--name": name, "--epochs": epochs is not None, "--seed": seed is not None, "--dry-run": dry_run,
+             "--seeds": seeds, "--final-eval": final_eval is not None}
     try:
         if cancel is not None:
-            if resume is not None or dry_run or args or grid or queue:
-                raise sweep_lib.SweepError("--cancel DIR takes no other sweep arguments")
+            tuning = {"--resume": resume, "--retries": retries is not None, "--notify": notify,
+                      "--stall-timeout": stall_timeout is not None, "--poll": poll is not None}
+            given = [flag for flag, value in {**fixed, **tuning}.items() if value]
+            if given:
+                raise sweep_lib.SweepError(f"--cancel DIR takes no other sweep arguments; drop {', '.join(given)}")
             from imf.scheduler.cancel import cancel_sweep
             cancel_sweep(cancel, typer.echo)
             return
         if resume is not None:
-            fixed = {"CONFIG/overrides": args, "--mask": mask, "--grid": grid, "--queue": queue,
-                     "--hosts": hosts, "--name": name, "--epochs": epochs, "--seed": seed, "--dry-run": dry_run,
-                     "--seeds": seeds, "--final-eval": final_eval is not None}
             given = [flag for flag, value in fixed.items() if value]
             if given:
                 raise sweep_lib.SweepError(f"--resume continues a sweep as it was planned; drop {', '.join(given)}")

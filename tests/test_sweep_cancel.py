@@ -63,5 +63,7 @@ def test_cancel_of_a_folder_without_a_sweep_is_one_line(tmp_path):
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "no sweep.json here" in proc.stderr
     proc = subprocess.run([sys.executable, "-m", "imf", "sweep", "--cancel", str(tmp_path), "--queue",
-                           "local:cpu"], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "--cancel DIR takes no other sweep arguments" in proc.stderr
+                           "local:cpu", "--seeds", "1,2", "--poll", "3"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "--cancel DIR takes no other sweep arguments; drop --queue, --seeds, --poll" in proc.stderr
