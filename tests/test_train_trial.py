@@ -165,6 +165,10 @@ def test_cli_bad_inputs_are_one_line(tmp_path):
         (["trial", "--resume"], "--resume needs --out"),
         (["eval", str(tmp_path / "x.pt")], "does not exist"),
         (["eval", "--best", str(tmp_path)], "no scoreboard.json"),
+        (["eval", "x.pt", "--n-test", "0"], "--n-test 0: the number of test episodes must be at least 1"),
+        (["eval", "x.pt", "--start-seed", "-5"], "--start-seed -5: test seeds must lie in 0..4294967295"),
+        (["eval", "x.pt", "--start-seed", "4294967295", "--n-test", "2"], "--start-seed 4294967295"),
+        (["eval", "x.pt", "--workers", "-1"], "--workers -1: give 0 (automatic) or more"),
         (["trial", "smoke", "--out", str(tmp_path / "a-file" / "run")], "Not a directory"),
     ]:
         out = _imf(*args, cwd=tmp_path)

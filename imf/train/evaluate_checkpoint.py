@@ -9,11 +9,13 @@ import torch
 
 from imf.config import Config, from_dict
 from imf.data.normalizer import MinMaxNormalizer
-from imf.errors import CheckpointError
+from imf.errors import CheckpointError, ConfigError
 from imf.policy import ImfPolicy
 from imf.train.checkpoint import load_checkpoint
 from imf.train.evaluate import score, test_seeds
 from imf.train.parts import pick_device
+
+MAX_SEED = 2**32 - 1  # the simulator's reset seeds are 32-bit
 
 
 def policy_from_checkpoint(state: dict[str, Any], device: torch.device) -> tuple[ImfPolicy, Config]:
@@ -36,9 +38,21 @@ def best_checkpoint(folder: Path) -> Path:
     return ScoreboardStore(folder).best_checkpoint()
 
 
+def check_options(n_test: int | None, start_seed: int | None, n_workers: int | None) -> None:
+    """``imf eval``'s numbers, checked before a checkpoint loads; ConfigError names the flag."""
+    if n_test is not None and n_test < 1:
+        raise ConfigError(f"--n-test {n_test}: the number of test episodes must be at least 1")
+    if start_seed is not None and not 0 <= start_seed <= MAX_SEED - (n_test or 1) + 1:
+        raise ConfigError(f"--start-seed {start_seed}: test seeds must lie in 0..{MAX_SEED} "
+                          f"(the simulator's seed range), --n-test of them from --start-seed")
+    if n_workers is not None and n_workers < 0:
+        raise ConfigError(f"--workers {n_workers}: give 0 (automatic) or more simulator processes")
+
+
 def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int | None = None,
                         device: str = "auto", n_workers: int | None = None,
                         noise_seed: int | None = None) -> dict[str, Any]:
+    check_options(n_test, start_seed, n_workers)
     state = load_checkpoint(path)
     dev = pick_device(device)
     policy, cfg = policy_from_checkpoint(state, dev)
