@@ -120,6 +120,14 @@ def test_a_trial_reached_twice_counts_once(tmp_path):
     assert twice.notices == once.notices + ["7 trial(s) under more than one of the given folders were counted once"]
 
 
+def test_planned_trials_of_two_sweeps_with_one_name_both_count(tmp_path):
+    for name in ("a", "b"):
+        make_run(tmp_path / name, f"sweep-{name}", [0.5])
+        (tmp_path / name / "sweep.json").write_text(json.dumps({"trials": {"sweep-e64-l2-s1": {"status": "queued"}}}))
+    report = build_report([tmp_path / "a", tmp_path / "b"])
+    assert [t.id for t in report.trials].count("sweep-e64-l2-s1") == 2 and report.notices == []
+
+
 def test_sweep_state_by_id_object_is_read_too(tmp_path):
     make_run(tmp_path, "a", [0.5], status=None)
     (tmp_path / "sweep.json").write_text(json.dumps({"trials": {"a": {"status": "failed"}}}))

@@ -259,9 +259,11 @@ def check_folder(path: Path) -> None:
 
 
 def collect(paths: list[Path], notices: list[str], last_k: int = LAST_K) -> list[RunRead]:
-    """Every trial under ``paths`` (sweep folders, run folders, Diffusion Policy outputs)."""
-    runs: list[RunRead] = []
+    """Every trial under ``paths`` (sweep folders, run folders, Diffusion Policy outputs), each
+    run folder once when the paths overlap (a sweep and a run in it, say)."""
+    runs: dict[Any, RunRead] = {}
     noted: list[str] = []
+    total = 0
     for path in map(Path, paths):
         check_folder(path)
         if is_run_dir(path):
@@ -271,20 +273,14 @@ def collect(paths: list[Path], notices: list[str], last_k: int = LAST_K) -> list
         if not found:
             raise ReportError(f"no run folders in {path} (a run folder holds {LOGS}, {SUMMARY} "
                               f"or {HYDRA_CONFIG.as_posix()})")
-        runs.extend(found)
-    notices.extend(dict.fromkeys(noted))  # a folder given twice is read twice: one note each
-    return _once(runs, notices)
-
-
-def _once(runs: list[RunRead], notices: list[str]) -> list[RunRead]:
-    """Each run folder once, when the folders given overlap (a sweep and a run in it, say)."""
-    kept: dict[Any, RunRead] = {}
-    for run in runs:
-        kept.setdefault(run.row.run_dir or ("planned", run.row.id), run)
-    if len(kept) < len(runs):
-        notices.append(f"{len(runs) - len(kept)} trial(s) under more than one of the given "
-                       "folders were counted once")
-    return list(kept.values())
+        total += len(found)
+        for run in found:  # a trial without a folder is one of this path's
+            runs.setdefault(run.row.run_dir or (path.resolve(), run.row.id), run)
+    notices.extend(dict.fromkeys(noted))  # a folder read twice: its notes once
+    if len(runs) < total:
+        notices.append(f"{total - len(runs)} trial(s) under more than one of the given folders "
+                       "were counted once")
+    return list(runs.values())
 
 
 def config_key(config: dict[str, Any]) -> str:
