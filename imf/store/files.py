@@ -24,7 +24,8 @@ def locked(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
     lock_path = path.with_name(path.name + ".lock")
     try:
         with FileLock(str(lock_path), timeout=timeout):
-            clean_stale_temps(path.parent, (path.name,))  # no other writer of path is mid-write
+            # No other writer of path is mid-write; the folder may be the user's: only path's temps.
+            clean_stale_temps(path.parent, (path.name,), only=(path.name,))
             yield
     except Timeout:
         raise StoreError(f"could not lock {lock_path} within {timeout:.0f} s; another imf "

@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from imf.atomic import atomic_write_text, clean_stale_temps
+from imf.atomic import atomic_write_text
 from imf.errors import StoreError
 from imf.store.base import normalize_record, now_iso
 from imf.store.files import locked
@@ -51,8 +51,6 @@ class IterationLogStore:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.path = self.root / FILENAME
-        if self.root.is_dir():
-            clean_stale_temps(self.root)  # leftovers of writers killed a while ago
 
     # trials -----------------------------------------------------------------
     def record(self, record: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from imf.atomic import atomic_write_json, clean_stale_temps
+from imf.atomic import atomic_write_json
 from imf.errors import StoreError
 from imf.store.base import BEST_METRIC, best_of, normalize_record, now_iso
 from imf.store.files import locked
@@ -38,8 +38,6 @@ class ScoreboardStore:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.path = self.root / FILENAME
-        if self.root.is_dir():
-            clean_stale_temps(self.root)  # leftovers of writers killed a while ago
 
     def record(self, record: dict[str, Any]) -> None:
         """Upsert ``record`` by id and recompute ``best``."""
