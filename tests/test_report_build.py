@@ -128,6 +128,15 @@ def test_planned_trials_of_two_sweeps_with_one_name_both_count(tmp_path):
     assert [t.id for t in report.trials].count("sweep-e64-l2-s1") == 2 and report.notices == []
 
 
+def test_an_unreadable_sweep_state_is_a_notice(tmp_path):
+    run = make_run(tmp_path, "a", [0.5], status=None)
+    (tmp_path / "sweep.json").write_text("[1]")
+    for given in ([tmp_path], [run]):
+        report = build_report(given)
+        assert report.trials[0].status == "unknown"
+        assert report.notices == [f"ignored {tmp_path / 'sweep.json'} is a JSON list, expected an object"]
+
+
 def test_sweep_state_by_id_object_is_read_too(tmp_path):
     make_run(tmp_path, "a", [0.5], status=None)
     (tmp_path / "sweep.json").write_text(json.dumps({"trials": {"a": {"status": "failed"}}}))

@@ -237,8 +237,16 @@ def _planned(trial_id: str, state: dict[str, Any], sweep_dir: Path) -> RunRead:
     return RunRead(row, Curve(trial_id, None), None)
 
 
+def _sweep_state(folder: Path, notices: list[str]) -> dict[str, dict[str, Any]]:
+    try:
+        return read_sweep_trials(folder)
+    except ValueError as exc:
+        notices.append(f"ignored {exc}")
+        return {}
+
+
 def read_sweep(sweep_dir: Path, notices: list[str], last_k: int = LAST_K) -> list[RunRead]:
-    sweep = read_sweep_trials(sweep_dir)
+    sweep = _sweep_state(sweep_dir, notices)
     runs = [read_run(d, d.relative_to(sweep_dir).as_posix(), sweep, notices, last_k)
             for d in find_run_dirs(sweep_dir)]
     seen = {r.row.id for r in runs}
@@ -267,7 +275,7 @@ def collect(paths: list[Path], notices: list[str], last_k: int = LAST_K) -> list
     for path in map(Path, paths):
         check_folder(path)
         if is_run_dir(path):
-            found = [read_run(path, path.name, read_sweep_trials(path.parent), noted, last_k)]
+            found = [read_run(path, path.name, _sweep_state(path.parent, noted), noted, last_k)]
         else:
             found = read_sweep(path, noted, last_k)
         if not found:

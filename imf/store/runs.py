@@ -192,14 +192,12 @@ def read_sweep_trials(sweep_dir: Path) -> dict[str, dict[str, Any]]:
     """Per-trial state from sweep.json by id, each with a "status" (from "status" or "state").
 
     ``trials`` may be a list of objects with an "id" or an object keyed by id; {} if absent.
+    ValueError (with the reason) when sweep.json is not a JSON object.
     """
     path = sweep_dir / SWEEP_STATE
     if not path.is_file():
         return {}
-    try:
-        trials = read_json_object(path).get("trials")
-    except ValueError:
-        return {}
+    trials = read_json_object(path).get("trials")
     if isinstance(trials, list):
         trials = {t.get("id"): t for t in trials if isinstance(t, dict)}
     if not isinstance(trials, dict):
