@@ -75,6 +75,15 @@ def test_bad_hosts_file_entries_for_a_partition(tmp_path):
         resolve_queues(["slurm://gpu"], load_hosts(hosts))
 
 
+def test_ssh_defaults_of_a_hosts_file_do_not_reach_a_partition(tmp_path):
+    hosts = tmp_path / "hosts.yaml"  # as examples/hosts_seed.yaml: defaults meant for ssh hosts
+    hosts.write_text("defaults: {workdir: ~/imf-runs, ssh_options: [-v], python: /opt/py}\n"
+                     "hosts:\n  gpu: {account: lab}\n")
+    ssh, slurm = resolve_queues(["ssh://box/gpu:0", "slurm://gpu"], load_hosts(hosts))
+    assert ssh.options["workdir"] == "~/imf-runs" and ssh.options["ssh_options"] == ["-v"]
+    assert slurm.options == {"python": "/opt/py", "account": "lab"}
+
+
 def test_dry_run_text_names_the_sbatch_parameters(tmp_path):
     sch = SlurmScheduler("slurm://gpu?gpus=1&time=02:00:00&mem=8G", {"setup": ["module load cuda"]})
     job = Job("s-t1", "s", tmp_path / "s-t1", ["{python}", "-m", "imf", "trial", "--out", "{run_dir}"],

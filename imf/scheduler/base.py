@@ -68,6 +68,7 @@ class Scheduler(ABC):
 
     scheme = ""
     query_keys: tuple[str, ...] = ()  # options a spec may carry after "?" besides speed
+    option_keys: tuple[str, ...] | None = None  # hosts-file keys it takes from "defaults" (None: all)
 
     def __init__(self, spec: str, options: dict[str, Any] | None = None):
         self.spec = spec

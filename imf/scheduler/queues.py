@@ -105,12 +105,17 @@ def _split_speed(entry: Any) -> tuple[str, float | None]:
     return spec.strip(), None if speed is None else _speed(speed, f"queue spec '{entry}'")
 
 
+def _declared(spec: str, attribute: str, default: Any) -> Any:
+    """A class attribute of the scheduler of ``spec``'s scheme (``query_keys``, ``option_keys``)."""
+    try:
+        return getattr(registry.get(GROUP, scheme_of(spec)), attribute, default)
+    except (QueueError, PluginError):
+        return default  # an unknown scheme is reported by scheduler_for with its own message
+
+
 def _query_keys(spec: str) -> tuple[str, ...]:
     """The options a spec of this scheme may carry after '?' besides speed."""
-    try:
-        return tuple(registry.get(GROUP, scheme_of(spec)).query_keys)
-    except (QueueError, PluginError, AttributeError):
-        return ()  # an unknown scheme is reported by scheduler_for with its own message
+    return tuple(_declared(spec, "query_keys", ()))
 
 
 def _speed(value: Any, where: str) -> float:
@@ -125,8 +130,11 @@ def _speed(value: Any, where: str) -> float:
 
 
 def host_options(spec: str, hosts: dict[str, Any]) -> dict[str, Any]:
-    """Options for ``spec``: the file's defaults, then its host's entry (for URL-like specs)."""
-    options = dict(hosts.get("defaults") or {})
+    """Options for ``spec``: the file's defaults its scheduler takes (all unless it declares
+    ``option_keys``; speed always), then its host's entry (for URL-like specs)."""
+    keys = _declared(spec, "option_keys", None)
+    options = {k: v for k, v in (hosts.get("defaults") or {}).items()
+               if keys is None or k in keys or k == "speed"}
     if "://" in spec:
         host = urlsplit(spec).hostname or ""
         options.update((hosts.get("hosts") or {}).get(host) or {})

@@ -116,6 +116,7 @@ def _setup(spec: str, value: Any) -> list[str]:
 class SlurmScheduler(Scheduler):
     scheme = "slurm"
     query_keys = QUERY_KEYS
+    option_keys = OPTION_KEYS  # a hosts file's ssh defaults (workdir, ...) are not for a partition
     requires = ("submitit",)  # distributions it needs (imf plugins lists them)
 
     def __init__(self, spec: str, options: dict[str, Any] | None = None):
