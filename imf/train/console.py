@@ -26,12 +26,13 @@ class EpochBar:
         self.progress = Progress(
             TextColumn(f"epoch {shown(epoch)}/{num_epochs}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("loss {task.fields[loss]}"), TimeRemainingColumn(),
-            console=Console(file=sys.stdout), transient=True, auto_refresh=False)
+            console=Console(file=sys.stdout), transient=True, refresh_per_second=4)
         self.task = self.progress.add_task("train", total=steps, loss="-")
         self.progress.start()
 
     def step(self, loss: float) -> None:
-        self.progress.update(self.task, advance=1, loss=f"{loss:.4f}", refresh=True)
+        # Drawn by rich's own refresh thread: a draw per step costs ~2 ms on the training path.
+        self.progress.update(self.task, advance=1, loss=f"{loss:.4f}")
 
     def close(self) -> None:
         self.progress.stop()
