@@ -118,6 +118,8 @@ def test_corrupt_checkpoint_is_a_clear_error_and_left_alone(tmp_path):
     assert bad.read_bytes() == b"not a checkpoint at all"
     with pytest.raises(CheckpointError, match="does not exist"):
         load_checkpoint(tmp_path / "missing.pt")
+    with pytest.raises(CheckpointError, match="is a folder, not a checkpoint file"):
+        load_checkpoint(tmp_path)
 
 
 def test_rerun_moves_previous_attempt_aside(demo_cache, tmp_path):

@@ -39,6 +39,8 @@ def copy_checkpoint(source: Path, target: Path) -> None:
 
 def load_checkpoint(path: Path | str) -> dict[str, Any]:
     path = Path(path)
+    if path.is_dir():
+        raise CheckpointError(f"checkpoint {path} is a folder, not a checkpoint file")
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
     if not zipfile.is_zipfile(path):  # torch.save writes a zip; on other bytes torch.load's errors say little
