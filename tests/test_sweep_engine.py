@@ -237,6 +237,14 @@ def test_a_host_lost_mid_sweep_goes_down_and_its_trials_finish_on_the_live_queue
     assert len(moved) == 1 and moved[0]["history"][-1]["outcome"] == "completed"
 
 
+def test_a_spec_of_several_slots_is_checked_once(tmp_path, monkeypatch):
+    checked: list[str] = []  # one sinfo for slurm://gpu?slots=8, not eight
+    monkeypatch.setattr(LocalScheduler, "check", lambda self: checked.append(self.spec))
+    sdir, state, _ = plan_sweep(request(tmp_path, queues=["local:cpu", "local:cpu", "local:0"]))
+    Engine(sdir, state, lambda s: None)._check_queues()
+    assert checked == ["local:cpu", "local:0"]
+
+
 def test_status_command_prints_the_table_and_watch_returns_when_done(tmp_path, monkeypatch):
     monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.01"))
     start_sweep(request(tmp_path, grids=["64x1"], queues=["local:cpu"]), lambda s: None)

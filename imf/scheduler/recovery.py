@@ -28,11 +28,17 @@ class Recovery:
 
     # ------------------------------------------------------------------ queues
     def _check_queues(self) -> None:
+        """``check`` each spec once (the slots of one spec share its answer)."""
+        problems: dict[str, str] = {}  # spec -> why it cannot run jobs ("" when it can)
         for queue in self.state.live_queues():
-            try:
-                self.scheduler(queue.name).check()
-            except QueueError as exc:
-                self._queue_down(queue, str(exc))
+            if queue.spec not in problems:
+                try:
+                    self.scheduler(queue.name).check()
+                    problems[queue.spec] = ""
+                except QueueError as exc:
+                    problems[queue.spec] = str(exc)
+            if problems[queue.spec]:
+                self._queue_down(queue, problems[queue.spec])
 
     def _contact_failed(self, queue: QueueState, exc: Exception) -> None:
         self.failures[queue.name] += 1
