@@ -234,7 +234,7 @@ def test_cancel_stops_the_controller_and_leaves_no_job_in_squeue(slurm, tmp_path
         live = running_jobs(sweep_dir, n=1)
         proc = subprocess.run([sys.executable, "-m", "imf", "sweep", "--cancel", str(sweep_dir)],
                               capture_output=True, text=True, timeout=600)
-        assert controller.wait(300) is not None
+        controller.wait(300)  # the controller stops (TimeoutExpired if it does not)
     finally:
         if controller.poll() is None:
             controller.kill()
