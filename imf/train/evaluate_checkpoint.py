@@ -53,8 +53,8 @@ def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int |
                         device: str = "auto", n_workers: int | None = None,
                         noise_seed: int | None = None) -> dict[str, Any]:
     check_options(n_test, start_seed, n_workers)
+    dev = pick_device(device, source="--device")
     state = load_checkpoint(path)
-    dev = pick_device(device)
     policy, cfg = policy_from_checkpoint(state, dev)
     ev = cfg.eval
     ev = replace(ev, n_test=n_test if n_test is not None else ev.n_test,

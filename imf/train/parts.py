@@ -51,13 +51,14 @@ class TrainParts:
         return self.ema.averaged_model if self.ema is not None else self.policy
 
 
-def pick_device(spec: str) -> torch.device:
+def pick_device(spec: str, source: str = "config key 'training.device'") -> torch.device:
+    """The torch device ``spec`` names; a bad one is a ConfigError naming ``source``."""
     if spec == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         device = torch.device(spec)
     except RuntimeError:
-        raise ConfigError(f"config key 'training.device': got {spec!r}, allowed: auto, cpu, cuda, cuda:N") from None
+        raise ConfigError(f"{source}: got {spec!r}, allowed: auto, cpu, cuda, cuda:N") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise TrainingError(f"device {spec!r} requested but CUDA is not available here; use --device cpu")
     return device
