@@ -62,8 +62,9 @@ def test_malformed_grids_fail_with_a_typed_error(grid, error):
 def test_same_key_twice_and_bad_names_are_rejected():
     with pytest.raises(SweepError, match="more than one grid"):
         parse_grids(["64x2", "policy.n_layer=4,6"])
-    with pytest.raises(SweepError, match="--name"):
-        build_trials("a/b", "smoke", [], [])
+    for bad in ("a/b", "s\n"):  # a trailing newline too: it would end up in every trial id
+        with pytest.raises(SweepError, match="--name"):
+            build_trials(bad, "smoke", [], [])
 
 
 def test_speed_factor_gives_the_faster_queue_more_work():

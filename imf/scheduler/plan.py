@@ -19,7 +19,7 @@ from imf.registry.options import fill_options
 
 FIXED_COST = 0.5  # per epoch, in units of n_layer * n_emb^2 / 1e6 (encoder, data, rollouts)
 SHAPE_GRID = re.compile(r"^\s*(\d+(?:\s*,\s*\d+)*)\s*x\s*(\d+(?:\s*,\s*\d+)*)\s*$")
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")  # \Z: "$" would let a final newline in
 SEED_KEYS = ("training.seed", "seed")
 GRID_HELP = ("expected N_EMB,..xN_LAYER,.. (e.g. 128,256,384x6,12,18) or key=v1,v2 "
              "(e.g. training.lr=1e-4,3e-4)")
@@ -137,7 +137,7 @@ def build_trials(name: str, config: str, grids: list[str], overrides: list[str],
     """Every grid point as a checked trial (raises before anything starts); ``seeds`` (two or
     more) run every point once per seed, each seed its own trial."""
     if not NAME_RE.match(name):
-        raise SweepError(f"--name '{name}': use letters, digits, '.', '_' and '-' (a folder name)")
+        raise SweepError(f"--name {name!r}: use letters, digits, '.', '_' and '-' (a folder name)")
     base = list(overrides) + ([f"policy.mask={mask}"] if mask else [])
     base += [f"training.num_epochs={epochs}"] if epochs is not None else []
     trials: list[TrialPlan] = []
