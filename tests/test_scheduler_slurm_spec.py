@@ -29,6 +29,8 @@ def test_a_full_spec_gives_every_parameter():
     ("slurm://", "expected slurm://PARTITION"),
     ("slurm://gp u", "expected slurm://PARTITION"),
     ("slurm://gpu/x", "expected slurm://PARTITION"),
+    ("slurm://gpu?time=5\n&slots=2", "time must be a Slurm time limit"),  # a line of its own in sbatch
+    ("slurm://gpu?mem=4G\n&slots=2", "mem must be a size"),
 ])
 def test_bad_specs_say_what_is_allowed(spec, message):
     with pytest.raises(QueueError, match=message.replace("?", r"\?")):

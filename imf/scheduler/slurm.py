@@ -29,8 +29,8 @@ from imf.store.layout import RunLayout
 
 SPEC_RE = re.compile(r"^slurm://(?P<partition>[^/?#\s]*)/?(?:\?(?P<query>[^#]*))?$")
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
-TIME_RE = re.compile(r"^(?:\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+(?::\d{1,2}(?::\d{1,2})?)?)$")
-MEM_RE = re.compile(r"^\d+[KMGT]?B?$", re.IGNORECASE)
+TIME_RE = re.compile(r"^(?:\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+(?::\d{1,2}(?::\d{1,2})?)?)\Z")
+MEM_RE = re.compile(r"^\d+[KMGT]?B?\Z", re.IGNORECASE)  # \Z: "$" lets a final newline in
 QUERY_KEYS = ("slots", "gpus", "cpus", "mem", "time", "account", "qos", "constraint")
 OPTION_KEYS = (*QUERY_KEYS, "setup", "python", "env")
 SQUEUE_FORMAT = "%i|%T|%r|%k"
