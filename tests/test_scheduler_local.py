@@ -88,3 +88,12 @@ def test_bad_environment_names_and_specs_are_rejected(tmp_path):
     with pytest.raises(QueueError, match="local:N"):
         scheduler_for("local:", {})
     assert not (tmp_path / "j").exists()  # nothing started
+
+
+@pytest.mark.parametrize("name", ["A B", "1A", "A\n", ""])
+def test_a_bad_environment_variable_name_is_refused_before_anything_starts(tmp_path, name):
+    job = make_job(tmp_path, "true")
+    job.env = {name: "1"}
+    with pytest.raises(QueueError, match="invalid environment variable name"):
+        scheduler_for("local:cpu", {}).start(job)
+    assert not (tmp_path / "j").exists()

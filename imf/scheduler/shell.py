@@ -93,7 +93,7 @@ cd "$d" || exit 3
 for f in "$@"; do [ -f "$f" ] && printf './%s\n' "$f"; done | tar cf - -T -
 '''
 
-_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: "$" lets a final newline in
 
 
 def parse_probe(out: str, token: str | None = None) -> JobStatus:
