@@ -172,12 +172,14 @@ def test_cli_bad_inputs_are_one_line(tmp_path):
         (["eval", "x.pt", "--start-seed", "4294967295", "--n-test", "2"], "--start-seed 4294967295"),
         (["eval", "x.pt", "--workers", "-1"], "--workers -1: give 0 (automatic) or more"),
         (["eval", "x.pt", "--device", "banana"], "--device: got 'banana', allowed: auto, cpu, cuda"),
+        (["trial", "smoke", "--device", "banana", "--out", str(tmp_path / "dev")], "got 'banana'"),
         (["trial", "smoke", "--out", str(tmp_path / "a-file" / "run")], "Not a directory"),
     ]:
         out = _imf(*args, cwd=tmp_path)
         assert out.returncode == 2, (args, out.stderr)
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("imf: error:") and needle in lines[0], (args, out.stderr)
+    assert not (tmp_path / "dev").exists()  # a bad device is refused before the run folder is made
 
 
 @pytest.mark.slow

@@ -70,13 +70,12 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def build_parts(cfg: Config, run: RunLayout, warm: tuple[Path, dict[str, Any]] | None,
+def build_parts(cfg: Config, run: RunLayout, device: torch.device, warm: tuple[Path, dict[str, Any]] | None,
                 say: Callable[[str], None], trial_id: str) -> TrainParts:
-    """Seed, then build every part; ``warm`` (a warm start's path and its loaded, checked
-    checkpoint) gives its normaliser and EMA weights."""
+    """Seed, then build every part on ``device``; ``warm`` (a warm start's path and its loaded,
+    checked checkpoint) gives its normaliser and EMA weights."""
     t, p = cfg.training, cfg.policy
     seed_everything(t.seed)
-    device = pick_device(t.device)
     say(f"trial {trial_id}: device {device}, run folder {run.root}")
     train_ds, val_ds, normalizer, _ = build_datasets(cfg, say)
     init_from, init = warm if warm is not None else (None, None)

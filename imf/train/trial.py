@@ -29,7 +29,7 @@ from imf.store.summary import Checkpoints, RunSummary
 from imf.train import checkpoint as ckpt_io
 from imf.train.console import EpochBar, epoch_line, rollout_status, shown
 from imf.train.evaluate import rollout_metrics
-from imf.train.parts import TrainParts, build_parts
+from imf.train.parts import TrainParts, build_parts, pick_device
 from imf.train.precision import autocast_for
 from imf.train.runfiles import JsonLinesLog, Tee
 from imf.train.state import TrainState, checkpoint_of, restore, save_epoch
@@ -67,7 +67,8 @@ def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
     fill_options(cfg)  # the plugins' own options, checked; config.yaml records them in full
     for store in stores:  # bad names fail before anything is written or trained
         registry.check("imf.stores", store)
-    warm = _warm_start(cfg, opts)  # a bad --init-from fails before the run folder changes
+    device = pick_device(cfg.training.device)  # these two fail before the run folder changes
+    warm = _warm_start(cfg, opts)
     files = RunLayout(opts.run_dir)
     resume_ckpt = _prepare_folder(cfg, opts, files)
     out = Tee(files.stdout) if not _stdout_is(files.stdout) else None
@@ -75,7 +76,7 @@ def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
     trial = Trial(cfg, opts, files, JsonLinesLog(files.logs), say, Tracker(say))
     state = TrainState()
     try:
-        topk = _train_and_score(trial, state, resume_ckpt, warm)
+        topk = _train_and_score(trial, state, device, resume_ckpt, warm)
         summary = _write_summary(trial, state, topk, finished=True)
         _record(trial, summary, stores)
         say(f"trial {opts.trial_id}: {state.status}"
@@ -110,14 +111,14 @@ def _prepare_folder(cfg: Config, opts: TrialOptions, files: RunLayout) -> dict[s
     return None
 
 
-def _train_and_score(trial: Trial, state: TrainState, resume_ckpt: dict[str, Any] | None,
+def _train_and_score(trial: Trial, state: TrainState, device: torch.device, resume_ckpt: dict[str, Any] | None,
                      warm: tuple[Path, dict[str, Any]] | None) -> ckpt_io.TopK | None:
     """Build the parts, restore a resume, run the loop; a failure is recorded as one."""
     cfg, opts = trial.cfg, trial.opts
     restored = resume_ckpt is None  # a resume that fails to load keeps the run's summary
     parts = None
     try:
-        parts = build_parts(cfg, trial.files, warm, trial.say, opts.trial_id)
+        parts = build_parts(cfg, trial.files, device, warm, trial.say, opts.trial_id)
         for folder in (trial.files.root, trial.files.checkpoints):
             clean_stale_temps(folder)  # temps of a killed earlier attempt
         if resume_ckpt is not None:
