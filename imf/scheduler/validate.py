@@ -17,6 +17,8 @@ TRIAL_STATES = ("pending", "starting", "queued", "running", "completed", "stoppe
                 "diverged", "failed", "stalled")
 QUEUE_STATES = ("live", "down")
 SWEEP_STATUSES = ("planned", "running", "interrupted", "finished", "stopped")
+HANDLE_KEYS = {"queue": str, "dir": str, "local_dir": str, "host": str, "pid": int,
+               "start_time": str, "token": str, "job_id": str}  # what schedulers put in a handle
 _NAMES = {"str": "a string", "int": "an int", "float": "a number", "bool": "true or false",
           "dict": "an object", "list": "a list", "None": "null"}
 
@@ -91,10 +93,20 @@ def _check_values(data: dict[str, Any]) -> None:
         if trial.get("state", "pending") not in TRIAL_STATES:
             raise SweepError(f"trials[{i}] state '{trial['state']}' is not one of "
                              f"{', '.join(TRIAL_STATES)}")
-        for orphan in trial.get("orphans", []):
+        _check_handle(trial.get("handle"), f"trials[{i}] handle")
+        for j, orphan in enumerate(trial.get("orphans", [])):
             if not (isinstance(orphan.get("queue"), str) and isinstance(orphan.get("handle"), dict)):
                 raise SweepError(f"trials[{i}] orphans: each needs a 'queue' and a 'handle' object")
+            _check_handle(orphan["handle"], f"trials[{i}] orphans[{j}] handle")
         lost = [trial["queue"]] + [o["queue"] for o in trial.get("orphans", [])]
         if any(q not in names for q in lost):
             raise SweepError(f"trial {trial['id']} is on queue "
                              f"'{next(q for q in lost if q not in names)}', which the sweep does not have")
+
+
+def _check_handle(handle: dict[str, Any] | None, where: str) -> None:
+    """The handle keys the engine and the schedulers read (a plugin may add its own)."""
+    for key, kind in HANDLE_KEYS.items():
+        value = (handle or {}).get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise SweepError(f"{where} '{key}' must be {_NAMES[kind.__name__]} or null, got {value!r:.60}")
