@@ -21,7 +21,8 @@ def test_a_full_spec_gives_every_parameter():
 @pytest.mark.parametrize("spec, message", [
     ("slurm://gpu?nodes=2", "unknown key 'nodes'; allowed: slots, gpus, cpus, mem, time, account, qos, constraint"),
     ("slurm://gpu?slots", "'slots' is not KEY=VALUE"),
-    ("slurm://gpu?slots=0", "slots must be a whole number >= 1"),
+    ("slurm://gpu?slots=0", "slots must be a whole number from 1 to 1000"),
+    ("slurm://gpu?slots=100000", "slots must be a whole number from 1 to 1000, got '100000'"),
     ("slurm://gpu?gpus=-1", "gpus must be a whole number >= 0"),
     ("slurm://gpu?cpus=two", "cpus must be a whole number >= 1"),
     ("slurm://gpu?time=soon", "time must be a Slurm time limit"),

@@ -35,6 +35,7 @@ QUERY_KEYS = ("slots", "gpus", "cpus", "mem", "time", "account", "qos", "constra
 OPTION_KEYS = (*QUERY_KEYS, "setup", "python", "env")
 SQUEUE_FORMAT = "%i|%T|%r|%k"
 STOP_WAIT_S = 120.0
+MAX_SLOTS = 1000  # one queue state each: far more than a sweep's trials, and no hang on a typo
 
 
 def _query(spec: str, query: str | None) -> dict[str, str]:
@@ -52,10 +53,11 @@ def _query(spec: str, query: str | None) -> dict[str, str]:
     return values
 
 
-def _count(spec: str, key: str, value: Any, least: int) -> int:
+def _count(spec: str, key: str, value: Any, least: int, most: int | None = None) -> int:
     text = str(value).strip()
-    if not text.isdigit() or int(text) < least:
-        raise QueueError(f"queue '{spec}': {key} must be a whole number >= {least}, got {value!r}")
+    if not text.isdigit() or int(text) < least or most is not None and int(text) > most:
+        bounds = f">= {least}" if most is None else f"from {least} to {most}"
+        raise QueueError(f"queue '{spec}': {key} must be a whole number {bounds}, got {value!r}")
     return int(text)
 
 
@@ -83,7 +85,7 @@ def parse_spec(spec: str, options: dict[str, Any]) -> tuple[str, dict[str, Any]]
                          f"allowed: {', '.join(OPTION_KEYS)}")
     given = {**{k: v for k, v in options.items() if k in QUERY_KEYS},
              **_query(spec, match.group("query"))}
-    params: dict[str, Any] = {"slots": _count(spec, "slots", given.get("slots", 1), 1)}
+    params: dict[str, Any] = {"slots": _count(spec, "slots", given.get("slots", 1), 1, MAX_SLOTS)}
     for key in ("gpus", "cpus"):
         if key in given:
             params[key] = _count(spec, key, given[key], 0 if key == "gpus" else 1)
