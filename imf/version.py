@@ -1,6 +1,7 @@
 """The running imf's version: the package version, plus the git commit in a checkout."""
 from __future__ import annotations
 
+import functools
 import subprocess
 from importlib import metadata
 from pathlib import Path
@@ -8,8 +9,10 @@ from pathlib import Path
 import imf
 
 
+@functools.cache
 def git_commit() -> str:
-    """The short commit of the checkout imf runs from, or "" when it is not one."""
+    """The short commit of the checkout imf runs from, or "" when it is not one (read once per
+    process: it is stamped into every summary and checkpoint)."""
     root = Path(imf.__file__).resolve().parent.parent
     if not (root / ".git").exists():
         return ""

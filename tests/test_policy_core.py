@@ -163,6 +163,13 @@ def test_ema_of_a_policy_is_usable_for_inference_and_checkpoints():
     ("objective.sample_steps=0", "objective.sample_steps"),
     ("policy.p_drop_attn=1.5", "policy.p_drop_attn"),
     ("policy.crop_shape=0", "policy.crop_shape"),
+    ("eval.n_test=0", "eval.n_test"),
+    ("eval.max_steps=0", "eval.max_steps"),
+    ("eval.n_train=-1", "eval.n_train"),
+    ("training.lr=-1", "training.lr"),
+    ("training.weight_decay=-0.1", "training.weight_decay"),
+    ("training.betas=[0.9]", "training.betas"),
+    ("training.betas=[0.9,1.5]", "training.betas"),
 ])
 def test_bad_policy_config_values_are_config_errors_naming_the_key(override, key):
     with pytest.raises(ConfigError, match=f"config key '{key}'"):
