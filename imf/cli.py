@@ -145,6 +145,7 @@ def sweep(
     notify: str = typer.Option(None, "--notify", help="Command run with the report's path when the sweep ends."),
 ) -> None:
     """Run a grid of trials on GPU queues (local, SSH or Slurm), watch them, recover, then report."""
+    from imf.cli_support import refuse_flags
     from imf.scheduler import sweep as sweep_lib
     from imf.scheduler.live import sweep_view
     fixed = {"CONFIG/overrides": args, "--mask": mask, "--grid": grid, "--queue": queue, "--hosts": hosts,
@@ -154,16 +155,12 @@ def sweep(
         if cancel is not None:
             tuning = {"--resume": resume, "--retries": retries is not None, "--notify": notify,
                       "--stall-timeout": stall_timeout is not None, "--poll": poll is not None}
-            given = [flag for flag, value in {**fixed, **tuning}.items() if value]
-            if given:
-                raise sweep_lib.SweepError(f"--cancel DIR takes no other sweep arguments; drop {', '.join(given)}")
+            refuse_flags({**fixed, **tuning}, "--cancel DIR takes no other sweep arguments")
             from imf.scheduler.cancel import cancel_sweep
             cancel_sweep(cancel, typer.echo)
             return
         if resume is not None:
-            given = [flag for flag, value in fixed.items() if value]
-            if given:
-                raise sweep_lib.SweepError(f"--resume continues a sweep as it was planned; drop {', '.join(given)}")
+            refuse_flags(fixed, "--resume continues a sweep as it was planned")
             with sweep_view(sys.stdout.isatty()) as (echo, on_start):
                 sweep_lib.resume_sweep(resume, echo, poll=poll, stall_timeout=stall_timeout,
                                        retries=retries, notify=notify, on_start=on_start)

@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from imf.config import Config, load_config, load_resolved, split_config_args
-from imf.errors import ConfigError, ImfError
+from imf.errors import ConfigError, ImfError, SweepError
 from imf.eval_seeds import final_eval_seeds
 from imf.scheduler.plan import NAME_RE, trial_id as readable_id
 from imf.store.layout import CONFIG, SUMMARY
@@ -52,6 +52,13 @@ def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, se
         raise typer.Exit(1)
     if final_eval is not None:
         _final_eval(run_dir, final_eval, cfg)
+
+
+def refuse_flags(flags: dict[str, object], why: str) -> None:
+    """SweepError naming each flag of ``flags`` that was given (a true value): ``why``; drop them."""
+    given = [flag for flag, value in flags.items() if value]
+    if given:
+        raise SweepError(f"{why}; drop {', '.join(given)}")
 
 
 def _final_eval(run_dir: Path, n: int, cfg: Config) -> None:
