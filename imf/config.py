@@ -203,14 +203,12 @@ def _validate(cfg: Config) -> None:
         if value < 1:
             raise ConfigError(f"config key '{key}': must be >= 1, got {value}")
     t = cfg.training
-    for key, value in (("eval.n_train", cfg.eval.n_train), ("eval.n_workers", cfg.eval.n_workers),
+    for key, value in (("training.lr", t.lr), ("eval.n_train", cfg.eval.n_train), ("eval.n_workers", cfg.eval.n_workers),
                        ("training.lr_warmup_steps", t.lr_warmup_steps), ("training.weight_decay", t.weight_decay),
                        ("training.encoder_weight_decay", t.encoder_weight_decay),
                        ("training.val_probe_windows", t.val_probe_windows)):
         if value < 0:
             raise ConfigError(f"config key '{key}': must be >= 0, got {value}")
-    if not t.lr > 0:
-        raise ConfigError(f"config key 'training.lr': must be > 0, got {t.lr}")
     if len(t.betas) != 2 or not all(0.0 <= b < 1.0 for b in t.betas):
         raise ConfigError(f"config key 'training.betas': two numbers in [0, 1), got {t.betas}")
     for key, value in (("policy.p_drop_attn", p.p_drop_attn), ("policy.p_drop_emb", p.p_drop_emb)):
