@@ -24,6 +24,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Iterator
 
+from imf.errors import DiskFullError, is_disk_full
+
 STALE_S = 60.0
 _TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)@(?P<host>[^/@]*)\.[0-9a-f]{8}\.tmp$")
 
@@ -38,7 +40,8 @@ def atomic_path(path: Path | str) -> Iterator[Path]:
     """Yield a temp path beside ``path`` for the caller to write a file or a folder at; on a
     clean exit it is fsynced and renamed onto ``path`` (a folder replaces an old folder or
     file), on an exception removed. The caller creates the temp, so a new file gets the
-    permissions the user's umask gives; a file replacing another keeps the old one's mode."""
+    permissions the user's umask gives; a file replacing another keeps the old one's mode.
+    A full disk is a ``DiskFullError`` naming ``path``; the old version stays as it was."""
     path = Path(path)
     tmp = temp_path(path)
     try:
@@ -48,8 +51,10 @@ def atomic_path(path: Path | str) -> Iterator[Path]:
         _fsync_tree(tmp)
         fsync_dir(path.parent)  # the temp's entry is on disk before the rename needs it
         _replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         _remove(tmp)
+        if is_disk_full(exc):
+            raise DiskFullError(path) from None
         raise
     fsync_dir(path.parent)
 
@@ -103,8 +108,10 @@ def _fsync_path(path: Path) -> None:
         return
     try:
         os.fsync(fd)
-    except OSError:
-        pass  # some file systems refuse fsync on a folder
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise  # the data did not reach the disk
+        # some file systems refuse fsync on a folder
     finally:
         os.close(fd)
 

@@ -1,6 +1,6 @@
 """The ``imf`` command line: parses, calls the library, prints. Nothing else.
 
-Every ``ImfError`` becomes one line on stderr and exit code 2.
+Every ``ImfError`` becomes one line on stderr and its exit code (2; 75 for a full disk).
 """
 from __future__ import annotations
 
@@ -281,7 +281,7 @@ def main() -> None:
         code = app(standalone_mode=False)
     except ImfError as exc:
         typer.echo(f"imf: error: {exc}", err=True)
-        sys.exit(2)
+        sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         typer.echo("imf: interrupted", err=True)
         sys.exit(130)

@@ -6,6 +6,7 @@ never import torch; these functions import the training stack lazily.
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import typer
@@ -15,6 +16,7 @@ from imf.errors import ConfigError, ImfError, SweepError
 from imf.eval_seeds import final_eval_seeds
 from imf.scheduler.plan import NAME_RE, trial_id as readable_id
 from imf.store.layout import CONFIG, SUMMARY
+from imf.store.runlock import RunLock
 from imf.store.runs import read_json_object
 from imf.store.summary import RunSummary
 
@@ -47,11 +49,14 @@ def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, se
         final_eval_seeds(final_eval, cfg.eval)  # a bad N fails before training starts
     opts = TrialOptions(trial_id=tid, run_dir=run_dir, init_from=init_from, note=note,
                         overrides=dotted, stores=stores or None, resume=resume)
-    summary = run_trial(cfg, opts)
-    if summary["status"] == "failed":
-        raise typer.Exit(1)
-    if final_eval is not None:
-        _final_eval(run_dir, final_eval, cfg)
+    with RunLock.acquire(run_dir, tid):  # held through the final eval as well
+        summary = run_trial(cfg, opts)
+        if summary["status"] == "failed":
+            raise typer.Exit(1)
+        if summary["status"] == "interrupted":  # 128 + the signal, as if it had killed us
+            raise typer.Exit(128 + getattr(signal.Signals, summary["reason"], signal.SIGTERM).value)
+        if final_eval is not None:
+            _final_eval(run_dir, final_eval, cfg)
 
 
 def refuse_flags(flags: dict[str, object], why: str) -> None:

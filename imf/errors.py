@@ -1,13 +1,22 @@
 """Every exception imf raises on purpose, in one place.
 
-The CLI turns any ``ImfError`` into one line on stderr and exit code 2, so a
-message must say what is wrong, where, and what is allowed.
+The CLI turns any ``ImfError`` into one line on stderr and its ``exit_code`` (2 unless the
+class says otherwise), so a message must say what is wrong, where, and what is allowed.
 """
 from __future__ import annotations
+
+import errno
+import os
+import shutil
+from pathlib import Path
+
+EXIT_DISK_FULL = 75  # sysexits' EX_TEMPFAIL: a sweep sees it and blocks the queue, not the trial
 
 
 class ImfError(Exception):
     """Base of all user-facing imf errors."""
+
+    exit_code = 2
 
 
 class ConfigError(ImfError):
@@ -59,8 +68,44 @@ class BusyError(QueueError):
         self.holder = dict(holder or {})
 
 
+class FolderInUseError(QueueError):
+    """A trial's run folder is owned by a live trial not of this attempt (its trial.lock)."""
+
+
 class TrainingError(ImfError):
     """A trial cannot run as configured."""
+
+
+class RunBusyError(TrainingError):
+    """A run folder is owned by a live trial (its ``trial.lock``); ``holder`` describes it."""
+
+    def __init__(self, message: str, holder: str = ""):
+        super().__init__(message)
+        self.holder = holder
+
+
+class DiskFullError(ImfError):
+    """No space left (or quota exceeded) writing ``path``; what was complete stays complete."""
+
+    exit_code = EXIT_DISK_FULL
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        super().__init__(f"no space left on device writing {self.path} ({_free_mb(self.path)} free)")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def _free_mb(path: Path) -> str:
+    folder = path if path.is_dir() else path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        return f"{shutil.disk_usage(os.fspath(folder)).free / 1e6:.1f} MB"
+    except OSError:
+        return "unknown"
 
 
 class ReportError(ImfError):

@@ -10,6 +10,7 @@ Options (before the trial's own arguments, so a sweep's IMF_TRIAL_COMMAND prefix
   --fail-times N      how many attempts of --fail-on / --hang-on trials misbehave (default 1)
   --hang-on S         stop writing anything (sleep) after the first epoch, same attempt rule
   --ledger FILE       append "ID PID" to FILE when the trial completes (drills count completions)
+  --disk-full-while F after its first epoch, fail like imf trial on a full disk (exit 75) while F exists
 It writes fake.pid, config.yaml, one logs.json.txt line per epoch (test_mean_score every 2 and
 at the end), checkpoints/latest.pt ("epoch N") after every epoch, summary.json in the
 documented format and checkpoints/best.pt; exits 0. With ``--resume --out DIR`` (no config),
@@ -33,6 +34,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.Namespace]:
     fake.add_argument("--hang-on", default=None)
     fake.add_argument("--fail-times", type=int, default=1)
     fake.add_argument("--ledger", default=None)
+    fake.add_argument("--disk-full-while", default=None)
     opts, rest = fake.parse_known_args(argv)
     trial = argparse.ArgumentParser(allow_abbrev=False)
     trial.add_argument("config", nargs="?")
@@ -107,6 +109,10 @@ def main(argv: list[str]) -> int:
             (out / "checkpoints" / "latest.tmp").write_text(f"epoch {epoch}")
             os.replace(out / "checkpoints" / "latest.tmp", out / "checkpoints" / "latest.pt")
             print(f"epoch {epoch} done", flush=True)
+            if opts.disk_full_while and os.path.exists(opts.disk_full_while):
+                print(f"imf: error: no space left on device writing {out}/checkpoints/latest.pt "
+                      "(0.0 MB free)", file=sys.stderr, flush=True)
+                return 75
             if opts.hang_on and opts.hang_on in args.id and misbehave:
                 time.sleep(3600)
     (out / "checkpoints").mkdir(exist_ok=True)

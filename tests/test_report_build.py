@@ -10,6 +10,7 @@ from _report_runs import make_dp_run, make_grid_sweep, make_run
 
 from imf.errors import ReportError, StoreError
 from imf.report import build_report
+from imf.store.runlock import RunLock
 
 
 def test_ranking_and_per_trial_numbers(tmp_path):
@@ -24,8 +25,16 @@ def test_ranking_and_per_trial_numbers(tmp_path):
     first = by_id["sw-full-e128-l6-s0"]
     assert (first.final_epoch, first.best_epoch, first.status) == (3, 2, "completed")
     assert by_id["sw-full-e256-l12-s0"].status == "diverged"
-    assert by_id["sw-full-e256-l12-s1"].status == "running"
+    # its summary says "running", but no live process owns its folder (trial.lock): it is gone
+    assert by_id["sw-full-e256-l12-s1"].status == "interrupted"
     assert first.note == "note sw-full-e128-l6-s0" and first.source == "imf"
+
+
+def test_a_run_is_reported_running_only_while_a_live_process_owns_its_folder(tmp_path):
+    sweep = make_grid_sweep(tmp_path)
+    with RunLock.acquire(sweep / "sw-full-e256-l12-s1", "sw-full-e256-l12-s1"):
+        by_id = {t.id: t for t in build_report([sweep]).trials}
+        assert by_id["sw-full-e256-l12-s1"].status == "running"
 
 
 def test_trends_match_hand_computation(tmp_path):

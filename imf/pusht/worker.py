@@ -7,6 +7,7 @@ from its caller (no torch state, no re-import of the caller's main script).
 from __future__ import annotations
 
 import pickle
+import signal
 import sys
 
 
@@ -34,6 +35,10 @@ def serve(reader, writer) -> None:
 
 
 if __name__ == "__main__":
+    # Ctrl-C and SIGTERM are for the trial, which stops at its next safe point; a worker ends
+    # when the trial closes its stdin (or dies), never in the middle of an episode.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     channel_out = sys.stdout.buffer
     sys.stdout = sys.stderr  # stray prints must not corrupt the channel
     serve(sys.stdin.buffer, channel_out)

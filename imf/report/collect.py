@@ -17,7 +17,7 @@ from imf.store.runs import (CONFIG, HYDRA_CONFIG, LOGS, SUMMARY, find_run_dirs, 
                             read_log, read_sweep_trials, read_yaml_mapping, row_episode_scores,
                             row_score, row_success)
 from imf.store.scoreboard import ScoreboardStore
-from imf.store.summary import RunSummary
+from imf.store.summary import RunSummary, observed_status
 
 FINAL_EVAL = "final_eval.json"
 # Settings that say where or how a run ran, not what it learned: left out of a cell's identity.
@@ -187,6 +187,8 @@ def read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
                               or any("test/mean_score" in r for r in rows))
     status = (summary or {}).get("status") or state.get("status")
     status = status or (_dp_status(rows) if dp else "unknown")
+    if summary is not None:
+        status = observed_status(str(status), run_dir)  # never "running" for a process that is gone
     config, seed = read_config(run_dir)
     if config is None:
         notices.extend(f"ignored {path}: not a YAML mapping of settings; its cell is taken from "

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 from filelock import FileLock, Timeout
 
 from imf.atomic import clean_stale_temps
-from imf.errors import BusyError, ImfError, QueueError, SweepError
+from imf.errors import EXIT_DISK_FULL, BusyError, FolderInUseError, ImfError, QueueError, SweepError
 from imf.scheduler.base import Job, JobStatus, Scheduler, scheduler_for
 from imf.scheduler.finish import notify, record_trial, write_report
 from imf.scheduler.recovery import DOWN_AFTER, Recovery, job_label
@@ -144,8 +144,9 @@ class Engine(Recovery):
         if all(t.state in FINAL for t in self.state.trials):
             return True
         if not self.state.live_queues():
-            raise SweepError(f"every queue is down ({'; '.join(q.reason for q in self.state.queues)}); "
-                             f"fix them and continue with imf sweep --resume {self.sdir.path}")
+            why = "; ".join(f"{q.name} {q.state}: {q.reason}" for q in self.state.queues)
+            raise SweepError(f"every queue is down or blocked ({why}); fix them and continue with "
+                             f"imf sweep --resume {self.sdir.path}")
         return False
 
     def _steal_for(self, idle: QueueState) -> TrialState | None:
@@ -179,6 +180,9 @@ class Engine(Recovery):
         self.save()  # before the process exists: a resume then looks before starting again
         try:
             handle = sch.start(job)
+        except FolderInUseError as exc:  # someone else's trial: never stopped, this attempt fails
+            self._attempt_over(trial, "failed", None, str(exc))
+            return
         except QueueError as exc:
             trial.state, trial.attempts = "pending", trial.attempts - 1
             holder = exc.holder if isinstance(exc, BusyError) else trial.handle
@@ -269,6 +273,9 @@ class Engine(Recovery):
             self._attempt_over(trial, "timeout", status.exit_code,
                                f"{status.reason}; a retry resumes it from its latest checkpoint")
             return
+        if status.exit_code == EXIT_DISK_FULL:
+            self._disk_full(trial, f"{_tail(run_dir / STDOUT, 1) or 'no space left on device'} ({run_dir})")
+            return
         if status.exit_code == 0 and verdict in GOOD_ENDS:
             trial.epoch = summary.epochs_done or trial.epoch
             if summary.best_score is not None:
@@ -307,6 +314,17 @@ class Engine(Recovery):
                      + (f": {reason}" if reason else ""))
             self._record(trial)
         self.save()
+
+    def _disk_full(self, trial: TrialState, reason: str) -> None:
+        """The trial's disk is full: its queue is blocked (the next trial would fill it too), the
+        trial waits for a live queue with its retries untouched; ``--resume`` unblocks."""
+        trial.history.append({"attempt": trial.attempts, "queue": trial.queue,
+                              "pid": (trial.handle or {}).get("pid"), "started": trial.started,
+                              "finished": now_iso(), "exit_code": EXIT_DISK_FULL,
+                              "outcome": "disk full", "reason": reason})
+        trial.exit_code, trial.reason, trial.state, trial.handle = EXIT_DISK_FULL, reason, "pending", None
+        self.seen.pop(trial.id, None)
+        self._queue_down(self.state.queue(trial.queue), f"disk full: {reason}", state="blocked")
 
     def _record(self, trial: TrialState) -> None:
         try:

@@ -48,10 +48,13 @@ class Recovery:
                 queue.state == "down" and active:  # an orphan taken back, lost again
             self._queue_down(queue, str(exc))
 
-    def _queue_down(self, queue: QueueState, reason: str) -> None:
-        """Mark ``queue`` down and move its trials (waiting or lost with it) to live queues."""
-        queue.state, queue.reason = "down", reason
-        self.log(f"queue {queue.name} is down: {reason}")
+    def _queue_down(self, queue: QueueState, reason: str, state: str = "down") -> None:
+        """Mark ``queue`` down (or blocked: its machine answers, but cannot take work) and move
+        its trials (waiting or lost with it) to live queues."""
+        queue.state, queue.reason = state, reason
+        self.log(f"queue {queue.name} is {state}: {reason}"
+                 + ("; its trials wait for a live queue, their retries kept; free space and continue "
+                    "with imf sweep --resume" if state == "blocked" else ""))
         moved = [t for t in self.state.trials if t.queue == queue.name and t.state not in FINAL]
         for trial in moved:
             if trial.state in ACTIVE:

@@ -15,9 +15,10 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
-from imf.errors import BusyError, QueueError
+from imf.errors import BusyError, FolderInUseError, QueueError
 from imf.scheduler.base import Job, JobStatus, Scheduler
 from imf.store.layout import ATTEMPTS
+from imf.store.runlock import LOCK
 
 # Expand a leading "~/" of the folder argument ($1) on the machine that runs the script.
 _CD = r'''case $1 in "~/"*) d="$HOME/${1#"~/"}";; *) d=$1;; esac
@@ -39,7 +40,8 @@ alive() { q=$(procstat "$1"); [ -n "$2" ] && [ "${q#* }" = "$2" ] && [ "${q%% *}
 '''
 
 # args: DIR TOKEN NENV K=V... ARGV...; refuses (exit 4) while the folder's job is alive (its
-# files are never moved), else archives a previous attempt (attempts/N, as imf/store/layout.py
+# files are never moved), refuses (exit 5) while a live trial owns the folder (its trial.lock:
+# imf/store/runlock.py; another host's counts while touched in the last 5 minutes), else archives a previous attempt (attempts/N, as imf/store/layout.py
 # says), starts detached, prints the pid file.
 START = (_CD + _PROC + r'''shift
 mkdir -p "$d" && cd "$d" || exit 3
@@ -47,6 +49,11 @@ tok=$1; shift
 if [ -s pid ]; then
   read p s t < pid
   if alive "$p" "$s"; then echo "busy $p $s $t"; exit 4; fi
+fi
+if [ -s @LOCK@ ]; then
+  read p s h since tid < @LOCK@
+  if [ "$h" = "$(uname -n)" ]; then alive "$p" "$s" && { echo "locked $p $h $since $tid"; exit 5; }
+  elif [ -n "$(find @LOCK@ -mmin -5 2>/dev/null)" ]; then echo "locked $p $h $since $tid"; exit 5; fi
 fi
 n=$1; shift
 while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n-1)); done
@@ -59,7 +66,7 @@ case $1 in "~/"*) c="$HOME/${1#"~/"}"; shift; set -- "$c" "$@";; esac
 setsid sh -c ''' + shlex.quote(WRAPPER) + r''' imf-job "$tok" "$@" </dev/null >/dev/null 2>&1 &
 i=0; while [ ! -s pid ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
 cat pid 2>/dev/null
-''').replace("@ATTEMPTS@", ATTEMPTS)  # the run layout's folder for earlier attempts
+''').replace("@ATTEMPTS@", ATTEMPTS).replace("@LOCK@", LOCK)  # names from the run layout
 
 # args: DIR OFFSET LIMIT; prints key lines, "--", then logs.json.txt from OFFSET.
 PROBE = _CD + _PROC + r'''cd "$d" 2>/dev/null || { echo nodir; exit 0; }
@@ -179,6 +186,10 @@ class ShellScheduler(Scheduler):
                       "token": fields[3] if len(fields) > 3 else ""}
             raise BusyError(f"queue '{self.spec}': {run_dir} still holds a live job (pid "
                             f"{holder['pid']}) of another attempt; its files stay", holder)
+        if rc == 5 and fields[:1] == ["locked"] and len(fields) >= 5:
+            raise FolderInUseError(f"queue '{self.spec}': {run_dir} is in use by trial "
+                                   f"{' '.join(fields[4:])} (pid {fields[1]} on {fields[2]}, since "
+                                   f"{fields[3]}); its files stay")
         if rc != 0 or len(fields) < 2 or not fields[0].isdigit():
             raise QueueError(f"queue '{self.spec}': could not start {job.trial_id} in {run_dir} "
                              f"(exit {rc}): {err.strip()[-300:] or 'no pid file written'}")

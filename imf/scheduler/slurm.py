@@ -22,10 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from imf.errors import QueueError
+from imf.errors import FolderInUseError, QueueError
 from imf.scheduler.base import Job, JobStatus, Scheduler
 from imf.scheduler.slurm_status import JOB_FILES, QUEUED, RUNNING, read_progress, slurm_status
 from imf.store.layout import RunLayout
+from imf.store.runlock import live_holder
 
 SPEC_RE = re.compile(r"^slurm://(?P<partition>[^/?#\s]*)/?(?:\?(?P<query>[^#]*))?$")
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -216,6 +217,10 @@ class SlurmScheduler(Scheduler):
         from imf.scheduler.slurm_job import TrialCommand
 
         run_dir = Path(self.job_dir(job))
+        holder = live_holder(run_dir)
+        if holder is not None:
+            raise FolderInUseError(f"queue '{self.spec}': {run_dir} is in use by {holder.describe()}; "
+                                   "its files stay")
         if not job.resume:
             RunLayout(run_dir).archive_attempt(JOB_FILES, everything=True)
         run_dir.mkdir(parents=True, exist_ok=True)

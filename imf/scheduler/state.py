@@ -55,7 +55,7 @@ class QueueState:
     spec: str
     speed: float = 1.0
     options: dict[str, Any] = field(default_factory=dict)
-    state: str = "live"  # live or down
+    state: str = "live"  # live, down (unreachable) or blocked (its disk is full)
     reason: str = ""
 
 

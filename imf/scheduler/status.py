@@ -101,7 +101,7 @@ def status_view(sdir: SweepDir, state: SweepState | None = None, now: float | No
     headers = list(COLUMNS[:4]) + ([""] if bars else []) + list(COLUMNS[4:])
     lines = [f"sweep {state.name} ({sdir.path}): {done}/{len(state.trials)} ended; "
              f"{controller_line(state, sdir)}"]
-    lines += [f"queue {q.name} is down: {q.reason}" for q in state.queues if q.state == "down"]
+    lines += [f"queue {q.name} is {q.state}: {q.reason}" for q in state.queues if q.state != "live"]
     lines += [f"orphan of {t.id} on {o['handle'].get('host') or o['queue']} (pid "
               f"{o['handle'].get('pid')}): stopped when its host answers" for t in state.trials
               for o in t.orphans]

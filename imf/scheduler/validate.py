@@ -15,7 +15,7 @@ from imf.scheduler.base import GROUP, scheme_of
 
 TRIAL_STATES = ("pending", "starting", "queued", "running", "completed", "stopped_early",
                 "diverged", "failed", "stalled")
-QUEUE_STATES = ("live", "down")
+QUEUE_STATES = ("live", "down", "blocked")  # blocked: a full disk
 SWEEP_STATUSES = ("planned", "running", "interrupted", "finished", "stopped")
 HANDLE_KEYS = {"queue": str, "dir": str, "local_dir": str, "host": str, "pid": int,
                "start_time": str, "token": str, "job_id": str}  # what schedulers put in a handle
@@ -83,7 +83,7 @@ def _check_values(data: dict[str, Any]) -> None:
     installed = registry.names(GROUP)
     for i, queue in enumerate(data["queues"]):
         if queue.get("state", "live") not in QUEUE_STATES:
-            raise SweepError(f"queues[{i}] state '{queue['state']}' is not live or down")
+            raise SweepError(f"queues[{i}] state '{queue['state']}' is not live, down or blocked")
         scheme = scheme_of(queue["spec"])
         if scheme not in installed:
             raise SweepError(f"queues[{i}]: unknown scheduler '{scheme}' in {GROUP}; installed: "

@@ -15,6 +15,7 @@ from typing import Any
 
 from imf.atomic import atomic_write_json
 from imf.store.layout import SUMMARY
+from imf.store.runlock import live_holder
 from imf.store.runs import read_json_object
 
 SUMMARY_VERSION = 1
@@ -33,7 +34,9 @@ class Checkpoints:
 @dataclass
 class RunSummary:
     id: str = ""
-    status: str = "running"  # running, completed, stopped_early, diverged, failed, stalled
+    # running, completed, stopped_early, diverged, failed, stalled, interrupted (a stop signal,
+    # or a "running" summary whose process is gone: see observed_status)
+    status: str = "running"
     reason: str = ""  # why it diverged or failed
     epochs_done: int = 0
     num_epochs: int = 0
@@ -88,11 +91,27 @@ class RunSummary:
 
 
 def read_summary(run_dir: Path) -> RunSummary | None:
-    """The run's summary.json, or None when it is missing or not a JSON object."""
+    """The run's summary.json, or None when it is missing or not a JSON object; a "running"
+    summary whose process is gone reads as "interrupted" (``observed_status``)."""
     try:
-        return RunSummary.from_dict(read_json_object(Path(run_dir) / SUMMARY))
+        summary = RunSummary.from_dict(read_json_object(Path(run_dir) / SUMMARY))
     except ValueError:
         return None
+    seen = observed_status(summary.status, run_dir)
+    if seen != summary.status:
+        summary.status, summary.reason = seen, GONE
+    return summary
+
+
+GONE = "the process that ran it is gone (killed, or its disk filled up)"
+
+
+def observed_status(status: str, run_dir: Path) -> str:
+    """``status`` as a reader should show it: "running" only while a live process holds the
+    run folder's lock (imf/store/runlock.py), "interrupted" once it is gone."""
+    if status == "running" and live_holder(Path(run_dir)) is None:
+        return "interrupted"
+    return status
 
 
 _WRONG = object()

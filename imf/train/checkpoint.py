@@ -6,6 +6,7 @@ optimizer and scheduler state, epoch, scores, RNG states and code version.
 """
 from __future__ import annotations
 
+import io
 import random
 import re
 import shutil
@@ -25,10 +26,14 @@ FORMAT = "imf-checkpoint-1"
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    """Write through a temp file and a rename: never a half checkpoint."""
+    """Write through a temp file and a rename: never a half checkpoint. Serialised in memory
+    first: torch's own file writer reports a full disk as a RuntimeError without an errno,
+    Python's write as the OSError that ``atomic_path`` turns into a DiskFullError."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        torch.save({"format": FORMAT, **state}, tmp)
+    buffer = io.BytesIO()
+    torch.save({"format": FORMAT, **state}, buffer)
+    with atomic_path(path) as tmp, open(tmp, "xb") as handle:
+        handle.write(buffer.getbuffer())
 
 
 def copy_checkpoint(source: Path, target: Path) -> None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from imf.atomic import atomic_write_text, finite
+from imf.errors import DiskFullError, is_disk_full
 from imf.store.runs import read_log
 
 
@@ -22,9 +23,18 @@ class JsonLinesLog:
         self.path = path
 
     def append(self, record: dict[str, Any]) -> None:
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(finite(record)) + "\n")
-            fh.flush()
+        """One line; on a full disk the file is cut back to its last complete line."""
+        line = (json.dumps(finite(record)) + "\n").encode("utf-8")
+        with self.path.open("ab") as fh:
+            size = fh.tell()
+            try:
+                fh.write(line)
+                fh.flush()
+            except OSError as exc:
+                _cut_back(fh, size)
+                if is_disk_full(exc):
+                    raise DiskFullError(self.path) from None
+                raise
 
     def read(self) -> list[dict[str, Any]]:
         """Every complete line; a truncated or garbled line (a crash mid-write) is skipped."""
@@ -39,20 +49,43 @@ class JsonLinesLog:
 
 
 class Tee:
-    """Write everything printed to the terminal into stdout.log as well."""
+    """Write everything printed to the terminal into stdout.log as well. When the disk is
+    full, stdout.log is cut back to its last complete write and left alone from then on (the
+    terminal still gets every line); the first such write raises DiskFullError."""
 
     def __init__(self, path: Path, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stdout
-        self.file = path.open("a", encoding="utf-8", buffering=1)
+        self.path = path
+        self.file: BinaryIO | None = path.open("ab", buffering=0)
 
     def write(self, text: str) -> None:
         self.stream.write(text)
         self.stream.flush()
-        self.file.write(text)
+        if self.file is None:
+            return
+        size = self.file.tell()
+        try:
+            self.file.write(text.encode("utf-8"))
+        except OSError as exc:
+            _cut_back(self.file, size)
+            self.file.close()
+            self.file = None
+            if is_disk_full(exc):
+                raise DiskFullError(self.path) from None
+            raise
 
     def line(self, text: str) -> None:
         self.write(text + "\n")
 
     def close(self) -> None:
-        self.file.close()
+        if self.file is not None:
+            self.file.close()
+
+
+def _cut_back(handle: BinaryIO, size: int) -> None:
+    """Drop a partly written record: the file ends where the last complete one ended."""
+    try:
+        handle.truncate(size)
+    except OSError:
+        pass
 

@@ -20,11 +20,12 @@ import torch
 from imf import registry
 from imf.atomic import clean_stale_temps
 from imf.config import Config
-from imf.errors import TrainingError
+from imf.errors import DiskFullError, TrainingError
 from imf.registry.options import fill_options
 from imf.store import record_from_summary
 from imf.store.base import now_iso
 from imf.store.layout import BEST, LATEST, RunLayout, checkpoint_name
+from imf.store.runlock import RunLock
 from imf.store.summary import Checkpoints, RunSummary
 from imf.train import checkpoint as ckpt_io
 from imf.train.console import EpochBar, epoch_line, rollout_status, shown
@@ -32,6 +33,7 @@ from imf.train.evaluate import rollout_metrics
 from imf.train.parts import TrainParts, build_parts, pick_device
 from imf.train.precision import autocast_for
 from imf.train.runfiles import JsonLinesLog, Tee
+from imf.train.signals import StopSignals
 from imf.train.state import TrainState, checkpoint_of, restore, save_epoch
 from imf.train.tracker import Tracker, run_group
 
@@ -58,6 +60,7 @@ class Trial:
     log: JsonLinesLog
     say: Callable[[str], None]
     tracker: Tracker
+    stop: StopSignals = field(default_factory=StopSignals)  # SIGTERM / SIGINT received
     started: str = field(default_factory=now_iso)
 
 
@@ -70,22 +73,28 @@ def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
     device = pick_device(cfg.training.device)  # these two fail before the run folder changes
     warm = _warm_start(cfg, opts)
     files = RunLayout(opts.run_dir)
-    resume_ckpt = _prepare_folder(cfg, opts, files)
-    out = Tee(files.stdout) if not _stdout_is(files.stdout) else None
-    say = out.line if out else _print
-    trial = Trial(cfg, opts, files, JsonLinesLog(files.logs), say, Tracker(say))
-    state = TrainState()
-    try:
-        topk = _train_and_score(trial, state, device, resume_ckpt, warm)
-        summary = _write_summary(trial, state, topk, finished=True)
-        _record(trial, summary, stores)
-        say(f"trial {opts.trial_id}: {state.status}"
-            + (f", best test_mean_score {state.best[0]:.4f} at epoch {shown(state.best[1])}" if state.best else "")
-            + f" ({files.root})")
-        return summary.to_dict()
-    finally:
-        if out:
-            out.close()
+    # The folder is this process's until it returns: a second trial, a --resume or a final
+    # eval into it is refused while we live (imf/store/runlock.py).
+    with RunLock.acquire(files.root, opts.trial_id), StopSignals() as stop:
+        resume_ckpt = _prepare_folder(cfg, opts, files)
+        out = Tee(files.stdout) if not _stdout_is(files.stdout) else None
+        say = out.line if out else _print
+        trial = Trial(cfg, opts, files, JsonLinesLog(files.logs), say, Tracker(say), stop)
+        state = TrainState()
+        try:
+            topk = _train_and_score(trial, state, device, resume_ckpt, warm)
+            summary = _write_summary(trial, state, topk, finished=True)
+            if state.status != "interrupted":  # an interrupted run is resumed, not recorded
+                _record(trial, summary, stores)
+            say(f"trial {opts.trial_id}: {state.status}"
+                + (f" by {state.reason}; continue with imf trial --resume --out {files.root}"
+                   if state.status == "interrupted" else "")
+                + (f", best test_mean_score {state.best[0]:.4f} at epoch {shown(state.best[1])}" if state.best else "")
+                + f" ({files.root})")
+            return summary.to_dict()
+        finally:
+            if out:
+                out.close()
 
 
 def _warm_start(cfg: Config, opts: TrialOptions) -> tuple[Path, dict[str, Any]] | None:
@@ -132,9 +141,15 @@ def _train_and_score(trial: Trial, state: TrainState, device: torch.device, resu
         train_loop(trial, parts, state)
         return parts.topk
     except BaseException as exc:
-        state.status, state.reason = "failed", f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, KeyboardInterrupt):  # Ctrl-C twice: stopped at once
+            state.status, state.reason = "interrupted", "SIGINT"
+        else:
+            state.status, state.reason = "failed", f"{type(exc).__name__}: {exc}"
         if restored:
-            _write_summary(trial, state, parts.topk if parts else None, finished=True)
+            try:
+                _write_summary(trial, state, parts.topk if parts else None, finished=True)
+            except DiskFullError:
+                pass  # no room even for the summary: readers see a "running" run with no owner
         raise
     finally:
         trial.tracker.finish()
@@ -146,8 +161,12 @@ def train_loop(trial: Trial, parts: TrainParts, state: TrainState) -> None:
     """Epochs until the last, a divergence, early stopping or the time budget."""
     t = trial.cfg.training
     while state.epoch < t.num_epochs:
-        epoch = state.epoch
-        train = train_epoch(trial.cfg, parts, state)
+        epoch, step_before = state.epoch, state.global_step
+        train = train_epoch(trial.cfg, parts, state, trial.stop)
+        if trial.stop():  # the part-epoch is dropped: a resume redoes it from latest.pt
+            state.global_step = step_before
+            _interrupted(trial, state)
+            return
         if train is None:
             trial.log.append({"epoch": epoch, "global_step": state.global_step, "diverged": True,
                               "reason": state.reason})
@@ -166,11 +185,15 @@ def train_loop(trial: Trial, parts: TrainParts, state: TrainState) -> None:
         state.epoch = epoch + 1
         # latest.pt every checkpoint_every epochs, at rollouts (best and top-k copy it) and at
         # the last epoch; a resume redoes the epochs after it.
-        if (epoch + 1) % t.checkpoint_every == 0 or "test_mean_score" in record or epoch == t.num_epochs - 1:
+        if (epoch + 1) % t.checkpoint_every == 0 or "test_mean_score" in record \
+                or epoch == t.num_epochs - 1 or trial.stop():
             save_epoch(checkpoint_of(trial.cfg.to_dict(), parts, state, record, trial.opts.trial_id),
                        parts, record)
         _write_summary(trial, state, parts.topk, finished=False)
         trial.say(epoch_line(record, t.num_epochs))
+        if trial.stop():  # the epoch is complete and in latest.pt
+            _interrupted(trial, state)
+            return
         if stop:
             state.status = "stopped_early"
             trial.say(f"early stop: {t.patience} rollouts without a new best")
@@ -181,8 +204,16 @@ def train_loop(trial: Trial, parts: TrainParts, state: TrainState) -> None:
     state.status = "completed"
 
 
-def train_epoch(cfg: Config, parts: TrainParts, state: TrainState) -> dict[str, float] | None:
-    """One epoch of steps; the mean loss and objective metrics, or None when it diverged."""
+def _interrupted(trial: Trial, state: TrainState) -> None:
+    state.status, state.reason = "interrupted", trial.stop.received or "signal"
+    trial.say(f"{state.reason}: stopped after {state.epoch} complete epoch(s); latest.pt is the "
+              "last complete one")
+
+
+def train_epoch(cfg: Config, parts: TrainParts, state: TrainState,
+                stop: Callable[[], bool] = lambda: False) -> dict[str, float] | None:
+    """One epoch of steps (fewer when ``stop`` says so); the mean loss and objective metrics,
+    or None when it diverged."""
     parts.policy.train()
     parts.shuffle.manual_seed(cfg.training.seed * 1_000_003 + state.epoch)  # same order on resume
     bar = EpochBar(state.epoch, cfg.training.num_epochs, parts.steps_per_epoch) if sys.stdout.isatty() else None
@@ -191,7 +222,7 @@ def train_epoch(cfg: Config, parts: TrainParts, state: TrainState) -> dict[str, 
     parts.clock.start()
     try:
         for i, batch in enumerate(parts.train_loader):
-            if i >= parts.steps_per_epoch or parts.clock.exhausted():
+            if i >= parts.steps_per_epoch or parts.clock.exhausted() or stop():
                 break
             batch = _to_device(batch, parts.device)
             with autocast_for(parts.device, parts.autocast):
