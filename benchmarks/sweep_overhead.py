@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -126,8 +127,38 @@ def slurm_poll_ms(folder: Path, jobs: int = 4, n: int = 20) -> tuple[float, int]
         cluster.stop()
 
 
+PLAN_SIZES = (100, 1000, 10000)
+_PLAN = """
+import sys, time
+t0 = time.perf_counter()
+from imf.scheduler.sweep import SweepRequest, plan_sweep
+n = int(sys.argv[1]); out = sys.argv[2]
+lrs = ",".join(f"{i}e-4" for i in range(1, 11))
+grids = ["32,64,96,128,160,192,224,256,288,320x1,2,3,4,5,6,7,8,9,10"] if n >= 100 else []
+grids += [f"training.lr={lrs}"] if n >= 1000 else []
+grids += ["training.seed=" + ",".join(str(s) for s in range(10))] if n >= 10000 else []
+t1 = time.perf_counter()
+sdir, state, plan = plan_sweep(SweepRequest(config="smoke", grids=grids, queues=["local:cpu"] * 4,
+                                            name="plan", out=out))
+t2 = time.perf_counter()
+sdir.save(state)
+t3 = time.perf_counter()
+assert len(state.trials) == n, len(state.trials)
+print(t1 - t0, t2 - t1, t3 - t2, t3 - t0)
+"""
+
+
+def plan_seconds(folder: Path, n: int) -> dict:
+    """One fresh interpreter: import, plan ``n`` trials of the smoke preset on 4 slots, write
+    sweep.json (what `imf sweep` does before its first trial starts)."""
+    out = subprocess.run([sys.executable, "-c", _PLAN, str(n), str(folder / f"plan{n}")],
+                         capture_output=True, text=True, check=True)
+    imp, plan, save, total = map(float, out.stdout.split())
+    return {"n": n, "import": imp, "plan": plan, "save": save, "total": total}
+
+
 def render(rows: list[dict], ssh_ms: float | None, unit: float,
-           slurm: tuple[float, int] | None = None) -> str:
+           slurm: tuple[float, int] | None = None, plans: list[dict] | None = None) -> str:
     lines = [SECTION, "",
              f"Seed grid (9 stand-in trials, {EPOCHS} epochs of {unit:g} s x cost factor) on 3 "
              f"local:cpu slots; `python benchmarks/sweep_overhead.py`; {time.strftime('%Y-%m-%d')}, "
@@ -148,6 +179,14 @@ def render(rows: list[dict], ssh_ms: float | None, unit: float,
                       f"folders; private single-node cluster): {ms:.1f} ms per poll, {ms / jobs:.1f} ms "
                       f"per trial, i.e. {ms / jobs / 1e3 * 12:.3f} s of controller time per "
                       f"trial-minute at a 5 s poll."]
+    if plans:
+        lines += ["", "Planning (`plan_sweep` of the smoke preset: a 10 x 10 size grid, x 10 learning "
+                      "rates, x 10 seeds, on 4 local:cpu slots, then sweep.json written; one fresh "
+                      "interpreter per size, alone on the machine):", "",
+                  "| trials | import s | plan s | write sweep.json s | total s | ms per trial |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {p['n']} | {p['import']:.2f} | {p['plan']:.2f} | {p['save']:.2f} | "
+                  f"{p['total']:.2f} | {1e3 * (p['plan'] + p['save']) / p['n']:.2f} |" for p in plans]
     lines += ["", "The gap is launch latency (half a poll on average per trial, plus process start) "
                   "and is paid once per trial; the poll cost is one `sh` (or one ssh round trip) per "
                   "running trial per poll (on Slurm one `squeue` per poll for all of them).", ""]
@@ -159,12 +198,17 @@ def main() -> None:
     parser.add_argument("--unit", type=float, default=0.25, help="seconds per epoch per cost unit")
     parser.add_argument("--polls", default="0.1,0.5", help="poll intervals to measure")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--plan-only", action="store_true", help="only the planning rows (printed)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        plans = [plan_seconds(Path(tmp), n) for n in PLAN_SIZES]
+        if args.plan_only:
+            print(render([], None, args.unit, None, plans))
+            return
         rows = [run_once(Path(tmp), args.unit, float(p)) for p in args.polls.split(",")]
         ssh_ms = ssh_poll_ms(Path(tmp))
         slurm = slurm_poll_ms(Path(tmp))
-    text = render(rows, ssh_ms, args.unit, slurm)
+    text = render(rows, ssh_ms, args.unit, slurm, plans)
     print(text)
     if not args.no_write:
         write_section(SECTION, text)

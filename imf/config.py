@@ -8,7 +8,9 @@ wrong type is a ``ConfigError`` that names the key, the value and the fix.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import json
 import typing
 from dataclasses import dataclass, field
@@ -155,22 +157,33 @@ OPTION_KEYS = ("policy.mask_options", "objective.options")
 
 def all_keys(cls: type = Config, prefix: str = "") -> list[str]:
     """Every dotted leaf key of the config tree, e.g. ``policy.n_emb``."""
+    return list(_all_keys(cls, prefix))
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls: type) -> dict[str, Any]:
+    """The dataclass's resolved field types (slow to work out; asked once per config built)."""
+    return typing.get_type_hints(cls)
+
+
+@functools.lru_cache(maxsize=None)
+def _all_keys(cls: type, prefix: str) -> tuple[str, ...]:
     keys: list[str] = []
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
         if dataclasses.is_dataclass(tp):
-            keys += all_keys(tp, f"{prefix}{f.name}.")
+            keys += _all_keys(tp, f"{prefix}{f.name}.")
         else:
             keys.append(f"{prefix}{f.name}")
-    return keys
+    return tuple(keys)
 
 
 def _build(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
     """Instantiate dataclass ``cls`` from a nested dict, checking every key and type."""
     if not isinstance(data, dict):
         raise ConfigError(f"config key '{prefix.rstrip('.') or '<root>'}': expected a mapping, got {data!r}")
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
@@ -241,8 +254,26 @@ def list_presets() -> list[str]:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
+    """The file's mapping (a fresh copy each call: callers merge into it)."""
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        stat = path.stat()
+    except OSError:
+        stat = None
+    if stat is None:
+        return _parse_yaml(path, path.read_text())  # raises the OSError a caller reports
+    return copy.deepcopy(_read_yaml_cached(str(path), stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=64)
+def _read_yaml_cached(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
+    """Parsed once per version of the file: a sweep of 10,000 trials builds 10,000 configs
+    from one preset (the key is the file's mtime and size, so an edited file is read again)."""
+    return _parse_yaml(Path(path), Path(path).read_text())
+
+
+def _parse_yaml(path: Path, text: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file {path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict):

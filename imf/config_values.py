@@ -1,7 +1,9 @@
 """Checking and converting config values: the type rules behind every override."""
 from __future__ import annotations
 
+import copy
 import difflib
+import functools
 import types
 import typing
 from typing import Any
@@ -77,6 +79,13 @@ def coerce(value: Any, tp: Any, key: str) -> Any:
 
 def parse_scalar(text: str) -> Any:
     """Parse the right-hand side of ``key=value`` the way YAML would (safely)."""
+    value = _parse_scalar(text)
+    return copy.deepcopy(value) if isinstance(value, (list, dict)) else value
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_scalar(text: str) -> Any:
+    """Cached: a sweep's grid repeats a few values over thousands of trials."""
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError:

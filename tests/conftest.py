@@ -31,3 +31,17 @@ def _unit_tier_starts_no_process(request, monkeypatch):
     def refuse_child(self):
         raise AssertionError(f"{request.node.nodeid} starts a child process: mark it @pytest.mark.slow")
     monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse_child)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say at the end, in one line, when the SSH queue tests were skipped (no sshd) and why:
+    a plain `pytest -q` would otherwise pass without them unnoticed."""
+    reasons = []
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        if "no sshd" in reason:
+            reasons.append(reason.removeprefix("Skipped: "))
+    if reasons:
+        terminalreporter.write_line(f"{len(reasons)} SSH queue tests skipped: {reasons[0]}; "
+                                    "see README.md, 'Run the tests'")

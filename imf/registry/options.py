@@ -9,6 +9,7 @@ dataclass's ``__post_init__`` may refuse a value with ``imf.errors.OptionError``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from typing import Any
 
@@ -37,7 +38,7 @@ def resolve(plugin: Any, raw: dict[str, Any] | None, where: str, label: str) -> 
         if raw:
             raise ConfigError(f"config key '{where}': {label} takes no options, got {', '.join(sorted(raw))}")
         return None
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
     values = {}
     for key, value in raw.items():
@@ -52,6 +53,11 @@ def resolve(plugin: Any, raw: dict[str, Any] | None, where: str, label: str) -> 
         raise ConfigError(f"config key '{where}.{exc.key}': {exc.message}") from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"config key '{where}' ({label}): {exc}") from None
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
 
 
 def as_dict(options: Any) -> dict[str, Any]:

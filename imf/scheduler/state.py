@@ -152,8 +152,13 @@ class SweepDir:
         atomic_write_json(self.state_file, state.to_dict())
 
     def log(self, message: str) -> str:
-        line = f"{now_iso()} {message}"
+        return self.log_lines([message])[0]
+
+    def log_lines(self, messages: list[str]) -> list[str]:
+        """Append ``messages`` to sweep.log in one write (a plan of 10,000 trials is as many lines)."""
+        stamp = now_iso()
+        lines = [f"{stamp} {message}" for message in messages]
         self.path.mkdir(parents=True, exist_ok=True)
         with open(self.path / "sweep.log", "a") as f:
-            f.write(line + "\n")
-        return line
+            f.write("".join(line + "\n" for line in lines))
+        return lines

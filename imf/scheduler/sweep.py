@@ -104,9 +104,10 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
         stall_timeout=_positive(_given(req.stall_timeout, defaults.stall_timeout), "--stall-timeout"),
         poll=_positive(_given(req.poll, defaults.poll_interval), "--poll"),
         notify=req.notify, stores=list(base.logging.stores), queues=queues)
+    by_id = {t.id: t for t in trials}
     for queue, ids in plan.order.items():
         for position, tid in enumerate(ids):
-            t = next(p for p in trials if p.id == tid)
+            t = by_id[tid]
             state.trials.append(TrialState(t.id, t.overrides, t.seed, t.epochs, t.params, t.cost,
                                            queue, order=position))
     return SweepDir(Path(req.out) / name), state, plan
@@ -168,8 +169,8 @@ def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print,
     sdir.save(state)
     if on_start:
         on_start(sdir)
-    for line in render_plan(plan, f"plan of sweep {state.name} in {sdir.path}").splitlines():
-        echo(sdir.log(line))
+    for line in sdir.log_lines(render_plan(plan, f"plan of sweep {state.name} in {sdir.path}").splitlines()):
+        echo(line)
     engine = Engine(sdir, state, echo)
     engine.run()
     return engine
