@@ -13,6 +13,7 @@ fault, lets the sweep finish (resuming where the drill says), and prints one lin
 - ssh-down: a loopback sshd and its sessions killed mid-trial; the controller SIGKILLed after
   "is down"; sshd back; `--resume` (needs /usr/sbin/sshd).
 - writers: 8 processes x 50 scoreboard records with random SIGKILLs (killed writers restart).
+- one-folder, disk-full-sweep, sigterm-resume: real `imf trial` processes (benchmarks/drills_trial.py).
 
     python benchmarks/drills.py [--only NAME ...] [--no-write]
 
@@ -37,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from _sweep_helpers import SSHD, fake_command, start_sshd, wait_for  # noqa: E402
+from drills_trial import TRIAL_DRILLS  # noqa: E402
 from results_file import write_section  # noqa: E402
 
 SECTION = "## Fault drills (benchmarks/drills.py)"
@@ -253,7 +255,7 @@ def drill_writers(root: Path, writers: int = 8, records: int = 50, kills: int = 
 
 DRILLS = {"sigkill-trial": drill_sigkill_trial, "sigstop-trial": drill_sigstop_trial,
           "controller-kills": drill_controller_kills, "ssh-down": drill_ssh_down,
-          "writers": drill_writers}
+          "writers": drill_writers, **TRIAL_DRILLS}
 
 
 def main() -> None:
@@ -268,7 +270,8 @@ def main() -> None:
             lines.append(f"{name}: skipped (no sshd at {SSHD})")
         else:
             with tempfile.TemporaryDirectory(prefix=f"imf-drill-{name}-") as tmp:
-                lines.append(DRILLS[name](Path(tmp)).line())
+                result = DRILLS[name](Path(tmp))
+                lines.append(result if isinstance(result, str) else result.line())
         print(lines[-1], flush=True)
     if not args.no_write and args.only is None:
         when = time.strftime("%Y-%m-%d")
