@@ -118,6 +118,7 @@ class LoggingConfig:
     project: str = "imf"
     group: str | None = None
     stores: list[str] = field(default_factory=lambda: ["scoreboard", "iteration-log"])
+    every_steps: int = 25  # the host reads the step's loss and metrics this often (one sync)
 
 
 @dataclass

@@ -40,7 +40,7 @@ def test_train_step_under_bf16_autocast(objective):
         loss, metrics = policy.compute_loss(batch())
     assert cond.dtype == torch.bfloat16  # the encoder really ran in bf16
     loss.backward()
-    assert loss.dtype == torch.float32 and torch.isfinite(loss) and all(map(torch.isfinite, map(torch.tensor, metrics.values())))
+    assert loss.dtype == torch.float32 and torch.isfinite(loss) and all(torch.isfinite(torch.as_tensor(v)) for v in metrics.values())
     grads = [p.grad for p in policy.parameters() if p.grad is not None]
     assert grads and all(torch.isfinite(g).all() for g in grads)
     assert policy.encoder.proj.weight.grad.abs().sum() > 0 and policy.model.head.weight.grad.abs().sum() > 0

@@ -21,7 +21,7 @@ import torch.autograd.forward_ad as fwAD
 
 from imf.errors import ConfigError, OptionError
 
-Metrics = dict[str, float]
+Metrics = dict[str, "torch.Tensor | float"]  # 0-dim tensors on the device, or host floats
 
 
 class Objective(Protocol):
@@ -116,9 +116,9 @@ def draw_mean_flow_batch(x: torch.Tensor, opts: MeanFlowOptions, generator: torc
 
 
 def to_metrics(stats: dict[str, torch.Tensor]) -> Metrics:
-    """Scalar tensors -> floats with one host sync instead of one ``.item()`` each."""
-    values = torch.stack([s.detach().float() for s in stats.values()]).tolist()
-    return dict(zip(stats, values))
+    """The scalar tensors, detached and left on the device: the training loop reads them in
+    one sync every ``logging.every_steps`` steps (imf/train/step_metrics.py)."""
+    return {key: value.detach() for key, value in stats.items()}
 
 
 def expand(x: torch.Tensor) -> torch.Tensor:

@@ -70,7 +70,7 @@ class DdpmObjective(ObjectiveBase):
         noisy = abar.sqrt() * x + (1 - abar).sqrt() * eps  # (B, H, A)
         t = k.to(x.dtype) / self.n_train
         loss = F.mse_loss(model(noisy, t, torch.zeros_like(t), cond), eps)
-        value = loss.item()
+        value = loss.detach()  # read by the loop at its log points, not here (no sync)
         return loss, {"loss": value, "mse": value}
 
     def sample(self, model, cond: torch.Tensor, n_steps: int | None = None,

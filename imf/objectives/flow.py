@@ -22,7 +22,7 @@ class FlowObjective(ObjectiveBase):
         z = interpolate(x, e, t)  # (B, H, A)
         pred = model(z, t, torch.zeros_like(t), cond)  # h = 0: the instantaneous velocity
         loss = F.mse_loss(pred, e - x)
-        value = loss.item()
+        value = loss.detach()  # read by the loop at its log points, not here (no sync)
         return loss, {"loss": value, "mse": value}
 
     def sample(self, model, cond: torch.Tensor, n_steps: int | None = None,

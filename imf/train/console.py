@@ -30,9 +30,9 @@ class EpochBar:
         self.task = self.progress.add_task("train", total=steps, loss="-")
         self.progress.start()
 
-    def step(self, loss: float) -> None:
+    def step(self, loss: float, steps: int = 1) -> None:
         # Drawn by rich's own refresh thread: a draw per step costs ~2 ms on the training path.
-        self.progress.update(self.task, advance=1, loss=f"{loss:.4f}")
+        self.progress.update(self.task, advance=steps, loss=f"{loss:.4f}")
 
     def close(self) -> None:
         self.progress.stop()

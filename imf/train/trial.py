@@ -35,6 +35,7 @@ from imf.train.precision import autocast_for
 from imf.train.runfiles import JsonLinesLog, Tee
 from imf.train.signals import StopSignals
 from imf.train.state import TrainState, checkpoint_of, restore, save_epoch
+from imf.train.step_metrics import StepMetrics
 from imf.train.tracker import Tracker, run_group
 
 
@@ -217,8 +218,7 @@ def train_epoch(cfg: Config, parts: TrainParts, state: TrainState,
     parts.policy.train()
     parts.shuffle.manual_seed(cfg.training.seed * 1_000_003 + state.epoch)  # same order on resume
     bar = EpochBar(state.epoch, cfg.training.num_epochs, parts.steps_per_epoch) if sys.stdout.isatty() else None
-    losses: list[float] = []
-    sums: dict[str, float] = {}
+    window = StepMetrics(cfg.logging.every_steps)  # no host sync inside a step
     parts.clock.start()
     try:
         for i, batch in enumerate(parts.train_loader):
@@ -227,10 +227,6 @@ def train_epoch(cfg: Config, parts: TrainParts, state: TrainState,
             batch = _to_device(batch, parts.device)
             with autocast_for(parts.device, parts.autocast):
                 loss, metrics = parts.policy.compute_loss(batch)
-            value = metrics["loss"] if "loss" in metrics else float(loss.detach())  # already synced
-            if parts.divergence.update(value):
-                state.status, state.reason = "diverged", parts.divergence.reason or "loss diverged"
-                return None
             parts.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(parts.policy.parameters(), cfg.training.grad_clip)
@@ -239,17 +235,33 @@ def train_epoch(cfg: Config, parts: TrainParts, state: TrainState,
             if parts.ema is not None:
                 parts.ema.step(parts.policy)
             state.global_step += 1
-            losses.append(value)
-            for key, metric in metrics.items():
-                sums[key] = sums.get(key, 0.0) + metric
-            if bar is not None:
-                bar.step(value)
+            value = metrics.get("loss", loss)
+            if window.add(value if isinstance(value, torch.Tensor) else loss, metrics) \
+                    and _diverged(window, parts, state, bar):
+                return None
+        if _diverged(window, parts, state, bar):
+            return None
     finally:
         parts.clock.stop()
         if bar is not None:
             bar.close()
-    means = {f"train_{k}": v / len(losses) for k, v in sums.items() if k != "loss"}
-    return {"train_loss": float(np.mean(losses)) if losses else None, **means}
+    n = len(window.losses)
+    means = {f"train_{k}": v / n for k, v in window.sums.items() if k != "loss"}
+    return {"train_loss": float(np.mean(window.losses)) if n else None, **means}
+
+
+def _diverged(window: StepMetrics, parts: TrainParts, state: TrainState, bar: EpochBar | None) -> bool:
+    """Read the window's losses (one sync) into the divergence check; True when one diverged,
+    which names its step (the steps after it in the window already ran: latest.pt is the last
+    good state)."""
+    losses = window.flush()
+    for value in losses:
+        if parts.divergence.update(value):
+            state.status, state.reason = "diverged", parts.divergence.reason or "loss diverged"
+            return True
+    if bar is not None and losses:
+        bar.step(losses[-1], len(losses))
+    return False
 
 
 @torch.no_grad()
@@ -269,7 +281,7 @@ def validate(cfg: Config, parts: TrainParts, state: TrainState) -> dict[str, flo
         loss, metrics = policy.compute_loss(_to_device(batch, parts.device), generator=gen)
         losses.append(float(loss))
         if "mse" in metrics:
-            mses.append(metrics["mse"])
+            mses.append(float(metrics["mse"]))
     out: dict[str, float | None] = {"val_loss": float(np.mean(losses)) if losses else None}
     if mses:
         out["val_mse"] = float(np.mean(mses))
