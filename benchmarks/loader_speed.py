@@ -24,7 +24,7 @@ from torch.utils.data import default_collate
 
 from imf.config import load_config
 from imf.model.encoder import crop_images
-from imf.train.data import build_datasets, make_loader
+from imf.train.data import build_datasets, loader_workers, make_loader
 
 SECTION = "## Data loader (benchmarks/loader_speed.py)"
 TARGET = 2000  # samples/s: about what a reference-size GPU step at batch 64 consumes
@@ -32,7 +32,7 @@ TARGET = 2000  # samples/s: about what a reference-size GPU step at batch 64 con
 
 def pass_rate(dataset, cfg, workers: int, batches: int, seed: int) -> float:
     """Samples/s over ``batches`` batches after the first (worker start-up excluded)."""
-    cfg.training.num_workers = workers
+    cfg.training.num_workers = str(workers)
     loader = make_loader(dataset, cfg, shuffle=True, generator=torch.Generator().manual_seed(seed))
     it = iter(loader)
     next(it)
@@ -85,7 +85,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     cfg = load_config("pusht_image_imf", [])
-    configured = cfg.training.num_workers
+    configured = loader_workers(cfg.training.num_workers, torch.device("cuda"))  # auto on a GPU machine
     train, _, _, path = build_datasets(cfg, lambda line: print(line, flush=True))
     settings = sorted({configured, *(int(w) for w in args.workers.split(","))})
     best = {w: 0.0 for w in settings}
@@ -102,12 +102,12 @@ def main() -> None:
              f"{os.cpu_count()} CPUs visible, load average {load:.1f} at the end (other jobs share the "
              f"machine), torch {torch.__version__}, {torch.get_num_threads()} thread(s) in the main process. "
              f"The trial's loader over the reference preset's data ({len(train):,} training windows of "
-             f"{path.name}), batch {b}, shuffled; items are float32 images (2, 3, 96, 96) in [0, 1] plus "
+             f"{path.name}), batch {b}, shuffled; items are uint8 images (2, 3, 96, 96), scaled on the device, plus "
              f"agent_pos and actions. Best of {args.rounds} rounds of {args.batches} batches, settings "
              "interleaved. Target >= 2,000 samples/s.", "",
              "| loader workers | samples/s | vs target |", "|---|---|---|"]
     for w in settings:
-        mark = " (configured: `training.num_workers`)" if w == configured else ""
+        mark = " (`training.num_workers: auto` on CUDA)" if w == configured else ""
         lines.append(f"| {w}{mark} | {best[w]:,.0f} | {best[w] / TARGET:.1f}x |")
     lines += ["", f"One batch of {b} in this process (best of 15): dataset items {parts['items']:.1f} ms, "
               f"collate {parts['collate']:.1f} ms, i.e. {b / per_batch * 1e3:,.0f} samples/s for one core; "

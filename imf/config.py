@@ -96,7 +96,9 @@ class TrainingConfig:
     budget_clock: str = "wall"  # wall, or cpu: CPU seconds / threads (fair on a loaded machine)
     max_val_steps: int | None = None  # validation batches per epoch; None: all
     val_probe_windows: int = 512  # fixed validation windows for the world-unit action RMSE
-    num_workers: int = 0
+    # loader processes: auto = min(8, cores - 1) on CUDA (persistent, prefetching), 0 on a CPU,
+    # where they would take cores from the training step; or a number
+    num_workers: str = "auto"
     bf16: bool = True  # autocast on CUDA only
 
 
@@ -234,6 +236,9 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(
             f"config key 'policy.horizon': {p.horizon} is shorter than n_obs_steps - 1 + "
             f"n_action_steps = {p.n_obs_steps - 1 + p.n_action_steps}")
+    if not (t.num_workers == "auto" or t.num_workers.isdigit()):
+        raise ConfigError(f"config key 'training.num_workers': got {t.num_workers!r}, allowed: auto "
+                          f"or a number >= 0")
     if cfg.training.budget_clock not in ("wall", "cpu"):
         raise ConfigError(f"config key 'training.budget_clock': got {cfg.training.budget_clock!r}, "
                           f"allowed: wall, cpu")

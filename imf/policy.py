@@ -62,7 +62,10 @@ class ImfPolicy(nn.Module):
                 raise ConfigError(f"policy.n_obs_steps: need {self.n_obs_steps} observation frames, "
                                   f"got keypoints {tuple(x.shape)}")
             return self.normalizer.normalize("keypoints", x)
-        image = torch.as_tensor(obs["image"], device=self.device)[:, steps].float()
+        image = torch.as_tensor(obs["image"], device=self.device)[:, steps]
+        # stored frames arrive as uint8 (0-255) and are scaled here, on the device; the
+        # simulator's observations are already float in [0, 1]
+        image = image.float() / 255.0 if image.dtype == torch.uint8 else image.float()
         pos = torch.as_tensor(obs["agent_pos"], device=self.device)[:, steps].float()
         if image.shape[1] != self.n_obs_steps or pos.shape[1] != self.n_obs_steps:
             raise ConfigError(

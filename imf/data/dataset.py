@@ -1,8 +1,10 @@
 """PushTImageDataset: windows of the image PushT replay buffer as torch tensors (world units).
 
 Images are returned for the first n_obs_steps frames of each window only (the policy looks
-at no others): item["obs"]["image"] is float32 (n_obs_steps, 3, 96, 96) in [0, 1], while
-agent_pos and action span the whole horizon. Images stay uint8 in memory.
+at no others): item["obs"]["image"] is uint8 (n_obs_steps, 3, 96, 96), 0-255 as stored, while
+agent_pos and action span the whole horizon. Images stay uint8 until they reach the policy's
+device (a quarter of float32's bytes through the loader and the copy); the policy scales them
+to [0, 1] there (imf/policy.py, ``encode_obs``).
 """
 from __future__ import annotations
 
@@ -89,7 +91,7 @@ class PushTImageDataset(ReplayWindows):
     def __getitem__(self, index: int) -> dict[str, Any]:
         frames = self.sampler.frame_indices(index)  # (horizon,)
         image = self.images[frames[:self.n_obs_steps]]  # (n_obs, 96, 96, 3) uint8
-        image = np.moveaxis(image, -1, 1).astype(np.float32) / np.float32(255.0)  # (n_obs, 3, 96, 96)
+        image = np.ascontiguousarray(np.moveaxis(image, -1, 1))  # (n_obs, 3, 96, 96) uint8
         return {"obs": {"image": torch.from_numpy(image),
                         "agent_pos": torch.from_numpy(self.agent_pos[frames])},
                 "action": torch.from_numpy(self.actions[frames])}

@@ -55,10 +55,13 @@ class EMAModel:
                 avg_buffers[name].copy_(buf)
         self.optimization_step += 1
 
-    def state_dict(self) -> dict[str, Any]:
-        return {"averaged_model": self.averaged_model.state_dict(),
-                "optimization_step": self.optimization_step, "decay": self.decay,
+    def counters(self) -> dict[str, Any]:
+        """The state besides the averaged weights (a checkpoint stores those once, as ``ema``)."""
+        return {"optimization_step": self.optimization_step, "decay": self.decay,
                 "power": self.power, "max_value": self.max_value, "inv_gamma": self.inv_gamma}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"averaged_model": self.averaged_model.state_dict(), **self.counters()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         try:

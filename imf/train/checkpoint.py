@@ -36,6 +36,23 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
         handle.write(buffer.getbuffer())
 
 
+EXTRA = "_extra_state"  # a module's get_extra_state(): the policy's normaliser
+
+
+def weights_to_save(state_dict: dict[str, Any]) -> dict[str, Any]:
+    """A policy's (or its EMA's) weights without the normaliser: the checkpoint keeps one copy
+    of it, under ``normalizer``, instead of three (``weights_with_normalizer`` puts it back)."""
+    return {k: v for k, v in state_dict.items() if k != EXTRA}
+
+
+def weights_with_normalizer(weights: dict[str, Any], ckpt: dict[str, Any]) -> dict[str, Any]:
+    """Weights from a checkpoint, ready for ``load_state_dict``: the checkpoint's normaliser is
+    the policy's extra state (older checkpoints carry their own copy, which is kept)."""
+    if EXTRA in weights or "normalizer" not in ckpt:
+        return weights
+    return {**weights, EXTRA: {"normalizer": ckpt["normalizer"]}}
+
+
 def copy_checkpoint(source: Path, target: Path) -> None:
     """Copy through a temp file and a rename, like ``save_checkpoint``."""
     with atomic_path(target) as tmp:

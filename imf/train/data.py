@@ -1,6 +1,7 @@
 """The data a trial trains on: the user's replay buffer or the cached scripted demos."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -40,8 +41,19 @@ def build_datasets(cfg: Config, say: Callable[[str], None]) -> tuple[Any, Any, M
     return train, val, train.get_normalizer(), path
 
 
-def make_loader(dataset: Any, cfg: Config, shuffle: bool, generator: torch.Generator | None) -> DataLoader:
+def loader_workers(setting: str, device: torch.device) -> int:
+    """``training.num_workers`` as a count: auto is min(8, cores - 1) on CUDA, 0 elsewhere (on a
+    CPU the workers would take cores from the training step itself)."""
+    if setting != "auto":
+        return int(setting)
+    return min(8, max(0, (os.cpu_count() or 1) - 1)) if device.type == "cuda" else 0
+
+
+def make_loader(dataset: Any, cfg: Config, shuffle: bool, generator: torch.Generator | None,
+                device: torch.device = torch.device("cpu")) -> DataLoader:
+    """Batches for ``device``: pinned on CUDA (so the copy can be non-blocking), images uint8."""
+    workers = loader_workers(cfg.training.num_workers, device)
     return DataLoader(dataset, batch_size=cfg.training.batch_size, shuffle=shuffle,
-                      generator=generator, num_workers=cfg.training.num_workers,
-                      pin_memory=False, drop_last=False,
-                      persistent_workers=cfg.training.num_workers > 0)
+                      generator=generator, num_workers=workers,
+                      pin_memory=device.type == "cuda", drop_last=False,
+                      persistent_workers=workers > 0, prefetch_factor=4 if workers > 0 else None)

@@ -11,6 +11,7 @@ from imf.config import Config, from_dict
 from imf.data.normalizer import MinMaxNormalizer
 from imf.errors import CheckpointError, ConfigError
 from imf.policy import ImfPolicy
+from imf.train import checkpoint as ckpt_io
 from imf.train.checkpoint import load_checkpoint
 from imf.train.evaluate import score, test_seeds
 from imf.train.parts import pick_device
@@ -22,7 +23,7 @@ def policy_from_checkpoint(state: dict[str, Any], device: torch.device) -> tuple
     """The EMA policy (or the raw one when EMA was off) with its own normaliser."""
     cfg = from_dict(state["config"])
     policy = ImfPolicy(cfg, MinMaxNormalizer.from_state_dict(state["normalizer"]))
-    weights = state.get("ema") or state["policy"]
+    weights = ckpt_io.weights_with_normalizer(state.get("ema") or state["policy"], state)
     try:
         policy.load_state_dict(weights)
     except RuntimeError as exc:
@@ -70,4 +71,5 @@ def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int |
             "test_mean_score": result.mean_score, "test_success_rate": result.success_rate,
             "n_test": len(seeds), "start_seed": ev.test_start_seed, "noise_seed": noise,
             "per_seed": {str(s): v for s, v in sorted(result.per_seed.items())},
+            "per_seed_success": {str(s): v for s, v in sorted(result.per_seed_success.items())},
             "logged_test_mean_score": (state.get("scores") or {}).get("test_mean_score")}

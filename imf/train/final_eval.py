@@ -45,10 +45,13 @@ def run_final_eval(run_dir: Path, n: int, eval_cfg: EvalConfig, device: str = "a
     echo(f"final eval: {best} on {n} fresh episodes, seeds {seeds[0]}..{seeds[-1]}")
     result = evaluate_checkpoint(run_dir / best, n_test=n, start_seed=seeds[0], device=device)
     per_seed = [float(result["per_seed"][str(s)]) for s in seeds]
+    success = [float(result["per_seed_success"][str(s)]) for s in seeds]
     payload = {"checkpoint": Path(best).as_posix(), "episodes": n, "seed_start": seeds[0],
                "mean": float(result["test_mean_score"]), "se": standard_error(per_seed),
-               "per_seed": per_seed}
+               "success_rate": float(result["test_success_rate"]), "success_se": standard_error(success),
+               "per_seed": per_seed, "per_seed_success": success}
     atomic_write_json(run_dir / FILENAME, payload)
-    echo(f"final eval: mean {payload['mean']:.4f} +- {payload['se']:.4f} (SE) over {n} episodes; "
+    echo(f"final eval: mean {payload['mean']:.4f} +- {payload['se']:.4f} (SE), success rate "
+         f"{payload['success_rate']:.3f} +- {payload['success_se']:.3f} over {n} episodes; "
          f"wrote {run_dir / FILENAME}")
     return payload

@@ -84,12 +84,13 @@ def build_parts(cfg: Config, run: RunLayout, device: torch.device, warm: tuple[P
         normalizer = MinMaxNormalizer.from_state_dict(init["normalizer"])
     policy = ImfPolicy(cfg, normalizer).to(device)
     if init is not None:
-        say(ckpt_io.warm_start_line(load_weights_partial(policy, init.get("ema") or init["policy"]), init_from))
+        weights = ckpt_io.weights_with_normalizer(init.get("ema") or init["policy"], init)
+        say(ckpt_io.warm_start_line(load_weights_partial(policy, weights), init_from))
     ema = EMAModel(policy, power=t.ema_power, max_value=t.ema_max) if t.use_ema else None
     optimizer = torch.optim.AdamW(policy.optimizer_groups(t), lr=t.lr, betas=tuple(t.betas))
     shuffle = torch.Generator()
-    train_loader = make_loader(train_ds, cfg, shuffle=True, generator=shuffle)
-    val_loader = make_loader(val_ds, cfg, shuffle=False, generator=None) if len(val_ds) else None
+    train_loader = make_loader(train_ds, cfg, shuffle=True, generator=shuffle, device=device)
+    val_loader = make_loader(val_ds, cfg, shuffle=False, generator=None, device=device) if len(val_ds) else None
     probe = ActionProbe(val_ds, t.val_probe_windows, p.n_obs_steps, p.n_action_steps, t.batch_size, seed=t.seed)
     if len(probe):
         say(f"validation: action RMSE on {len(probe)} fixed windows; holding still "

@@ -52,12 +52,12 @@ def checkpoint_of(cfg_dict: dict[str, Any], parts: TrainParts, state: TrainState
     """Everything needed to score the policy later or to continue training exactly."""
     ema = parts.ema
     ckpt = {
+        # One copy of the normaliser (the weights' own extra state is dropped: see
+        # ckpt_io.weights_to_save), the averaged weights once, under "ema", with their counters.
         "config": cfg_dict, "normalizer": parts.policy.normalizer.state_dict(),
-        "policy": parts.policy.state_dict(),
-        "ema": ema.averaged_model.state_dict() if ema is not None else None,
-        # The averaged weights are stored once, under "ema"; this keeps only its counters.
-        "ema_state": ({k: v for k, v in ema.state_dict().items() if k != "averaged_model"}
-                      if ema is not None else None),
+        "policy": ckpt_io.weights_to_save(parts.policy.state_dict()),
+        "ema": ckpt_io.weights_to_save(ema.averaged_model.state_dict()) if ema is not None else None,
+        "ema_state": ema.counters() if ema is not None else None,
         "optimizer": parts.optimizer.state_dict(), "lr_schedule": parts.lr_schedule.state_dict(),
         **state.state_dict(),
         "trainer": {"stopper": parts.stopper.state_dict(), "divergence": parts.divergence.state_dict(),
@@ -81,9 +81,10 @@ def save_epoch(ckpt: dict[str, Any], parts: TrainParts, record: dict[str, Any]) 
 
 def restore(parts: TrainParts, state: TrainState, ckpt: dict[str, Any]) -> None:
     """Continue from latest.pt: weights, optimizer, schedule, stopping rules, counters, RNG."""
-    parts.policy.load_state_dict(ckpt["policy"])
+    parts.policy.load_state_dict(ckpt_io.weights_with_normalizer(ckpt["policy"], ckpt))
     if parts.ema is not None and ckpt.get("ema_state"):
-        parts.ema.load_state_dict({**ckpt["ema_state"], "averaged_model": ckpt["ema"]})
+        parts.ema.load_state_dict({**ckpt["ema_state"],
+                                   "averaged_model": ckpt_io.weights_with_normalizer(ckpt["ema"], ckpt)})
     parts.optimizer.load_state_dict(ckpt["optimizer"])
     parts.lr_schedule.load_state_dict(ckpt["lr_schedule"])
     trainer = ckpt["trainer"]

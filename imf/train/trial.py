@@ -62,6 +62,7 @@ class Trial:
     say: Callable[[str], None]
     tracker: Tracker
     stop: StopSignals = field(default_factory=StopSignals)  # SIGTERM / SIGINT received
+    cfg_dict: dict[str, Any] = field(default_factory=dict)  # the config, serialised once
     started: str = field(default_factory=now_iso)
 
 
@@ -80,7 +81,7 @@ def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
         resume_ckpt = _prepare_folder(cfg, opts, files)
         out = Tee(files.stdout) if not _stdout_is(files.stdout) else None
         say = out.line if out else _print
-        trial = Trial(cfg, opts, files, JsonLinesLog(files.logs), say, Tracker(say), stop)
+        trial = Trial(cfg, opts, files, JsonLinesLog(files.logs), say, Tracker(say), stop, cfg.to_dict())
         state = TrainState()
         try:
             topk = _train_and_score(trial, state, device, resume_ckpt, warm)
@@ -188,7 +189,7 @@ def train_loop(trial: Trial, parts: TrainParts, state: TrainState) -> None:
         # the last epoch; a resume redoes the epochs after it.
         if (epoch + 1) % t.checkpoint_every == 0 or "test_mean_score" in record \
                 or epoch == t.num_epochs - 1 or trial.stop():
-            save_epoch(checkpoint_of(trial.cfg.to_dict(), parts, state, record, trial.opts.trial_id),
+            save_epoch(checkpoint_of(trial.cfg_dict, parts, state, record, trial.opts.trial_id),
                        parts, record)
         _write_summary(trial, state, parts.topk, finished=False)
         trial.say(epoch_line(record, t.num_epochs))
