@@ -28,7 +28,11 @@ def test_a_tiny_trial_writes_a_final_eval_on_fresh_seeds(tmp_path):
                 str(run_dir), "--store", "none", "--final-eval", "5")
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads((run_dir / "final_eval.json").read_text())
-    assert set(result) == {"checkpoint", "episodes", "seed_start", "mean", "se", "per_seed"}
+    assert set(result) == {"checkpoint", "episodes", "seed_start", "mean", "se", "per_seed",
+                           "success_rate", "success_se", "per_seed_success"}
+    assert result["success_rate"] == pytest.approx(sum(result["per_seed_success"]) / 5)
+    assert result["success_se"] == pytest.approx(standard_error(result["per_seed_success"]))
+    assert all(s in (0.0, 1.0) for s in result["per_seed_success"])
     assert result["checkpoint"] == "checkpoints/best.pt" and (run_dir / result["checkpoint"]).is_file()
     assert result["episodes"] == 5 and len(result["per_seed"]) == 5
     assert all(0.0 <= s <= 1.0 for s in result["per_seed"])
@@ -42,7 +46,7 @@ def test_a_tiny_trial_writes_a_final_eval_on_fresh_seeds(tmp_path):
     assert not fresh & logged
     assert not fresh & set(range(ev.train_start_seed, ev.train_start_seed + ev.n_train))
     assert [p.name for p in run_dir.iterdir() if p.name.endswith(".tmp")] == []
-    assert "final eval: mean" in proc.stdout
+    assert "final eval: mean" in proc.stdout and "success rate" in proc.stdout
 
 
 @pytest.mark.slow

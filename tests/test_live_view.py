@@ -22,6 +22,7 @@ def _sweep(tmp_path, status="running"):
     sdir, state, _ = plan_sweep(req)
     first, second = state.trials
     first.state, first.epoch, first.last_score, first.best_score = "running", 2, 0.25, 0.5
+    first.best_success = 0.12
     second.state, second.epoch = "completed", 4
     state.status = status
     sdir.path.mkdir(parents=True)
@@ -44,8 +45,10 @@ def test_plain_status_has_no_bars_and_no_control_codes(tmp_path):
     text = render_status(sdir)
     assert "━" not in text and "\x1b" not in text
     lines = text.splitlines()
-    assert lines[1].split()[:4] == ["queue", "trial", "state", "epoch"]
-    assert any(line.split()[1:4] == [first.id, "running", "2/4"] for line in lines)
+    assert lines[1].split() == ["queue", "trial", "state", "epoch", "val_mse", "last", "best",
+                                "success", "elapsed", "eta"]
+    row = next(line.split() for line in lines if first.id in line)
+    assert row[1:4] == [first.id, "running", "2/4"] and row[5:8] == ["0.2500", "0.5000", "0.12"]
 
 
 def test_live_view_prints_log_lines_above_the_table(tmp_path):

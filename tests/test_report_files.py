@@ -77,10 +77,10 @@ def test_text_rendering(tmp_path):
                                "test_mean_score; ± is one standard error")
     assert lines[2].split() == ["rank", "trial", "status", "n_emb", "n_layer", "seed", "final",
                                 "epoch", "max", "±", "SE", "best", "epoch", "last-3", "mean",
-                                "fresh", "±", "SE", "success", "vs", "#1"]
+                                "fresh", "±", "SE", "success", "fresh", "success", "vs", "#1"]
     assert lines[3].split() == ["1", "sw-full-e256-l12-s0", "diverged", "256", "12", "0", "2",
                                 "0.9000", "±", "0.0500", "1", "0.9000", "±", "0.0500", "-",
-                                "0.450", "best"]
+                                "0.450", "-", "best"]
     # last-3 mean of 0.50, 0.60, 0.55 = 0.55; the rollouts share seeds: SE = mean of SEs
     assert lines[5].split()[:2] == ["3", "sw-full-e128-l6-s0"]
     assert lines[5].split()[10:15] == ["2", "0.5500", "±", "0.0500", "-"]

@@ -79,6 +79,8 @@ def _cell(label: str, members: list[RunRead], varying: list[str]) -> Cell:
             if only.best_se is not None:
                 cell.se, cell.noise = only.best_se, "episodes"
     cell.last_k = _mean_of([r.last_k for r in rows if r.last_k is not None])
+    cell.success = _mean_of([r.success_rate for r in rows if r.success_rate is not None])
+    cell.fresh_success = _mean_of([r.fresh_success for r in rows if r.fresh_success is not None])
     fresh = [r for r in rows if r.fresh is not None]
     if fresh:
         cell.fresh_n, (cell.fresh, sd) = len(fresh), mean_sd([r.fresh for r in fresh])

@@ -206,6 +206,7 @@ def read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
     fresh = read_final_eval(run_dir, notices)
     if fresh:
         row.fresh, row.fresh_se, row.fresh_episodes = fresh
+        row.fresh_success = first_number(read_json_object(run_dir / FINAL_EVAL), ("success_rate",))
     return RunRead(row, _curve(trial_id, rollouts, rows), config)
 
 

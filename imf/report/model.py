@@ -34,6 +34,7 @@ class TrialRow:
     fresh: float | None = None  # best.pt re-scored on fresh seeds (final_eval.json)
     fresh_se: float | None = None
     fresh_episodes: int | None = None
+    fresh_success: float | None = None  # success rate on the fresh seeds
     seed: int | None = None
     cell: str | None = None  # the cell: this trial's config without training.seed
     tied: bool | None = None  # tied within noise with rank 1; None: noise unknown
@@ -68,6 +69,8 @@ class Cell:
     fresh: float | None = None  # mean over the trials scored on fresh seeds
     fresh_se: float | None = None
     fresh_n: int = 0
+    success: float | None = None  # mean over the trials of the best rollout's success rate
+    fresh_success: float | None = None  # mean over the trials scored on fresh seeds
 
 
 @dataclass

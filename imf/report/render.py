@@ -12,7 +12,7 @@ from imf.tables import csv_text, table, to_text
 
 CSV_FIELDS = ("rank", "id", "status", "n_emb", "n_layer", "seed", "cell", "final_epoch",
               "best_score", "best_se", "episodes", "best_epoch", "tied", "last_k", "last_k_se",
-              "last_k_n", "fresh", "fresh_se", "fresh_episodes", "success_rate", "rollouts",
+              "last_k_n", "fresh", "fresh_se", "fresh_episodes", "fresh_success", "success_rate", "rollouts",
               "restarts", "queue", "source", "run_dir", "note")
 NO_SIZES = "no trial has a known n_emb or n_layer: no trends"
 MAX_SETTING_COLUMNS = 3  # settings that vary between cells shown as columns of their own
@@ -50,11 +50,11 @@ def _vs_best(tied: bool | None, rank: int | None) -> str:
 
 def ranking_rows(report: Report) -> tuple[list[str], list[list[str]]]:
     headers = ["rank", "trial", "status", "n_emb", "n_layer", "seed", "final epoch", "max ± SE",
-               "best epoch", f"last-{report.last_k} mean", "fresh ± SE", "success", "vs #1"]
+               "best epoch", f"last-{report.last_k} mean", "fresh ± SE", "success", "fresh success", "vs #1"]
     rows = [[fmt(t.rank), t.id, t.status, fmt(t.n_emb), fmt(t.n_layer), fmt(t.seed),
              fmt(t.final_epoch), pm(t.best_score, t.best_se), fmt(t.best_epoch),
              pm(t.last_k, t.last_k_se), _fresh(t.fresh, t.fresh_se, t.fresh_episodes),
-             fmt(t.success_rate, 3), _vs_best(t.tied, t.rank)]
+             fmt(t.success_rate, 3), fmt(t.fresh_success, 3), _vs_best(t.tied, t.rank)]
             for t in report.trials]
     return headers, rows
 
@@ -75,7 +75,8 @@ def _settings(params: dict[str, Any], keys: list[str]) -> list[str]:
 def cell_rows(report: Report) -> tuple[list[str], list[list[str]]]:
     keys = sorted({k for c in report.trends.cells for k in c.params})
     headers = (["cell", "n_emb", "n_layer"] + (keys if len(keys) <= MAX_SETTING_COLUMNS else ["settings"]) +
-               ["n", "seeds", "max: mean ± sd", "min-max", "SE (from)", f"last-{report.last_k}", "fresh"])
+               ["n", "seeds", "max: mean ± sd", "min-max", "SE (from)", f"last-{report.last_k}", "fresh",
+                "success", "fresh success"])
     rows = []
     for c in report.trends.cells:
         seeds = ",".join(str(s) for s in c.seeds if s is not None) or "-"
@@ -84,7 +85,8 @@ def cell_rows(report: Report) -> tuple[list[str], list[list[str]]]:
         se = "-" if c.se is None else f"{c.se:.4f} ({c.noise})"
         fresh = "-" if c.fresh is None else pm(c.fresh, c.fresh_se) + f" (n={c.fresh_n})"
         rows.append([c.label, fmt(c.n_emb), fmt(c.n_layer)] + _settings(c.params, keys) +
-                    [str(c.n), seeds, pm(c.mean, c.sd), spread, se, fmt(c.last_k), fresh])
+                    [str(c.n), seeds, pm(c.mean, c.sd), spread, se, fmt(c.last_k), fresh,
+                     fmt(c.success, 3), fmt(c.fresh_success, 3)])
     return headers, rows
 
 

@@ -28,7 +28,7 @@ from imf.scheduler.finish import notify, record_trial, write_report
 from imf.scheduler.recovery import DOWN_AFTER, Recovery, job_label
 from imf.scheduler.state import ACTIVE, FINAL, QueueState, SweepDir, SweepState, TrialState, now_iso
 from imf.store.layout import STDOUT
-from imf.store.runs import is_epoch_row, parse_log, row_score
+from imf.store.runs import is_epoch_row, parse_log, row_score, row_success
 from imf.store.summary import read_summary
 
 __all__ = ["DOWN_AFTER", "Engine"]
@@ -194,6 +194,7 @@ class Engine(Recovery):
         trial.handle, trial.state = handle, "running"
         trial.started, trial.started_unix, trial.finished = now_iso(), time.time(), None
         trial.log_offset, trial.epoch, trial.last_score, trial.best_score = 0, 0, None, None
+        trial.best_success = None
         trial.val_mse = None
         self.seen[trial.id] = ((-1, -1), time.monotonic())
         self.log(f"start {trial.id} on {queue.name} (attempt {trial.attempts}, {job_label(handle)})"
@@ -252,7 +253,8 @@ class Engine(Recovery):
             score = row_score(record)
             if score is not None:
                 trial.last_score = score
-                trial.best_score = max(trial.best_score or float("-inf"), score)
+                if trial.best_score is None or score > trial.best_score:
+                    trial.best_score, trial.best_success = score, row_success(record)
         trial.log_offset += len(complete.encode())
         if trial.started_unix:
             trial.elapsed_s = round(time.time() - trial.started_unix, 1)
@@ -280,6 +282,7 @@ class Engine(Recovery):
             trial.epoch = summary.epochs_done or trial.epoch
             if summary.best_score is not None:
                 trial.best_score = summary.best_score
+                trial.best_success = summary.best_success_rate
             self._attempt_over(trial, verdict, 0, "")
             return
         if status.exit_code == 0:

@@ -40,6 +40,7 @@ class TrialState:
     epoch: int = 0
     last_score: float | None = None
     best_score: float | None = None
+    best_success: float | None = None  # success rate of the rollout with the best score
     val_mse: float | None = None  # the last epoch's; the validation number people read
     log_offset: int = 0
     started_unix: float | None = None

@@ -16,7 +16,7 @@ from imf.errors import SweepError
 from imf.scheduler.state import ACTIVE, FINAL, SweepDir, SweepState, TrialState
 from imf.tables import table, to_text
 
-COLUMNS = ("queue", "trial", "state", "epoch", "val_mse", "last", "best", "elapsed", "eta")
+COLUMNS = ("queue", "trial", "state", "epoch", "val_mse", "last", "best", "success", "elapsed", "eta")
 
 
 def find_sweep(path: str | Path) -> SweepDir:
@@ -58,7 +58,8 @@ def trial_row(trial: TrialState, now: float) -> list[str]:
     if trial.state == "queued" and trial.reason:
         state += f": {trial.reason}"  # Slurm's reason: Resources, Priority, ...
     return [trial.queue, trial.id, state, f"{trial.epoch}/{trial.epochs}", _score(trial.val_mse),
-            _score(trial.last_score), _score(trial.best_score), _duration(elapsed), _duration(eta)]
+            _score(trial.last_score), _score(trial.best_score),
+            "-" if trial.best_success is None else f"{trial.best_success:.2f}", _duration(elapsed), _duration(eta)]
 
 
 def controller_line(state: SweepState, sdir: SweepDir) -> str:
