@@ -182,7 +182,8 @@ def render(rows: list[dict], ssh_ms: float | None, unit: float,
     if plans:
         lines += ["", "Planning (`plan_sweep` of the smoke preset: a 10 x 10 size grid, x 10 learning "
                       "rates, x 10 seeds, on 4 local:cpu slots, then sweep.json written; one fresh "
-                      "interpreter per size, alone on the machine):", "",
+                      f"interpreter per size; load average {os.getloadavg()[0]:.1f} at the end, so other "
+                      "work may have shared the cores):", "",
                   "| trials | import s | plan s | write sweep.json s | total s | ms per trial |",
                   "|---|---|---|---|---|---|"]
         lines += [f"| {p['n']} | {p['import']:.2f} | {p['plan']:.2f} | {p['save']:.2f} | "
