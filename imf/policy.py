@@ -30,7 +30,9 @@ Obs = dict[str, Any]
 
 
 class ImfPolicy(nn.Module):
-    def __init__(self, cfg, normalizer: MinMaxNormalizer) -> None:
+    def __init__(self, cfg, normalizer: MinMaxNormalizer, masks=None) -> None:
+        """``masks``: the attention masks, resolved before the model is built
+        (``imf.model.attention_masks(cfg.policy)``; None resolves them here)."""
         super().__init__()
         self.cfg = cfg
         p = cfg.policy
@@ -42,7 +44,7 @@ class ImfPolicy(nn.Module):
         self.encoder = ObsEncoder(p) if self.obs_type == "image" else None
         cond_dim = self.encoder.feature_dim if self.encoder is not None else KEYPOINT_OBS_DIM
         v_head = bool(getattr(self.objective, "uses_v_head", False))
-        self.model = ImfTransformer(p, cond_dim, v_head=v_head)
+        self.model = ImfTransformer(p, cond_dim, v_head=v_head, masks=masks)
 
     # ------------------------------------------------------------ normalisation and encoding
 

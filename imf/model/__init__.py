@@ -2,6 +2,6 @@
 from imf.model.ema import EMAModel
 from imf.model.encoder import ObsEncoder
 from imf.model.jvp_ops import forward_ad_active
-from imf.model.transformer import ImfTransformer
+from imf.model.transformer import ImfTransformer, attention_masks
 
-__all__ = ["EMAModel", "ImfTransformer", "ObsEncoder", "forward_ad_active"]
+__all__ = ["EMAModel", "ImfTransformer", "ObsEncoder", "attention_masks", "forward_ad_active"]

@@ -24,6 +24,21 @@ from imf.registry.options import resolve as resolve_options
 N_TIME_TOKENS = 2  # t and h = t - r
 
 
+def attention_masks(cfg):
+    """The ``imf.masks`` plugin named by ``cfg.mask``, called with its checked options: the
+    AttentionMasks for this horizon and observation count (plugins are found here, not while
+    the nn.Module is built)."""
+    name = cfg.mask
+    mask_fn = registry.get("imf.masks", name)
+    opts = resolve_options(mask_fn, cfg.mask_options, "policy.mask_options", f"mask '{name}'")
+    args = (cfg.horizon, N_TIME_TOKENS, cfg.n_obs_steps) + (() if opts is None else (opts,))
+    masks = mask_fn(*args)
+    if not (hasattr(masks, "self_attn") and hasattr(masks, "cross_attn")):
+        raise ConfigError(f"config key 'policy.mask': plugin '{name}' returned "
+                          f"{type(masks).__name__}, expected imf.attention.AttentionMasks")
+    return masks
+
+
 class ImfTransformer(nn.Module):
     """``forward(z (B,H,A), t (B,), h (B,), cond (B,n_obs,F)) -> (B,H,A)``.
 
@@ -31,7 +46,9 @@ class ImfTransformer(nn.Module):
     it never feeds back into u, so adding it to an old checkpoint leaves u unchanged.
     """
 
-    def __init__(self, cfg, cond_dim: int, v_head: bool = False) -> None:
+    def __init__(self, cfg, cond_dim: int, v_head: bool = False, masks=None) -> None:
+        """``masks``: the mask plugin's AttentionMasks, resolved before the model is built
+        (``attention_masks``; None resolves them from ``cfg`` here)."""
         super().__init__()
         n_emb, horizon, n_obs = cfg.n_emb, cfg.horizon, cfg.n_obs_steps
         self.horizon, self.n_obs, self.n_emb, self.action_dim = horizon, n_obs, n_emb, cfg.action_dim
@@ -47,7 +64,7 @@ class ImfTransformer(nn.Module):
         self.ln_f = LayerNorm(n_emb)
         self.head = Linear(n_emb, cfg.action_dim)
         self.v_head = Linear(n_emb, cfg.action_dim) if v_head else None
-        self._register_masks(cfg.mask, cfg.mask_options)
+        self._register_masks(cfg.mask, masks if masks is not None else attention_masks(cfg))
         self.apply(self._init_weights)
 
     @staticmethod
@@ -59,14 +76,7 @@ class ImfTransformer(nn.Module):
             DecoderLayer(n_emb, cfg.n_head, cfg.p_drop_attn, cross=False)
             for _ in range(cfg.n_cond_layers))
 
-    def _register_masks(self, name: str, options: dict) -> None:
-        mask_fn = registry.get("imf.masks", name)
-        opts = resolve_options(mask_fn, options, "policy.mask_options", f"mask '{name}'")
-        args = (self.horizon, N_TIME_TOKENS, self.n_obs) + (() if opts is None else (opts,))
-        masks = mask_fn(*args)
-        if not (hasattr(masks, "self_attn") and hasattr(masks, "cross_attn")):
-            raise ConfigError(f"config key 'policy.mask': plugin '{name}' returned "
-                              f"{type(masks).__name__}, expected imf.attention.AttentionMasks")
+    def _register_masks(self, name: str, masks) -> None:
         n_cond = N_TIME_TOKENS + self.n_obs
         for key, attr, shape in (("self_mask", "self_attn", (self.horizon, self.horizon)),
                                  ("cross_mask", "cross_attn", (self.horizon, n_cond))):

@@ -16,7 +16,7 @@ import torch
 from imf.config import Config
 from imf.data.normalizer import MinMaxNormalizer
 from imf.errors import ConfigError, TrainingError
-from imf.model.ema import EMAModel
+from imf.model import EMAModel, attention_masks
 from imf.policy import ImfPolicy, load_weights_partial
 from imf.store.layout import RunLayout
 from imf.train import checkpoint as ckpt_io
@@ -82,7 +82,7 @@ def build_parts(cfg: Config, run: RunLayout, device: torch.device, warm: tuple[P
     if init is not None:
         # Keep the normaliser the weights were trained with, so outputs carry over exactly.
         normalizer = MinMaxNormalizer.from_state_dict(init["normalizer"])
-    policy = ImfPolicy(cfg, normalizer).to(device)
+    policy = ImfPolicy(cfg, normalizer, masks=attention_masks(cfg.policy)).to(device)
     if init is not None:
         weights = ckpt_io.weights_with_normalizer(init.get("ema") or init["policy"], init)
         say(ckpt_io.warm_start_line(load_weights_partial(policy, weights), init_from))
