@@ -31,7 +31,7 @@ FRESH = 200
 
 def run(name: str, overrides: list[str], minutes: float, threads: int, out: Path, preset: str) -> int:
     cmd = [sys.executable, "-m", "imf", "trial", preset, f"training.time_budget_s={minutes * 60:g}",
-           "training.budget_clock=cpu", "logging.swanlab=false", *overrides,
+           "training.budget_clock=cpu", "logging.trackers=none", *overrides,
            "--out", str(out / name), "--id", name, "--store", "none", "--final-eval", str(FRESH)]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     out.mkdir(parents=True, exist_ok=True)
@@ -67,7 +67,7 @@ def read_run(folder: Path) -> dict | None:
     entry = {
         "name": summary["id"], "obs": config["policy"]["obs_type"],
         "change": [o for o in summary.get("overrides", []) if not o.startswith(
-            ("training.time_budget_s=", "training.budget_clock=", "logging.swanlab="))],
+            ("training.time_budget_s=", "training.budget_clock=", "logging.swanlab=", "logging.trackers="))],
         "steps": last["global_step"], "train_min": last.get("train_s", 0) / 60,
         "samples_s": last["global_step"] * batch / max(1e-9, last.get("train_s", 0)),
         "best": best["test_mean_score"], "best_se": _se(per_seed), "best_epoch": best["epoch"],

@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["training.max_train_steps=3", "training.batch_size=8", "eval.n_test=1", "eval.n_train=0",
-        "eval.max_steps=8", "eval.n_workers=1", "data.demo_episodes=4", "logging.swanlab=false"]
+        "eval.max_steps=8", "eval.n_workers=1", "data.demo_episodes=4", "logging.trackers=none"]
 
 
 def _env() -> dict[str, str]:

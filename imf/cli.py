@@ -12,7 +12,7 @@ import typer
 
 from imf import registry
 from imf.cli_options import (Command, Group, complete_config_args, complete_mask, complete_queue,
-                             complete_store, show_version)
+                             complete_store, complete_tracker, show_version)
 from imf.config import split_config_args
 from imf.errors import ImfError
 
@@ -143,6 +143,8 @@ def sweep(
     resume: Path = typer.Option(None, "--resume", help="Continue the sweep in this folder (re-attach, skip ended trials)."),
     cancel: Path = typer.Option(None, "--cancel", help="Cancel the live jobs of the sweep in this folder on every queue (its controller is stopped first)."),
     notify: str = typer.Option(None, "--notify", help="Command run with the report's path when the sweep ends."),
+    tracker: list[str] = typer.Option(None, "--tracker", help="Tracker of every trial (an imf.trackers plugin: swanlab, tensorboard, wandb; none); repeatable.",
+                                      autocompletion=complete_tracker),
 ) -> None:
     """Run a grid of trials on GPU queues (local, SSH or Slurm), watch them, recover, then report."""
     from imf.cli_support import refuse_flags
@@ -150,7 +152,7 @@ def sweep(
     from imf.scheduler.live import sweep_view
     fixed = {"CONFIG/overrides": args, "--mask": mask, "--grid": grid, "--queue": queue, "--hosts": hosts,
              "--name": name, "--epochs": epochs is not None, "--seed": seed is not None, "--dry-run": dry_run,
-             "--seeds": seeds, "--final-eval": final_eval is not None}
+             "--seeds": seeds, "--final-eval": final_eval is not None, "--tracker": tracker}
     try:
         if cancel is not None:
             tuning = {"--resume": resume, "--retries": retries is not None, "--notify": notify,
@@ -166,6 +168,7 @@ def sweep(
                                        retries=retries, notify=notify, on_start=on_start)
             return
         preset, items = split_config_args(list(args or []))
+        items += [f"logging.trackers={','.join(tracker)}"] if tracker else []
         config = preset or sweep_lib.default_config(mask)
         request = sweep_lib.SweepRequest(
             config=config, grids=grid or [], queues=queue or [], hosts=str(hosts) if hosts else None,

@@ -51,6 +51,10 @@ def complete_store(incomplete: str) -> list[str]:
     return _matching([*_plugin_names("imf.stores"), "none"], incomplete)
 
 
+def complete_tracker(incomplete: str) -> list[str]:
+    return _matching([*_plugin_names("imf.trackers"), "none"], incomplete)
+
+
 def complete_queue(incomplete: str) -> list[str]:
     """``local:0``, ``local:cpu``, ``ssh://`` and ``<scheme>://`` of third-party schedulers."""
     schemes = [f"{name}://" for name in _plugin_names("imf.schedulers") if name not in ("local", "ssh")]

@@ -115,8 +115,8 @@ class EvalConfig:
 
 @dataclass
 class LoggingConfig:
-    swanlab: bool = True
-    swanlab_mode: str = "offline"  # offline, local, cloud, disabled; SWANLAB_MODE wins
+    trackers: list[str] = field(default_factory=lambda: ["swanlab"])  # imf.trackers plugins; none: []
+    tracker_options: dict = field(default_factory=dict)  # <tracker name> -> its options
     project: str = "imf"
     group: str | None = None
     stores: list[str] = field(default_factory=lambda: ["scoreboard", "iteration-log"])
@@ -155,7 +155,7 @@ class Config:
 
 
 # Mappings that plugins own (imf.registry.options checks them against the plugin's Options).
-OPTION_KEYS = ("policy.mask_options", "objective.options")
+OPTION_KEYS = ("policy.mask_options", "objective.options", "logging.tracker_options")
 
 
 def all_keys(cls: type = Config, prefix: str = "") -> list[str]:

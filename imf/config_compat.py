@@ -73,6 +73,23 @@ def _drop_removed(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _move_tracker_keys(data: dict[str, Any]) -> dict[str, Any]:
+    """``logging.swanlab: false`` -> no trackers (true: swanlab); ``logging.swanlab_mode`` ->
+    the swanlab tracker's ``mode`` option (trackers became plugins)."""
+    section = data.get("logging")
+    if not isinstance(section, dict) or not {"swanlab", "swanlab_mode"} & set(section):
+        return data
+    section = dict(section)
+    if "swanlab" in section:
+        on = coerce(section.pop("swanlab"), bool, "logging.swanlab")
+        section.setdefault("trackers", ["swanlab"] if on else [])
+    if "swanlab_mode" in section:
+        options = dict(section.get("tracker_options") or {})
+        options["swanlab"] = {**(options.get("swanlab") or {}), "mode": section.pop("swanlab_mode")}
+        section["tracker_options"] = options
+    return {**data, "logging": section}
+
+
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     """Aliases mapped onto our keys and removed keys dropped (a new dict; ``data`` is kept)."""
     for alias, target in ALIASES.items():
@@ -82,9 +99,10 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
             sub = dict(sub)
             sub[target.split(".")[1]] = _alias_value(alias, sub.pop(key))
             data = {**data, section: sub}
-    return _move_objective_knobs(_drop_removed(data))
+    return _move_tracker_keys(_move_objective_knobs(_drop_removed(data)))
 
 
 def known_elsewhere() -> set[str]:
     """Dotted keys that are not ours but that ``upgrade`` understands."""
-    return set(ALIASES) | set(REMOVED) | {f"objective.{key}" for key in MOVED_TO_OPTIONS}
+    return set(ALIASES) | set(REMOVED) | {f"objective.{key}" for key in MOVED_TO_OPTIONS} \
+        | {"logging.swanlab", "logging.swanlab_mode"}

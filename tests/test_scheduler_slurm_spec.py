@@ -105,7 +105,7 @@ def test_plugins_lists_slurm_with_submitit_and_a_missing_requirement_is_broken()
     class NeedsNothingInstalled:
         requires = ("no-such-dist-for-imf",)
     with pytest.raises(registry.PluginError, match="needs no-such-dist-for-imf, which is not installed"):
-        registry._requirements(NeedsNothingInstalled)
+        registry.requirements(NeedsNothingInstalled)
 
 
 @pytest.mark.parametrize("job_id, state, reason, exit_code, expected", [

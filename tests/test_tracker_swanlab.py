@@ -30,7 +30,7 @@ def _records(run_dir):
 def _run(tmp_path, capsys, group=None):
     said = []
     tracker = Tracker(said.append)
-    tracker.start(load_config("smoke", ["logging.swanlab_mode=offline"]), "t1", tmp_path, group)
+    tracker.start(load_config("smoke", ["logging.tracker_options.swanlab.mode=offline"]), "t1", tmp_path, group)
     print("a line the trial prints")  # must not become a SwanLab record
     for step in range(3):
         tracker.log({"train_loss": 1.0 / (step + 1), "lr": 1e-4, "note": "text", "bad": float("nan")}, step)
@@ -50,7 +50,8 @@ def test_scalars_config_once_no_console_no_group(tmp_path, capsys, monkeypatch):
     start = next(r for kind, r in records if kind == "start")
     assert (start.name, start.group) == ("t1", "")
     assert "swanlab" not in printed.replace("a line the trial prints", "")  # its banner is kept out
-    [line] = said
+    line, note = said  # where the run is; the nan of 'bad' left out, said once
+    assert note == "trackers: bad = nan at step 0 not logged (non-finite values are left out; logs.json.txt has null)"
     run_dir = next((tmp_path / "swanlog").glob("run-*"))
     assert line == f"swanlab: offline run in {run_dir}; upload it with: swanlab sync {run_dir}"
 

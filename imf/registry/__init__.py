@@ -22,7 +22,7 @@ from typing import Any
 
 from imf.errors import PluginError, UnknownPluginError
 
-GROUPS = ("imf.masks", "imf.objectives", "imf.schedulers", "imf.stores")
+GROUPS = ("imf.masks", "imf.objectives", "imf.schedulers", "imf.stores", "imf.trackers")
 BUILTIN_DIST = "imf"
 
 
@@ -141,7 +141,7 @@ def discover(group: str, load: bool = True) -> list[PluginInfo]:
         info = PluginInfo(group, ep.name, ep.value, dist, version)
         if load:
             try:
-                info.requires = _requirements(ep.load())
+                info.requires = requirements(ep.load())
             except Exception as exc:  # a broken plugin is reported, never fatal
                 info.error = f"{type(exc).__name__}: {exc}"
         infos.append(info)
@@ -151,7 +151,7 @@ def discover(group: str, load: bool = True) -> list[PluginInfo]:
     return infos
 
 
-def _requirements(plugin: Any) -> list[str]:
+def requirements(plugin: Any) -> list[str]:
     """"dist version" of each distribution a plugin names in its ``requires`` attribute."""
     found = []
     for dist in getattr(plugin, "requires", ()) or ():

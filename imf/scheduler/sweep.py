@@ -94,6 +94,9 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
     queues = resolve_queues(req.queues or defaults.queues, load_hosts(req.hosts))
     for store in base.logging.stores:
         registry.check("imf.stores", store)
+    for tracker in base.logging.trackers:  # a missing tracker or its package fails the plan
+        if tracker != "none":
+            registry.requirements(registry.get("imf.trackers", tracker))
     plan = make_plan(trials, {q.name: q.speed for q in queues})
     state = SweepState(
         name=name, config=req.config,

@@ -1,7 +1,7 @@
 """The run folder's layout: the one place that names the files a trial leaves.
 
 ```
-<run>/config.yaml  logs.json.txt  stdout.log  summary.json  swanlog/
+<run>/config.yaml  logs.json.txt  stdout.log  summary.json  swanlog/  tensorboard/  wandb/
 <run>/checkpoints/latest.pt  best.pt  epoch=NNNN-test_mean_score=S.pt
 <run>/attempts/N/   an earlier attempt's files, moved aside when the folder is used again
 ```
@@ -18,12 +18,14 @@ LOGS = "logs.json.txt"
 STDOUT = "stdout.log"
 SUMMARY = "summary.json"
 SWANLOG = "swanlog"
+TENSORBOARD = "tensorboard"  # the tensorboard tracker's event files
+WANDB = "wandb"  # the wandb tracker's run
 CHECKPOINTS = "checkpoints"
 LATEST = "latest.pt"
 BEST = "best.pt"
 ATTEMPTS = "attempts"
 HYDRA_CONFIG = Path(".hydra") / "config.yaml"  # a Diffusion Policy run folder's config
-TRIAL_FILES = (LOGS, SUMMARY, CHECKPOINTS, CONFIG, SWANLOG)  # what one attempt of a trial writes
+TRIAL_FILES = (LOGS, SUMMARY, CHECKPOINTS, CONFIG, SWANLOG, TENSORBOARD, WANDB)  # what one attempt of a trial writes
 
 
 def checkpoint_name(name: str) -> str:

@@ -1,96 +1,131 @@
-"""The one place that talks to SwanLab: scalars only, never fatal.
+"""The training loop's one logger: it fans scalars out to the configured tracker plugins.
 
-Offline mode by default (no login, no prompt); ``SWANLAB_MODE`` or
-``logging.swanlab_mode`` choose another. A run holds the scalars and the config
-(saved once), no console capture and no system probes. SwanLab's own banner is
-kept out of the terminal and stdout.log (off a terminal it wraps at 80 columns);
-one line of ours says where the run is and how to sync or view it. Any SwanLab
-failure is reported once and logging continues without it: a tracker must
-never kill training.
+``logging.trackers`` names plugins of the ``imf.trackers`` group (swanlab by default; tensorboard
+and wandb built in; a third party's the same way; ``none`` or an empty list for none). A plugin
+is a class built as ``cls(options)`` (its ``Options`` dataclass, from
+``logging.tracker_options.<name>``) with
+
+- ``start(run: TrackerRun) -> str | None``: open the run; the line it returns (where the run is,
+  how to sync or view it) is printed once;
+- ``log(scalars: dict[str, float], step: int)``: finite scalars at ``global_step``, named as in
+  logs.json.txt;
+- ``finish()``;
+
+and ``requires``, the distributions it needs (``imf plugins`` shows them; a missing one is a
+broken plugin and one error line before a trial's folder is made). A tracker never kills
+training: a failure is reported once and that tracker is dropped.
 """
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import io
 import math
-import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from imf import registry
 from imf.config import Config
+from imf.errors import ConfigError, PluginError
+from imf.registry.options import as_dict, resolve
+
+GROUP = "imf.trackers"
+
+
+@dataclass(frozen=True)
+class TrackerRun:
+    """What a tracker is told about the run it logs."""
+
+    config: dict[str, Any]
+    trial_id: str
+    group: str | None  # the sweep's name for a sweep's trial (logging.group wins)
+    run_dir: Path
+    project: str
+
+
+def tracker_names(cfg: Config) -> list[str]:
+    names = [n for n in cfg.logging.trackers if n]
+    return [] if names in ([], ["none"]) else names
+
+
+def check_trackers(cfg: Config) -> list[tuple[str, Any, Any]]:
+    """(name, plugin class, options) of every configured tracker, loaded and checked; a missing
+    plugin, its missing package or a bad option is one ConfigError or PluginError. The full
+    options (defaults included) are written back into the config."""
+    found, filled = [], {}
+    unknown = set(cfg.logging.tracker_options) - set(tracker_names(cfg))
+    if unknown:
+        raise ConfigError(f"config key 'logging.tracker_options': options for {', '.join(sorted(unknown))}, "
+                          f"which logging.trackers does not name ({', '.join(tracker_names(cfg)) or 'none'})")
+    for name in tracker_names(cfg):
+        if "none" == name:
+            raise ConfigError("config key 'logging.trackers': 'none' cannot be given with other trackers")
+        plugin = registry.get(GROUP, name)
+        try:
+            registry.requirements(plugin)
+        except PluginError as exc:  # "needs tensorboard, which is not installed (pip install ...)"
+            raise PluginError(f"config key 'logging.trackers': tracker '{name}' {exc}") from None
+        where = f"logging.tracker_options.{name}"
+        options = resolve(plugin, cfg.logging.tracker_options.get(name), where, f"tracker '{name}'")
+        filled[name] = as_dict(options)
+        found.append((name, plugin, options))
+    cfg.logging.tracker_options = {k: v for k, v in filled.items() if v}
+    return found
 
 
 class Tracker:
+    """The loop's logger: ``start``, ``log`` every epoch, ``finish``; never raises."""
+
     def __init__(self, say: Callable[[str], None]) -> None:
         self._say = say
-        self._run: Any = None
-        self._swanlab: Any = None
+        self._live: dict[str, Any] = {}
+        self._dropped: set[str] = set()
 
     def start(self, cfg: Config, trial_id: str, run_dir: Path, group: str | None = None) -> None:
-        if not cfg.logging.swanlab:
-            return
-        mode = os.environ.get("SWANLAB_MODE") or cfg.logging.swanlab_mode
-        if mode == "cloud":
-            mode = "online"
-        if mode == "disabled":
-            return
-        try:
-            import swanlab
-            from swanlab import Settings
-
-            probes = Settings.Probe(monitor=False, hardware=False, requirements=False,
-                                    conda=False, git=False, runtime=False)
-            settings = Settings(interactive=False, probe=probes,
-                                terminal=Settings.Terminal(proxy_type="none"))
-            swanlab.config.update(cfg.to_dict())  # before init: the run saves it once
-            with contextlib.redirect_stdout(io.StringIO()):
-                self._run = swanlab.init(
-                    project=cfg.logging.project, name=trial_id, group=group, id=None,
-                    resume=False, mode=mode, log_dir=str(run_dir / "swanlog"), settings=settings)
-            self._swanlab = swanlab
-            self._say(self._where(mode, run_dir / "swanlog"))
-        except Exception as exc:  # noqa: BLE001 - any tracker failure is non-fatal
-            self._fail("start", exc)
-
-    def _where(self, mode: str, log_dir: Path) -> str:
-        """One line: where the run is and the command that syncs or shows it."""
-        if mode == "offline":
-            return f"swanlab: offline run in {self._run.dir}; upload it with: swanlab sync {self._run.dir}"
-        if mode == "local" and importlib.util.find_spec("swanboard") is None:
-            return (f"swanlab: local run in {self._run.dir}; `swanlab watch` shows only runs made "
-                    "with SwanLab's board installed: pip install 'imf[board]' before training")
-        if mode == "local":
-            return f"swanlab: local run in {self._run.dir}; view it with: swanlab watch {log_dir}"
-        return f"swanlab: run at {self._run.url}"
+        run = TrackerRun(cfg.to_dict(), trial_id, group, Path(run_dir), cfg.logging.project)
+        for name, plugin, options in check_trackers(cfg):
+            try:
+                tracker = plugin(options) if options is not None else plugin()
+                line = tracker.start(run)
+            except Exception as exc:  # noqa: BLE001 - any tracker failure is non-fatal
+                self._fail(name, "start", exc)
+                continue
+            self._live[name] = tracker
+            if line:
+                self._say(line)
 
     def log(self, scalars: dict[str, Any], step: int) -> None:
-        if self._swanlab is None:
+        if not self._live:
             return
-        clean = {k: float(v) for k, v in scalars.items()
-                 if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
-        try:
-            self._swanlab.log(clean, step=step)
-        except Exception as exc:  # noqa: BLE001
-            self._fail("log", exc)
+        clean: dict[str, float] = {}
+        for key, value in scalars.items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            if math.isfinite(value):
+                clean[key] = float(value)
+            elif key not in self._dropped:
+                self._dropped.add(key)
+                self._say(f"trackers: {key} = {value} at step {step} not logged (non-finite values "
+                          "are left out; logs.json.txt has null)")
+        for name, tracker in list(self._live.items()):
+            try:
+                tracker.log(clean, step)
+            except Exception as exc:  # noqa: BLE001
+                self._fail(name, "log", exc)
 
     def finish(self) -> None:
-        if self._swanlab is None:
-            return
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):  # its banner again; ours was said
-                self._swanlab.finish()
-        except Exception as exc:  # noqa: BLE001
-            self._fail("finish", exc)
+        for name, tracker in list(self._live.items()):
+            try:
+                tracker.finish()
+            except Exception as exc:  # noqa: BLE001
+                self._fail(name, "finish", exc)
+        self._live.clear()
 
-    def _fail(self, what: str, exc: Exception) -> None:
-        self._say(f"swanlab: {what} failed ({type(exc).__name__}: {exc}); continuing without it")
-        self._swanlab = None
-        self._run = None
+    def _fail(self, name: str, what: str, exc: Exception) -> None:
+        self._say(f"{name}: {what} failed ({type(exc).__name__}: {exc}); continuing without it")
+        self._live.pop(name, None)
 
 
 def run_group(cfg: Config, overrides: list[str]) -> str | None:
-    """The SwanLab group: ``logging.group`` when set; else the sweep's name for a trial a sweep
+    """The trackers' group: ``logging.group`` when set; else the sweep's name for a trial a sweep
     started (it passes ``sweep.name=...``); a standalone trial belongs to no group."""
     if cfg.logging.group:
         return cfg.logging.group

@@ -36,7 +36,7 @@ from imf.train.runfiles import JsonLinesLog, Tee
 from imf.train.signals import StopSignals
 from imf.train.state import TrainState, checkpoint_of, restore, save_epoch
 from imf.train.step_metrics import StepMetrics
-from imf.train.tracker import Tracker, run_group
+from imf.train.tracker import Tracker, check_trackers, run_group
 
 
 @dataclass
@@ -70,6 +70,7 @@ def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
     """Train, score and record one trial; returns its summary.json contents."""
     stores = _store_names(cfg, opts)
     fill_options(cfg)  # the plugins' own options, checked; config.yaml records them in full
+    check_trackers(cfg)  # a missing tracker or its package: one line, before the folder is made
     for store in stores:  # bad names fail before anything is written or trained
         registry.check("imf.stores", store)
     device = pick_device(cfg.training.device)  # these two fail before the run folder changes
