@@ -48,7 +48,7 @@ def test_a_wandb_offline_run_has_name_group_config_and_scalars(tmp_path, monkeyp
     for var in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_DIR"):
         monkeypatch.delenv(var, raising=False)
     said = _log(load_config("smoke", ["logging.trackers=wandb"]), tmp_path / "t1", group="full")
-    [run] = (tmp_path / "t1" / "wandb" / "wandb").glob("offline-run-*")
+    [run] = (tmp_path / "t1" / "wandb").glob("offline-run-*")
     assert said[0] == f"wandb: offline run in {run}; upload it with: wandb sync {run}"
     from wandb.proto import wandb_internal_pb2
     [path] = run.glob("run-*.wandb")

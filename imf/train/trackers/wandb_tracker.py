@@ -9,7 +9,6 @@ import os
 from dataclasses import dataclass
 
 from imf.errors import OptionError
-from imf.store.layout import WANDB
 
 MODES = ("offline", "online", "disabled")
 
@@ -37,13 +36,12 @@ class WandbTracker:
             return None
         import wandb
 
-        folder = run.run_dir / WANDB
-        folder.mkdir(parents=True, exist_ok=True)
+        # wandb makes its own "wandb/" under dir: <run>/wandb/offline-run-*/ (layout.WANDB)
         settings = wandb.Settings(console="off", save_code=False, disable_git=True,
                                   x_disable_stats=True, x_disable_meta=True, silent=True)
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             self._run = wandb.init(project=run.project, name=run.trial_id, group=run.group,
-                                   config=run.config, dir=str(folder), mode=mode, settings=settings,
+                                   config=run.config, dir=str(run.run_dir), mode=mode, settings=settings,
                                    reinit="create_new")
         where = self._run.dir.removesuffix("/files")
         if mode == "offline":
