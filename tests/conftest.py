@@ -15,6 +15,15 @@ QUICK_COMMANDS = {"git"}  # imf/version.py's commit stamp: milliseconds, not a w
 
 
 @pytest.fixture(autouse=True)
+def one_thread():
+    """One torch thread in the test process too (torch may have been imported before the
+    environment above took effect): two cores are shared by the whole suite."""
+    import sys
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
 def _unit_tier_starts_no_process(request, monkeypatch):
     if any(request.node.get_closest_marker(m) for m in ("slow", "gpu", "slurm")):
         return

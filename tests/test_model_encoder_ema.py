@@ -10,11 +10,6 @@ from imf.model import EMAModel, ObsEncoder
 from imf.model.encoder import SpatialSoftmax, crop_images
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    torch.set_num_threads(1)
-
-
 @pytest.mark.parametrize("encoder", ["resnet18", "small"])
 def test_encoder_feature_per_step_is_image_features_plus_agent_pos(encoder):
     torch.manual_seed(0)

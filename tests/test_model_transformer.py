@@ -18,11 +18,6 @@ from imf.objectives.base import jvp
 H, N_OBS, F = 6, 3, 5
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    torch.set_num_threads(1)
-
-
 def make_model(mask: str = "causal", n_head: int = 2, seed: int = 0, **kw) -> ImfTransformer:
     torch.manual_seed(seed)
     cfg = PolicyConfig(mask=mask, n_emb=32, n_layer=2, n_head=n_head, p_drop_attn=0.0,

@@ -17,11 +17,6 @@ CASES = [("imf", "boundary"), ("imf", "v_head"), ("meanflow", "boundary"), ("flo
          ("ddpm", "boundary")]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    torch.set_num_threads(1)
-
-
 def make_objective(name: str, **options):
     """The objective as the policy builds it: its Options checked from a config mapping."""
     cls = registry.get("imf.objectives", name)

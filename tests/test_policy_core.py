@@ -13,11 +13,6 @@ from imf.model import EMAModel
 from imf.policy import ImfPolicy, load_weights_partial
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    torch.set_num_threads(1)
-
-
 def normalizer() -> MinMaxNormalizer:
     rng = np.random.default_rng(0)
     norm = MinMaxNormalizer()

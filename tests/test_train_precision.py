@@ -12,11 +12,6 @@ OBJECTIVES = ["imf", "imf/v_head", "meanflow", "flow", "ddpm"]
 CPU = torch.device("cpu")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    torch.set_num_threads(1)
-
-
 def policy_for(objective: str):
     name, _, tangent = objective.partition("/")
     return make_policy(f"objective.name={name}", *([f"objective.tangent={tangent}"] if tangent else []))
