@@ -90,8 +90,7 @@ def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
             if state.status != "interrupted":  # an interrupted run is resumed, not recorded
                 _record(trial, summary, stores)
             say(f"trial {opts.trial_id}: {state.status}"
-                + (f" by {state.reason}; continue with imf trial --resume --out {files.root}"
-                   if state.status == "interrupted" else "")
+                + (_interrupted_hint(state, files) if state.status == "interrupted" else "")
                 + (f", best test_mean_score {state.best[0]:.4f} at epoch {shown(state.best[1])}" if state.best else "")
                 + f" ({files.root})")
             return summary.to_dict()
@@ -205,6 +204,12 @@ def train_loop(trial: Trial, parts: TrainParts, state: TrainState) -> None:
             trial.say(f"time budget: {t.time_budget_s:g} s of training ({t.budget_clock} clock) used")
             break
     state.status = "completed"
+
+
+def _interrupted_hint(state: TrainState, files: RunLayout) -> str:
+    if files.latest.exists():
+        return f" by {state.reason}; continue with imf trial --resume --out {files.root}"
+    return f" by {state.reason} before its first checkpoint; run it again (there is nothing to resume)"
 
 
 def _interrupted(trial: Trial, state: TrainState) -> None:
