@@ -143,8 +143,7 @@ def sweep(
     resume: Path = typer.Option(None, "--resume", help="Continue the sweep in this folder (re-attach, skip ended trials)."),
     cancel: Path = typer.Option(None, "--cancel", help="Cancel the live jobs of the sweep in this folder on every queue (its controller is stopped first)."),
     notify: str = typer.Option(None, "--notify", help="Command run with the report's path when the sweep ends."),
-    tracker: list[str] = typer.Option(None, "--tracker", help="Tracker of every trial (an imf.trackers plugin: swanlab, tensorboard, wandb; none); repeatable.",
-                                      autocompletion=complete_tracker),
+    tracker: list[str] = typer.Option(None, "--tracker", help="Tracker of every trial (an imf.trackers plugin: swanlab, tensorboard, wandb; none); repeatable.", autocompletion=complete_tracker),
 ) -> None:
     """Run a grid of trials on GPU queues (local, SSH or Slurm), watch them, recover, then report."""
     from imf.cli_support import refuse_flags
@@ -167,8 +166,7 @@ def sweep(
                 sweep_lib.resume_sweep(resume, echo, poll=poll, stall_timeout=stall_timeout,
                                        retries=retries, notify=notify, on_start=on_start)
             return
-        preset, items = split_config_args(list(args or []))
-        items += [f"logging.trackers={','.join(tracker)}"] if tracker else []
+        preset, items = split_config_args(list(args or []) + ([f"logging.trackers={','.join(tracker)}"] if tracker else []))
         config = preset or sweep_lib.default_config(mask)
         request = sweep_lib.SweepRequest(
             config=config, grids=grid or [], queues=queue or [], hosts=str(hosts) if hosts else None,
