@@ -211,6 +211,7 @@ def _validate(cfg: Config) -> None:
         "training.batch_size": cfg.training.batch_size, "objective.sample_steps": cfg.objective.sample_steps,
         "training.rollout_every": cfg.training.rollout_every,
         "training.checkpoint_every": cfg.training.checkpoint_every,
+        "logging.every_steps": cfg.logging.every_steps,
     }
     positive.update({"policy.action_dim": p.action_dim, "policy.crop_shape": p.crop_shape,
                      "policy.num_keypoints": p.num_keypoints, "policy.image_feature_dim": p.image_feature_dim,

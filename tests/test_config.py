@@ -125,3 +125,8 @@ def test_removed_keys_load_from_old_files_only_with_the_value_imf_now_uses(tmp_p
 def test_removed_keys_with_another_value_say_what_replaced_them(override, pattern):
     with pytest.raises(ConfigError, match=pattern):
         load_config("smoke", [override])
+
+
+def test_log_interval_must_be_at_least_one_step():
+    with pytest.raises(ConfigError, match="logging.every_steps': must be >= 1, got 0"):
+        load_config("smoke", ["logging.every_steps=0"])

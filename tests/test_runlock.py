@@ -79,3 +79,15 @@ def test_a_running_summary_without_a_live_owner_reads_interrupted(tmp_path):
     assert "gone" in read_summary(run).reason
     with RunLock.acquire(run, "r"):
         assert read_summary(run).status == "running"
+
+
+def test_an_unreadable_lock_counts_while_fresh(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / LOCK).write_text("garbage\n")
+    with pytest.raises(RunBusyError):
+        RunLock.acquire(run, "mine")
+    old = time.time() - REMOTE_STALE_S - 5
+    os.utime(run / LOCK, (old, old))
+    with RunLock.acquire(run, "mine"):
+        assert live_holder(run).trial_id == "mine"

@@ -146,6 +146,8 @@ def test_bad_tracker_names_and_options_are_one_clear_error(third_party):
         check_trackers(load_config("smoke", ["logging.trackers=tensorbord"]))
     with pytest.raises(ConfigError, match="logging.tracker_options.swanlab.mode.*allowed: offline, local, cloud, disabled"):
         check_trackers(load_config("smoke", ["logging.tracker_options.swanlab.mode=loud"]))
+    with pytest.raises(ConfigError, match="logging.tracker_options.swanlab': expected a mapping"):
+        check_trackers(load_config("smoke", ["logging.tracker_options.swanlab=5"]))
     with pytest.raises(ConfigError, match="options for wandb, which logging.trackers does not name"):
         check_trackers(load_config("smoke", ["logging.tracker_options.wandb.mode=offline"]))
     cfg = load_config("smoke", ["logging.trackers=swanlab"])

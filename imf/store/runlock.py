@@ -71,21 +71,14 @@ def live_holder(folder: Path) -> Holder | None:
     """The holder of ``folder``'s lock while it is alive (see the module's docstring)."""
     lock = Path(folder) / LOCK
     holder = read_holder(folder)
-    if holder is None:
-        if not lock.exists():
-            return None
-        try:  # written but unreadable: trust it while it is fresh, like another host's
-            fresh = time.time() - lock.stat().st_mtime < REMOTE_STALE_S
-        except OSError:
-            return None
-        return Holder(0, "?", "?", "?", "?") if fresh else None
-    if holder.host == socket.gethostname():
+    if holder is not None and holder.host == socket.gethostname():
         return holder if process_start_time(holder.pid) == holder.start_time else None
+    # another host's, or written but unreadable: trusted while touched within REMOTE_STALE_S
     try:
         fresh = time.time() - lock.stat().st_mtime < REMOTE_STALE_S
-    except OSError:
+    except OSError:  # no lock at all
         return None
-    return holder if fresh else None
+    return (holder or Holder(0, "?", "?", "?", "?")) if fresh else None
 
 
 class RunLock:

@@ -64,6 +64,9 @@ def check_trackers(cfg: Config) -> list[tuple[str, Any, Any]]:
         except PluginError as exc:  # "needs tensorboard, which is not installed (pip install ...)"
             raise PluginError(f"config key 'logging.trackers': tracker '{name}' {exc}") from None
         where = f"logging.tracker_options.{name}"
+        given = cfg.logging.tracker_options.get(name)
+        if given is not None and not isinstance(given, dict):
+            raise ConfigError(f"config key '{where}': expected a mapping of option names to values, got {given!r}")
         options = resolve(plugin, cfg.logging.tracker_options.get(name), where, f"tracker '{name}'")
         filled[name] = as_dict(options)
         found.append((name, plugin, options))
