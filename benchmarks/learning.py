@@ -28,28 +28,36 @@ import yaml
 from results_file import write_section
 
 ROOT = Path(__file__).resolve().parent.parent
+FRESH = 200  # best.pt re-scored on this many fresh seeds (500000..) after training
 HOLD_STILL, EXPERT = 0.076, 1.0  # test_mean_score on the 50 test seeds (docs/pusht.md)
 PRESETS = {"keypoints": "pusht_lowdim_cpu", "image": "pusht_image_cpu"}
 THREADS: int | None = None  # --threads: torch threads per run (default: torch's own choice)
 EXTRA: list[str] = []  # --set: more config overrides for every run
 
 
-def start_trial(out: Path, obs: str, objective: str, steps: int, minutes: float,
+def run_name(objective: str, steps: int, seed: int | None) -> str:
+    return f"{objective}-{steps}" + (f"-s{seed}" if seed is not None else "")
+
+
+def start_trial(out: Path, obs: str, objective: str, steps: int, seed: int | None, minutes: float,
                 cores: list[int] | None) -> tuple[subprocess.Popen, Path]:
-    """Start one trial; with ``cores`` it runs pinned to them with as many torch threads."""
-    run_dir = out / f"{objective}-{steps}"
+    """Start one trial; with ``cores`` it runs pinned to them with as many torch threads.
+    Its best.pt is re-scored on FRESH fresh seeds at the end (--final-eval)."""
+    name = run_name(objective, steps, seed)
+    run_dir = out / name
     steps_key = "objective.options.steps" if objective == "ddpm" else "objective.sample_steps"
     cmd = [sys.executable, "-m", "imf", "trial", PRESETS[obs], f"objective.name={objective}", f"{steps_key}={steps}",
            f"training.time_budget_s={minutes * 60:g}", "training.budget_clock=cpu",
-           "logging.swanlab=false", *EXTRA, "--out", str(run_dir), "--store", "none",
-           "--id", f"learning-{obs}-{objective}-{steps}"]
+           "logging.trackers=none", *([f"training.seed={seed}"] if seed is not None else []), *EXTRA,
+           "--out", str(run_dir), "--store", "none", "--final-eval", str(FRESH),
+           "--id", f"learning-{obs}-{name}"]
     env = dict(os.environ)
     if cores:
         env["OMP_NUM_THREADS"] = str(len(cores))
     elif THREADS:
         env["OMP_NUM_THREADS"] = str(THREADS)
     print(("" if not cores else f"[cores {cores}] ") + "$ " + " ".join(cmd[1:]), flush=True)
-    log = open(out / f"{objective}-{steps}.out", "w")
+    log = open(out / f"{name}.out", "w")
     pin = (lambda: os.sched_setaffinity(0, cores)) if cores else None
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env, preexec_fn=pin)
     log.close()
@@ -85,9 +93,13 @@ def summarise(run_dir: Path, label: str, rescored: list[tuple[dict, float]]) -> 
     training.seed) plus the same checkpoint re-scored with the other noise seeds."""
     rows = [json.loads(line) for line in (run_dir / "logs.json.txt").read_text().splitlines()]
     scored = [r for r in rows if "test_mean_score" in r]
-    batch_size = yaml.safe_load((run_dir / "config.yaml").read_text())["training"]["batch_size"]
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    batch_size = config["training"]["batch_size"]
+    fresh = json.loads((run_dir / "final_eval.json").read_text())
     return {
-        "label": label,
+        "label": label, "obs": config["policy"]["obs_type"], "seed": config["training"]["seed"],
+        "fresh_score": fresh["mean"], "fresh_se": fresh["se"], "fresh_success": fresh["success_rate"],
+        "fresh_success_se": fresh["success_se"], "fresh_episodes": fresh["episodes"],
         "curve": [(r["train_s"] / 60, r["test_mean_score"], r["test_success_rate"]) for r in scored],
         "best": max(r["test_mean_score"] for r in scored),
         "best_success": max(r["test_success_rate"] for r in scored),
@@ -138,14 +150,17 @@ def table(results: list[dict], obs: str, minutes: float, noise_seeds: list[int],
              f"checkpoint with noise seeds {', '.join(map(str, noise_seeds))} besides the last rollout's (mean, min-max); "
              f"eval seconds include starting `imf eval`. "
              f"Hold still: {HOLD_STILL}; expert: {EXPERT}.", "",
-             "| run | steps | samples/s | best score | last-3 mean | best success | final score | final success | s per 50-episode eval | val action RMSE (first / chunk, hold still) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             f"Fresh: best.pt re-scored on {FRESH} fresh seeds (500000..), mean coverage ± SE and success ± SE.", "",
+             "| run | steps | samples/s | best score | last-3 mean | best success | final score | final success | fresh coverage | fresh success | s per 50-episode eval | val action RMSE (first / chunk, hold still) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         f = r["final"]
+        fresh = (f"{r['fresh_score']:.3f} ± {r['fresh_se']:.3f} | {r['fresh_success']:.3f} ± {r['fresh_success_se']:.3f}"
+                 if "fresh_score" in r else "- | -")
         lines.append(
             f"| {r['label']} | {r['steps']} | {r['samples_s']:.0f} | {r['best']:.3f} | {r['last3']:.3f} | "
             f"{r['best_success']:.2f} | {sum(f) / len(f):.3f} ({min(f):.3f}-{max(f):.3f}) | "
-            f"{sum(r['final_success']) / len(f):.2f} | {r['eval_s']:.1f} | "
+            f"{sum(r['final_success']) / len(f):.2f} | {fresh} | {r['eval_s']:.1f} | "
             f"{_num(r['rmse_first'])} / {_num(r['rmse'])} ({_num(r['hold_still_rmse'])}) |")
     return lines
 
@@ -171,6 +186,7 @@ def main() -> None:
     parser.add_argument("--machine", help="where it ran, for the table (default: this machine's facts)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a config override for every run (repeatable), e.g. training.rollout_every=8")
+    parser.add_argument("--parallel", type=int, default=1, help="runs at a time (unpinned; see --threads)")
     parser.add_argument("--threads", type=int, help="torch threads per run (the cpu clock divides by it)")
     parser.add_argument("--first-core", type=int, default=0, help="with --pin: the first core to use")
     parser.add_argument("--from-json", type=Path, help="redraw the figure and table from a results.json")
@@ -180,10 +196,12 @@ def main() -> None:
         sys.exit(f"learning.py: --minutes must be > 0, got {args.minutes}")
     runs = []
     for item in args.runs.split(","):
-        name, _, steps = item.partition(":")
-        if not steps.isdigit() or int(steps) < 1:
-            sys.exit(f"learning.py: --runs item {item!r}: expected objective:steps, e.g. imf:1")
-        runs.append((name, int(steps)))
+        name, steps, *seed = item.split(":")
+        if not steps.isdigit() or int(steps) < 1 or len(seed) > 1 or (seed and not seed[0].isdigit()):
+            sys.exit(f"learning.py: --runs item {item!r}: expected objective:steps[:seed], e.g. imf:1 or imf:1:43")
+        runs.append((name, int(steps), int(seed[0]) if seed else None))
+    if args.parallel < 1:
+        sys.exit(f"learning.py: --parallel must be >= 1, got {args.parallel}")
     try:
         noise_seeds = [int(s) for s in args.noise_seeds.split(",")]
     except ValueError:
@@ -202,19 +220,31 @@ def main() -> None:
         if args.first_core + 2 * len(runs) > (os.cpu_count() or 1):
             sys.exit(f"learning.py: --pin needs cores {args.first_core}..{args.first_core + 2 * len(runs) - 1}, "
                      f"this machine has {os.cpu_count()}")
-        started = [start_trial(out, args.obs, n, k, args.minutes, c) for (n, k), c in zip(runs, cores)]
+        started = [start_trial(out, args.obs, n, k, s, args.minutes, c) for (n, k, s), c in zip(runs, cores)]
         run_dirs = [wait_trial(*item) for item in started]
         rescores = [[start_rescore(d, seed, c) for seed in noise_seeds] for d, c in zip(run_dirs, cores)]
         rescored = [[finish_rescore(*item) for item in per_run] for per_run in rescores]
     else:
-        run_dirs, rescored = [], []
-        for name, steps in runs:
-            run_dirs.append(wait_trial(*start_trial(out, args.obs, name, steps, args.minutes, None)))
-            rescored.append([finish_rescore(*start_rescore(run_dirs[-1], seed, None)) for seed in noise_seeds])
-    results = [summarise(d, f"{n}, {k} step{'s' if k > 1 else ''}", r)
-               for (n, k), d, r in zip(runs, run_dirs, rescored)]
+        run_dirs, rescored = run_in_lanes(runs, out, args, noise_seeds)
+    results = [summarise(d, f"{n}, {k} step{'s' if k > 1 else ''}" + (f", seed {s}" if s is not None else ""), r)
+               for (n, k, s), d, r in zip(runs, run_dirs, rescored)]
     (out / "results.json").write_text(json.dumps(results, indent=1))
     write_outputs(results, args, noise_seeds)
+
+
+def run_in_lanes(runs: list, out: Path, args: argparse.Namespace, noise_seeds: list[int]
+                 ) -> tuple[list[Path], list[list[tuple[dict, float]]]]:
+    """Each run then its re-scores, --parallel runs at a time (unpinned, --threads each)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(run):
+        name, steps, seed = run
+        run_dir = wait_trial(*start_trial(out, args.obs, name, steps, seed, args.minutes, None))
+        return run_dir, [finish_rescore(*start_rescore(run_dir, s, None)) for s in noise_seeds]
+
+    with ThreadPoolExecutor(args.parallel) as pool:
+        done = list(pool.map(one, runs))
+    return [d for d, _ in done], [r for _, r in done]
 
 
 def write_outputs(results: list[dict], args: argparse.Namespace, noise_seeds: list[int]) -> None:
@@ -225,6 +255,7 @@ def write_outputs(results: list[dict], args: argparse.Namespace, noise_seeds: li
         threads = f", {args.threads} torch thread{'s' if args.threads > 1 else ''} a run" if args.threads else ""
         plot(results, ROOT / "docs" / name, f"PushT from {args.obs}: {args.minutes:g} training minutes a run on a CPU{threads}")
         write_section(lines[0], lines)
+        (ROOT / "benchmarks" / "learning_results" / f"{args.obs}.json").write_text(json.dumps(results, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ class PolicyConfig:
     n_action_steps: int = 8
     action_dim: int = 2
     encoder: str = "resnet18"  # or "small" for CPU smoke runs
+    encoder_width: int = 32  # "small": channels of its first two convolutions, w and 2w (the last has 64)
     image_feature_dim: int = 64
     num_keypoints: int = 32
     crop_shape: int = 84
@@ -214,6 +215,7 @@ def _validate(cfg: Config) -> None:
         "logging.every_steps": cfg.logging.every_steps,
     }
     positive.update({"policy.action_dim": p.action_dim, "policy.crop_shape": p.crop_shape,
+                     "policy.encoder_width": p.encoder_width,
                      "policy.num_keypoints": p.num_keypoints, "policy.image_feature_dim": p.image_feature_dim,
                      "eval.n_test": cfg.eval.n_test, "eval.max_steps": cfg.eval.max_steps})
     for key, value in positive.items():
