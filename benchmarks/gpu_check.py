@@ -4,9 +4,9 @@
     python benchmarks/gpu_check.py run OUT --device cuda --seconds 120 [--dry] [--cpu-bf16]
     python benchmarks/gpu_check.py summary OUT                     # the block for RESULTS.md
 
-`run` trains the reference preset `pusht_image_imf` for a fixed wall time with the trial's own
-pieces (data set and loader, policy, AdamW groups, warm-up schedule, grad clip, EMA, and the
-trial's autocast choice), then times a batch-1 action chunk of a 1-step imf policy against a
+`run` trains the reference preset `pusht_image_imf` for a fixed wall time through the trial's
+own parts and epoch loop, split over compile off/on x bf16 off/on (samples/s, host syncs per
+step, peak memory each), times the loader alone with the auto workers, then times a batch-1 action chunk of a 1-step imf policy against a
 100-step ddpm one (benchmarks/policy_speed.py's `latency`) and rolls out the trained EMA policy
 on 10 test seeds. Results go to OUT/run.json.
 """
@@ -63,71 +63,111 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def train_for(cfg, device: torch.device, seconds: float, cpu_bf16: bool, warmup_steps: int = 3) -> tuple[dict, object]:
-    """Train for ``seconds`` of timed wall time (after ``warmup_steps`` untimed steps), as the trial does."""
-    from imf.model.ema import EMAModel
-    from imf.policy import ImfPolicy
-    from imf.train.data import build_datasets, make_loader
-    from imf.train.precision import autocast_for, use_bf16
-    from imf.train.budget import cosine_with_warmup
-    from imf.train.parts import seed_everything
+VARIANTS = [("eager", False), ("eager", True), ("compile", True), ("compile", False)]  # (mode, bf16)
+SYNCS = ("item", "tolist", "cpu", "__bool__", "__float__", "numpy")
 
-    t = cfg.training
-    seed_everything(t.seed)
+
+def train_variants(cfg, device: torch.device, seconds: float, cpu_bf16: bool, out: Path) -> tuple[dict, object]:
+    """The trial's own parts and epoch loop (imf.train.parts / imf.train.trial.train_epoch) for
+    ``seconds`` of wall time split over the four (compile, bf16) variants, each from fresh
+    weights after 3 untimed warm-up steps (where compile happens). Per variant: samples/s,
+    host syncs per step (Tensor.item/tolist/cpu/bool/float/numpy outside torch), peak memory;
+    plus the loader alone with training.num_workers as configured (auto)."""
+    results = {"variants": [], "batch_size": cfg.training.batch_size,
+               "demo_episodes": cfg.data.demo_episodes}
+    policy = None
+    for mode, bf16 in VARIANTS:
+        row, policy = _one_variant(cfg, device, seconds / len(VARIANTS), mode, bf16 and (device.type == "cuda" or cpu_bf16), out)
+        results["variants"].append(row)
+        print(f"gpu_check: train {json.dumps(row)}", flush=True)
+    results["loader_samples_per_s"], results["num_workers"] = _loader_rate(cfg, device)
+    results["peak_host_rss_gib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)
+    return results, policy
+
+
+def _one_variant(cfg, device, seconds: float, mode: str, bf16: bool, out: Path) -> tuple[dict, object]:
+    import copy
+
+    from imf.store.layout import RunLayout
+    from imf.train.budget import TrainClock
+    from imf.train.parts import build_parts
+    from imf.train.state import TrainState
+    from imf.train.trial import train_epoch
+
+    cfg = copy.deepcopy(cfg)
+    cfg.training.compile = mode == "compile"
+    cfg.training.max_train_steps = None
     t_setup = time.perf_counter()
-    train_ds, _, normalizer, _ = build_datasets(cfg, lambda line: print(line, flush=True))
-    policy = ImfPolicy(cfg, normalizer).to(device)
-    ema = EMAModel(policy, power=t.ema_power, max_value=t.ema_max)
-    optimizer = torch.optim.AdamW(policy.optimizer_groups(t), lr=t.lr, betas=tuple(t.betas))
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, cosine_with_warmup(t.lr_warmup_steps, 10**6))
-    loader = make_loader(train_ds, cfg, shuffle=True, generator=torch.Generator().manual_seed(t.seed))
-    autocast = use_bf16(device, t.bf16) or (device.type == "cpu" and cpu_bf16)
+    parts = build_parts(cfg, RunLayout(out / f"train-{mode}-{'bf16' if bf16 else 'fp32'}"), device, None,
+                        lambda line: None, "gpu-check")
+    parts.autocast = bf16
+    state = TrainState()
+    parts.steps_per_epoch, parts.clock = 3, TrainClock("wall", None)  # warm-up (and compile)
+    warm = train_epoch(cfg, parts, state)
+    sync(device)
     setup_s = time.perf_counter() - t_setup
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    losses, wait, steps, t0 = [], 0.0, 0, None
-    batches = iter(loader)
-    policy.train()
-    while t0 is None or time.perf_counter() - t0 < seconds:
-        if steps == warmup_steps:
-            sync(device)
-            t0, wait, losses_before = time.perf_counter(), 0.0, len(losses)
-        tw = time.perf_counter()
-        try:
-            batch = next(batches)
-        except StopIteration:
-            batches = iter(loader)
-            batch = next(batches)
-        batch = to_device(batch, device)
-        wait += time.perf_counter() - tw
-        with autocast_for(device, autocast):
-            loss, metrics = policy.compute_loss(batch)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(policy.parameters(), t.grad_clip)
-        optimizer.step()
-        schedule.step()
-        ema.step(policy)
-        losses.append(metrics["loss"] if "loss" in metrics else float(loss.detach()))  # synced
-        steps += 1
-    sync(device)
-    wall = time.perf_counter() - t0
-    timed = steps - warmup_steps
-    finite = [x for x in losses if math.isfinite(x)]
-    out = {"setup_s": round(setup_s, 1), "seconds": round(wall, 1), "steps": steps, "timed_steps": timed,
-           "batch_size": t.batch_size, "num_workers": t.num_workers, "bf16_autocast": autocast,
-           "demo_episodes": cfg.data.demo_episodes, "train_windows": len(train_ds),
-           "samples_per_s": round(timed * t.batch_size / wall, 1),
-           "compute_samples_per_s": round(timed * t.batch_size / max(wall - wait, 1e-9), 1),
-           "data_wait_share": round(wait / wall, 3), "nonfinite_losses": len(losses) - len(finite),
-           "loss_first": losses[0], "loss_last": losses[-1],
-           "loss_min": min(finite, default=None), "loss_max": max(finite, default=None),
-           "loss_timed_mean": sum(losses[losses_before:]) / max(1, timed)}
+    parts.steps_per_epoch, parts.clock = len(parts.train_loader), TrainClock("wall", seconds)
+    step0, losses, syncs = state.global_step, [], _SyncCounter()
+    with syncs:
+        while not parts.clock.exhausted():
+            epoch = train_epoch(cfg, parts, state)
+            if epoch is None:  # diverged
+                break
+            state.epoch += 1
+            losses.append(epoch["train_loss"])
+        sync(device)
+    steps = state.global_step - step0
+    row = {"mode": mode, "bf16_autocast": bf16, "setup_s": round(setup_s, 1), "seconds": round(parts.clock.seconds(), 1),
+           "timed_steps": steps, "samples_per_s": round(steps * cfg.training.batch_size / max(parts.clock.seconds(), 1e-9), 1),
+           "syncs_per_step": round(syncs.count / max(steps, 1), 3), "loss_warmup": warm and warm["train_loss"],
+           "loss_last_epoch": losses[-1] if losses else None,
+           "nonfinite_losses": sum(1 for x in losses if x is None or not math.isfinite(x))}
     if device.type == "cuda":
-        out["peak_allocated_gib"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
-        out["peak_reserved_gib"] = round(torch.cuda.max_memory_reserved(device) / 2**30, 2)
-    out["peak_host_rss_gib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)
-    return out, ema.averaged_model
+        row["peak_allocated_gib"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
+    return row, parts.scored_policy
+
+
+class _SyncCounter:
+    """Counts host reads of tensors made by non-torch code while active (a device sync on CUDA)."""
+
+    def __init__(self) -> None:
+        self.count, self._real = 0, {}
+
+    def __enter__(self):
+        torch_dir = os.path.dirname(torch.__file__)
+        for name in SYNCS:
+            real = self._real[name] = getattr(torch.Tensor, name)
+
+            def counted(tensor, *a, _real=real, **k):
+                if not sys._getframe(1).f_code.co_filename.startswith(torch_dir):
+                    self.count += 1
+                return _real(tensor, *a, **k)
+            setattr(torch.Tensor, name, counted)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for name, real in self._real.items():
+            setattr(torch.Tensor, name, real)
+
+
+def _loader_rate(cfg, device: torch.device, batches: int = 40) -> tuple[float, int]:
+    """Samples/s of the training loader alone, to the device, with the configured workers."""
+    from imf.train.data import build_datasets, loader_workers, make_loader
+
+    train_ds = build_datasets(cfg, lambda line: None)[0]
+    loader = make_loader(train_ds, cfg, shuffle=True, generator=torch.Generator().manual_seed(0), device=device)
+    it, n = iter(loader), 0
+    next(it)  # workers started
+    t0 = time.perf_counter()
+    for batch in it:
+        to_device(batch, device)
+        n += 1
+        if n == batches:
+            break
+    sync(device)
+    return round(n * cfg.training.batch_size / (time.perf_counter() - t0), 1), loader_workers(cfg.training.num_workers, device)
 
 
 def chunk_latency(cfg, device: torch.device, dry: bool) -> dict:
@@ -176,11 +216,12 @@ def cmd_run(args) -> None:
     stage("latency", lambda: chunk_latency(cfg, device, args.dry))
     stage("rollout", lambda: rollout(trained["policy"], cfg, device, 2 if args.dry else 10))
     failed = [k for k in ("train", "latency", "rollout") if "error" in result[k]]
-    sys.exit(1 if failed or result["train"].get("nonfinite_losses") else 0)
+    nonfinite = any(v.get("nonfinite_losses") for v in result["train"].get("variants", []))
+    sys.exit(1 if failed or nonfinite else 0)
 
 
 def _train(cfg, device, args, trained: dict) -> dict:
-    stats, trained["policy"] = train_for(cfg, device, args.seconds, args.cpu_bf16)
+    stats, trained["policy"] = train_variants(cfg, device, args.seconds, args.cpu_bf16, Path(args.out))
     return stats
 
 
@@ -204,17 +245,17 @@ def summary_lines(out: Path) -> list[str]:
     if "error" in tr or not tr:
         lines.append(f"| training | FAILED: {tr.get('error', 'no result')} |")
     else:
-        mem = (f"{tr['peak_allocated_gib']} GiB allocated, {tr['peak_reserved_gib']} GiB reserved"
-               if "peak_allocated_gib" in tr else "n/a (CPU)")
-        lines += [
-            f"| training: preset `pusht_image_imf`, batch {tr['batch_size']}, bf16 autocast {'on' if tr['bf16_autocast'] else 'off'}, "
-            f"{tr['num_workers']} loader workers, {tr['train_windows']:,} windows of {tr['demo_episodes']} scripted episodes "
-            f"| {tr['timed_steps']} steps in {tr['seconds']} s (after 3 warm-up steps; setup {tr['setup_s']} s) |",
-            f"| training samples/s: end to end; without the data wait | {tr['samples_per_s']:,.0f}; {tr['compute_samples_per_s']:,.0f} |",
-            f"| share of step time waiting for data | {tr['data_wait_share']:.1%} |",
-            f"| peak GPU memory | {mem} |",
-            f"| loss: first, last, min, max; non-finite steps | {tr['loss_first']:.3f}, {tr['loss_last']:.3f}, "
-            f"{_num(tr['loss_min'])}, {_num(tr['loss_max'])}; {tr['nonfinite_losses']} |"]
+        lines.append(f"| training: preset `pusht_image_imf`, batch {tr['batch_size']}, the trial's own loop, "
+                     f"{tr['demo_episodes']} scripted episodes; per variant: timed steps in s, samples/s, host syncs "
+                     f"per step, peak GPU memory, last epoch's loss | |")
+        for v in tr["variants"]:
+            mem = f"{v['peak_allocated_gib']} GiB" if "peak_allocated_gib" in v else "n/a (CPU)"
+            lines.append(f"| {v['mode']}, bf16 {'on' if v['bf16_autocast'] else 'off'} (setup + warm-up {v['setup_s']} s) | "
+                         f"{v['timed_steps']} steps in {v['seconds']} s, {v['samples_per_s']:,.0f} samples/s, "
+                         f"{v['syncs_per_step']} syncs/step, {mem}, loss {_num(v['loss_last_epoch'])}; "
+                         f"{v['nonfinite_losses']} non-finite |")
+        lines.append(f"| loader alone, {tr['num_workers']} workers (training.num_workers auto) | "
+                     f"{tr['loader_samples_per_s']:,.0f} samples/s |")
     if "error" in lat or not lat:
         lines.append(f"| chunk latency | FAILED: {lat.get('error', 'no result')} |")
     else:

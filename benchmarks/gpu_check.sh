@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU path in under 5 minutes on a lent machine, ending in one block to paste into
 # benchmarks/RESULTS.md: environment facts, the GPU-marked tests, two minutes of the reference
-# preset with bf16 autocast (samples/s, peak memory, loss finite), batch-1 chunk latency of
-# 1-step imf vs 100-step ddpm, and a 10-episode rollout.
+# preset through the trial's loop split over torch.compile off/on x bf16 off/on (samples/s, host
+# syncs per step, peak memory, loss finite), the loader's samples/s with the auto workers,
+# batch-1 chunk latency of 1-step imf vs 100-step ddpm, and a 10-episode rollout.
 #
 #   bash benchmarks/gpu_check.sh                    # on the GPU machine, from the repo root
 #   bash benchmarks/gpu_check.sh --device cpu --dry # a quick check of the script itself
@@ -89,7 +90,7 @@ echo "${line:-no result} (exit $rc)" >"$OUT/pytest.txt"
 
 # 3-5. Training for a fixed wall time, chunk latency, rollout (one process; see gpu_check.py).
 echo "== reference preset: training, chunk latency, rollout"
-timeout $(( ${TRAIN_S%.*} + 180 )) "$PY" benchmarks/gpu_check.py run "$OUT" "${RUN_ARGS[@]}" 2>&1 | tee "$OUT/run.log"
+timeout $(( ${TRAIN_S%.*} + 420 )) "$PY" benchmarks/gpu_check.py run "$OUT" "${RUN_ARGS[@]}" 2>&1 | tee "$OUT/run.log"
 rc=${PIPESTATUS[0]}
 ((rc == 0)) || FAILED+=("run (exit $rc, see $OUT/run.log)")
 

@@ -1,6 +1,13 @@
 """Training samples/s and rollout time of the reference preset on this machine's device.
 
     python benchmarks/trial_speed.py [--device auto] [--steps 10] [--episodes 4]
+    python benchmarks/trial_speed.py loop [--presets pusht_lowdim_cpu,pusht_image_cpu] [--steps 20] [--rounds 5]
+
+`loop`: the trial's own epoch loop (imf.train.trial.train_epoch: loader, device copy, autocast,
+loss, backward, clip, AdamW, schedule, EMA, the metrics window) against its bare step (the same
+calls on one fixed batch), with training.compile off and on, at one torch thread; the four
+timings of a preset are interleaved round by round and the median kept, so load moves them
+alike. Goal: the loop within 1.1x of its bare step.
 
 Builds the `pusht_image_imf` policy (ResNet-18 encoder, 256 x 8 transformer, batch 64) on the
 scripted demo data, times training steps (loss, backward, AdamW, EMA) after a warm-up, then
@@ -56,7 +63,81 @@ def time_training(cfg, device, steps: int) -> tuple[float, float, torch.nn.Modul
     return cfg.training.batch_size / per_step, per_step, ema.averaged_model
 
 
+LOOP_SECTION = "## Trial loop against its bare step (benchmarks/trial_speed.py loop)"
+
+
+def loop_and_step(preset: str, compiled: bool, folder: str):
+    """Two callables timing ``steps`` training steps: through train_epoch, and bare."""
+    from imf.store.layout import RunLayout
+    from imf.train.budget import TrainClock
+    from imf.train.parts import build_parts
+    from imf.train.state import TrainState
+    from imf.train.trial import _to_device, train_epoch
+
+    cfg = load_config(preset, [f"training.compile={str(compiled).lower()}", "logging.trackers=none",
+                               "training.time_budget_s=null", "training.max_train_steps=null"])
+    parts = build_parts(cfg, RunLayout(folder), pick_device("cpu"), None, lambda line: None, "speed")
+    state, t = TrainState(), cfg.training
+    fixed = _to_device(next(iter(parts.train_loader)), parts.device)
+
+    def bare(steps: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            with autocast_for(parts.device, parts.autocast):
+                loss, _ = parts.policy.compute_loss(fixed)
+            parts.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(parts.policy.parameters(), t.grad_clip)
+            parts.optimizer.step()
+            parts.lr_schedule.step()
+            parts.ema.step(parts.policy)
+        return time.perf_counter() - t0
+
+    def loop(steps: int) -> float:
+        parts.steps_per_epoch, parts.clock = steps, TrainClock("wall", None)
+        t0 = time.perf_counter()
+        train_epoch(cfg, parts, state)
+        state.epoch += 1
+        return time.perf_counter() - t0
+    return loop, bare, t.batch_size
+
+
+def cmd_loop(presets: list[str], steps: int, rounds: int) -> None:
+    import statistics
+    import tempfile
+
+    torch.set_num_threads(1)
+    lines = [LOOP_SECTION, "", f"`python benchmarks/trial_speed.py loop --steps {steps} --rounds {rounds}` on "
+             f"{platform.machine()}, 1 torch thread, torch {torch.__version__}; median of {rounds} interleaved rounds "
+             f"of {steps} steps, after a warm-up round (where compile happens).", "",
+             "| preset | compile | bare step samples/s | loop samples/s | loop / step time |", "|---|---|---|---|---|"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for preset in presets:
+            runs = {c: loop_and_step(preset, c, f"{tmp}/{preset}-{c}") for c in (False, True)}
+            for loop, bare, _ in runs.values():
+                loop(2), bare(2)  # warm-up: compile, allocator, loader start
+            times = {(c, kind): [] for c in runs for kind in ("loop", "bare")}
+            for _ in range(rounds):
+                for c, (loop, bare, _) in runs.items():
+                    times[(c, "bare")].append(bare(steps))
+                    times[(c, "loop")].append(loop(steps))
+            batch = runs[False][2]
+            for c in runs:
+                b, l = (statistics.median(times[(c, k)]) for k in ("bare", "loop"))
+                lines.append(f"| {preset} | {'on' if c else 'off'} | {steps * batch / b:,.0f} | {steps * batch / l:,.0f} | {l / b:.2f}x |")
+                print(lines[-1], flush=True)
+    write_section(LOOP_SECTION, lines)
+
+
 def main() -> None:
+    import sys
+    if sys.argv[1:2] == ["loop"]:
+        sub = argparse.ArgumentParser(prog="trial_speed.py loop")
+        sub.add_argument("--presets", default="pusht_lowdim_cpu,pusht_image_cpu")
+        sub.add_argument("--steps", type=int, default=20)
+        sub.add_argument("--rounds", type=int, default=5)
+        a = sub.parse_args(sys.argv[2:])
+        return cmd_loop(a.presets.split(","), a.steps, a.rounds)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto")
     parser.add_argument("--steps", type=int, default=10)

@@ -101,6 +101,7 @@ class TrainingConfig:
     # where they would take cores from the training step; or a number
     num_workers: str = "auto"
     bf16: bool = True  # autocast on CUDA only
+    compile: bool = False  # torch.compile the training passes (the EMA policy that is scored stays eager)
 
 
 @dataclass

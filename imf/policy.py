@@ -103,6 +103,12 @@ class ImfPolicy(nn.Module):
         """The scorer's interface: ``policy(obs)`` is ``predict_action(obs)``."""
         return self.predict_action(obs)
 
+    def compile_steps(self) -> None:
+        """training.compile: torch.compile the transformer's passes and the image encoder."""
+        self.model.compile_steps()
+        if self.encoder is not None:
+            self.encoder.compile()
+
     def optimizer_groups(self, training_cfg) -> list[dict]:
         """AdamW groups: transformer decay / no-decay, an image encoder at encoder_weight_decay."""
         groups = self.model.optim_groups(training_cfg.weight_decay)

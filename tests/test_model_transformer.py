@@ -77,7 +77,7 @@ def test_fused_and_plain_attention_agree(mask):
 
 def test_forward_ad_detection_follows_torch():
     # The one use of torch's private ``_current_level``: fails loudly if a torch release moves it.
-    from imf.model.jvp_ops import forward_ad_active
+    from imf.model.layers import forward_ad_active
     assert isinstance(fwAD._current_level, int)
     seen = []
     torch.func.jvp(lambda x: seen.append(forward_ad_active()) or x * 2, (torch.ones(2),), (torch.ones(2),))
@@ -118,7 +118,7 @@ def test_jvp_helper_float32_and_gradients_match_plain_forward():
     z, t, h, cond = inputs()
     cond = cond.requires_grad_()
     tangents = (torch.randn_like(z), torch.ones_like(t), torch.ones_like(h))
-    u, dudt = jvp(lambda z_, t_, h_: model(z_, t_, h_, cond), (z, t, h), tangents)
+    u, dudt = jvp(model, (z, t, h), tangents, cond)
     model64 = copy.deepcopy(model).double()
     fd = central_difference(lambda *a: model64(*a, cond.detach().double()),
                             [x.double() for x in (z, t, h)], [x.double() for x in tangents])
@@ -184,28 +184,43 @@ def test_a_bad_mask_plugin_is_a_config_error_naming_policy_mask(monkeypatch, mas
         make_model("causal")
 
 
-@pytest.mark.parametrize("dual", ["x", "weight", "bias", "weight+bias", "x+weight+bias"])
-def test_hand_written_linear_and_layernorm_jvps_match_torch(dual):
-    from imf.model.jvp_ops import _LayerNormFn, _LinearFn
-    g = torch.Generator().manual_seed(0)
-    x, w, b = torch.randn(2, 5, 3, generator=g), torch.randn(4, 3, generator=g), torch.randn(4, generator=g)
-    lw, lb = torch.randn(3, generator=g), torch.randn(3, generator=g)
-    tangents = {name: torch.randn(t.shape, generator=g) for name, t in
-                (("x", x), ("weight", w), ("bias", b), ("ln_weight", lw), ("ln_bias", lb))}
-    names = dual.split("+")
+@pytest.mark.parametrize("mask,n_cond_layers", [("causal", 0), ("full", 1), ("causal", 1)])
+def test_written_out_jvp_matches_central_difference(mask, n_cond_layers):
+    # model.jvp (imf/model/tangent.py) against a float64 central difference, every layer kind
+    model = make_model(mask, n_cond_layers=n_cond_layers).double()
+    z, t, h, cond = inputs(dtype=torch.float64)
+    tangents = (torch.randn_like(z), torch.rand_like(t), torch.rand_like(h))
+    u, du = model.jvp(z, t, h, cond, *tangents)
+    fd = central_difference(lambda *a: model(*a, cond), (z, t, h), tangents)
+    assert fd.abs().max() > 1e-3
+    torch.testing.assert_close(du, fd, atol=1e-6, rtol=1e-5)
+    with torch.no_grad():
+        torch.testing.assert_close(u, model(z, t, h, cond), atol=1e-10, rtol=1e-10)
+    assert u.requires_grad and not du.requires_grad  # du is used stop-gradiented
 
-    def run(linear, layer_norm):
-        with fwAD.dual_level():
-            def d(name, value, ln_name=None):
-                if name not in names:
-                    return value
-                return fwAD.make_dual(value, tangents[ln_name or name])
-            lin = fwAD.unpack_dual(linear(d("x", x), d("weight", w), d("bias", b))).tangent
-            ln = fwAD.unpack_dual(layer_norm(d("x", x), d("weight", lw, "ln_weight"),
-                                             d("bias", lb, "ln_bias"))).tangent
-        return lin, ln
 
-    ours = run(_LinearFn.apply, lambda x_, w_, b_: _LayerNormFn.apply(x_, w_, b_, 1e-5))
-    ref = run(torch.nn.functional.linear, lambda x_, w_, b_: torch.nn.functional.layer_norm(x_, (3,), w_, b_, 1e-5))
-    for a, r in zip(ours, ref):
-        torch.testing.assert_close(a, r)
+def test_written_out_jvp_uses_one_dropout_mask_for_value_and_tangent():
+    # With dropout on, the tangent must be the derivative of the SAME dropped-out function:
+    # replaying the RNG gives the same masks, so a central difference under it must agree.
+    model = make_model("causal").double()
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.3
+        if hasattr(m, "p_drop"):
+            m.p_drop = 0.3
+    model.train()
+    z, t, h, cond = inputs(dtype=torch.float64)
+    tangents = (torch.randn_like(z), torch.ones_like(t), torch.ones_like(h))
+
+    def with_seed(fn):
+        torch.manual_seed(5)
+        return fn()
+
+    _, du = with_seed(lambda: model.jvp(z, t, h, cond, *tangents))
+    eps = 1e-6
+    plus = with_seed(lambda: model.jvp(*(p + eps * tg for p, tg in zip((z, t, h), tangents)), cond, *tangents)[0])
+    minus = with_seed(lambda: model.jvp(*(p - eps * tg for p, tg in zip((z, t, h), tangents)), cond, *tangents)[0])
+    torch.testing.assert_close(du, ((plus - minus) / (2 * eps)).detach(), atol=1e-6, rtol=1e-5)
+    other = with_seed(lambda: model.jvp(z, t, h, cond, *tangents)[0])
+    torch.manual_seed(6)
+    assert not torch.allclose(other, model.jvp(z, t, h, cond, *tangents)[0])  # dropout is on

@@ -10,7 +10,7 @@ from imf import registry
 from imf.config import ObjectiveConfig, PolicyConfig
 from imf.model import ImfTransformer
 from imf.registry.options import resolve
-from imf.objectives.base import MeanFlowOptions, expand, jvp, sample_t_r
+from imf.objectives.base import MeanFlowOptions, expand, sample_t_r
 from imf.objectives.ddpm import DdpmObjective, make_betas
 
 CASES = [("imf", "boundary"), ("imf", "v_head"), ("meanflow", "boundary"), ("flow", "boundary"),
@@ -89,7 +89,7 @@ def test_imf_loss_is_the_compound_velocity_with_the_models_own_tangent(monkeypat
     with torch.no_grad():
         tangent = model(z, t, torch.zeros_like(t), cond)  # u(z_t, t, t)
     ones = torch.ones_like(t)
-    u, dudt = jvp(lambda a, b, c: model(a, b, c, cond), (z, t, t - r), (tangent, ones, ones))
+    u, dudt = torch.func.jvp(lambda a, b, c: model(a, b, c, cond), (z, t, t - r), (tangent, ones, ones))
     compound = u + expand(t - r) * dudt
     expected = (compound - v).pow(2).sum(dim=(1, 2)).mean()
     assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
@@ -154,7 +154,7 @@ def test_meanflow_loss_regresses_u_on_the_stop_gradient_target_along_e_minus_x(m
     loss, _ = obj.loss(model, x, cond, generator=torch.Generator().manual_seed(3))
     z, v, t, r, _ = draws[0]
     ones = torch.ones_like(t)
-    u, dudt = jvp(lambda a, b, c: model(a, b, c, cond), (z, t, t - r), (v, ones, ones))
+    u, dudt = torch.func.jvp(lambda a, b, c: model(a, b, c, cond), (z, t, t - r), (v, ones, ones))
     expected = (u - (v - expand(t - r) * dudt)).pow(2).sum(dim=(1, 2)).mean()
     assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
     assert dudt[t > r].abs().sum() > 0
@@ -169,7 +169,7 @@ def test_imf_v_head_loss_uses_the_heads_velocity_as_tangent_and_trains_the_head(
     ones = torch.ones_like(t)
     with torch.no_grad():
         u, v_pred = model.forward_with_v(z, t, t - r, cond)
-        _, dudt = jvp(lambda a, b, c: model(a, b, c, cond), (z, t, t - r), (v_pred, ones, ones))
+        _, dudt = torch.func.jvp(lambda a, b, c: model(a, b, c, cond), (z, t, t - r), (v_pred, ones, ones))
     compound = u + expand(t - r) * dudt
     v_mse = (v_pred - v).pow(2).mean()
     expected = (compound - v).pow(2).sum(dim=(1, 2)).mean() + v_mse

@@ -10,15 +10,21 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.autograd.forward_ad as fwAD
 import torch.nn as nn
 import torch.nn.functional as F
 
-from imf.model.jvp_ops import LayerNorm, Linear, forward_ad_active
 
 # Flow time t lives in [0, 1]; the embedding sees t * scale (policy.time_scale). A small
 # scale keeps d(embedding)/dt small, which the JVP of the iMF objective differentiates
 # through: on the toy problem scale 1000 (the DiT convention) made iMF training unstable.
 TIME_SCALE = 1.0
+
+
+def forward_ad_active() -> bool:
+    """True inside torch.func.jvp or a forward_ad.dual_level (the objectives use the
+    written-out JVP of imf/model/tangent.py; this keeps the model usable under torch's own)."""
+    return fwAD._current_level >= 0
 
 
 def sinusoidal_embedding(t: torch.Tensor, dim: int, scale: float = TIME_SCALE) -> torch.Tensor:
@@ -39,9 +45,9 @@ class Attention(nn.Module):
     def __init__(self, n_emb: int, n_head: int, p_drop: float) -> None:
         super().__init__()
         self.n_head = n_head
-        self.q_proj = Linear(n_emb, n_emb)
-        self.kv_proj = Linear(n_emb, 2 * n_emb)
-        self.out_proj = Linear(n_emb, n_emb)
+        self.q_proj = nn.Linear(n_emb, n_emb)
+        self.kv_proj = nn.Linear(n_emb, 2 * n_emb)
+        self.out_proj = nn.Linear(n_emb, n_emb)
         self.p_drop = p_drop
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
@@ -79,12 +85,12 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, n_emb: int, n_head: int, p_drop: float, cross: bool = True) -> None:
         super().__init__()
-        self.ln1, self.ln3 = LayerNorm(n_emb), LayerNorm(n_emb)
+        self.ln1, self.ln3 = nn.LayerNorm(n_emb), nn.LayerNorm(n_emb)
         self.self_attn = Attention(n_emb, n_head, p_drop)
-        self.ln2 = LayerNorm(n_emb) if cross else None
+        self.ln2 = nn.LayerNorm(n_emb) if cross else None
         self.cross_attn = Attention(n_emb, n_head, p_drop) if cross else None
-        self.ffn = nn.Sequential(Linear(n_emb, 4 * n_emb), nn.GELU(), nn.Dropout(p_drop),
-                                 Linear(4 * n_emb, n_emb))
+        self.ffn = nn.Sequential(nn.Linear(n_emb, 4 * n_emb), nn.GELU(), nn.Dropout(p_drop),
+                                 nn.Linear(4 * n_emb, n_emb))
         self.drop = nn.Dropout(p_drop)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None,

@@ -17,8 +17,8 @@ import torch.nn as nn
 
 from imf import registry
 from imf.errors import ConfigError
-from imf.model.jvp_ops import LayerNorm, Linear
 from imf.model.layers import DecoderLayer, sinusoidal_embedding
+from imf.model.tangent import transformer_jvp
 from imf.registry.options import resolve as resolve_options
 
 N_TIME_TOKENS = 2  # t and h = t - r
@@ -53,25 +53,33 @@ class ImfTransformer(nn.Module):
         n_emb, horizon, n_obs = cfg.n_emb, cfg.horizon, cfg.n_obs_steps
         self.horizon, self.n_obs, self.n_emb, self.action_dim = horizon, n_obs, n_emb, cfg.action_dim
         self.time_scale = float(cfg.time_scale)
-        self.input_emb = Linear(cfg.action_dim, n_emb)
+        self.input_emb = nn.Linear(cfg.action_dim, n_emb)
         self.pos_emb = nn.Parameter(torch.zeros(1, horizon, n_emb))
-        self.cond_obs_emb = Linear(cond_dim, n_emb)
+        self.cond_obs_emb = nn.Linear(cond_dim, n_emb)
         self.cond_pos_emb = nn.Parameter(torch.zeros(1, N_TIME_TOKENS + n_obs, n_emb))
         self.drop = nn.Dropout(cfg.p_drop_emb)
         self.cond_encoder = self._make_cond_encoder(cfg)
         self.layers = nn.ModuleList(
             DecoderLayer(n_emb, cfg.n_head, cfg.p_drop_attn) for _ in range(cfg.n_layer))
-        self.ln_f = LayerNorm(n_emb)
-        self.head = Linear(n_emb, cfg.action_dim)
-        self.v_head = Linear(n_emb, cfg.action_dim) if v_head else None
+        self.ln_f = nn.LayerNorm(n_emb)
+        self.head = nn.Linear(n_emb, cfg.action_dim)
+        self.v_head = nn.Linear(n_emb, cfg.action_dim) if v_head else None
         self._register_masks(cfg.mask, masks if masks is not None else attention_masks(cfg))
         self.apply(self._init_weights)
+        self._jvp, self._forward_with_v = transformer_jvp, _forward_with_v  # compiled by compile_steps
+
+    def compile_steps(self) -> None:
+        """torch.compile every pass the objectives make: the forward (nn.Module.compile, so
+        state_dict keys stay as they are), the written-out JVP and the v-head forward."""
+        self.compile()
+        self._jvp = torch.compile(transformer_jvp)
+        self._forward_with_v = torch.compile(_forward_with_v)
 
     @staticmethod
     def _make_cond_encoder(cfg) -> nn.Module:
         n_emb = cfg.n_emb
         if cfg.n_cond_layers <= 0:  # the reference's token-wise MLP
-            return nn.Sequential(Linear(n_emb, 4 * n_emb), nn.Mish(), Linear(4 * n_emb, n_emb))
+            return nn.Sequential(nn.Linear(n_emb, 4 * n_emb), nn.Mish(), nn.Linear(4 * n_emb, n_emb))
         return nn.ModuleList(
             DecoderLayer(n_emb, cfg.n_head, cfg.p_drop_attn, cross=False)
             for _ in range(cfg.n_cond_layers))
@@ -123,12 +131,16 @@ class ImfTransformer(nn.Module):
     def forward(self, z: torch.Tensor, t: torch.Tensor, h: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
         return self.head(self.trunk(z, t, h, cond))  # (B, H, A)
 
+    def jvp(self, z, t, h, cond, dz, dt, dh) -> tuple[torch.Tensor, torch.Tensor]:
+        """(u, du): the output and its derivative along (dz, dt, dh), in one pass of plain ops
+        (imf/model/tangent.py); du carries no graph, u the usual one."""
+        return self._jvp(self, z, t, h, cond, dz, dt, dh)
+
     def forward_with_v(self, z, t, h, cond):
         """(u, v): the average velocity and the auxiliary v-head, from one trunk pass."""
         if self.v_head is None:
             raise ValueError("this model was built without a v-head (objective.options.tangent=boundary)")
-        x = self.trunk(z, t, h, cond)
-        return self.head(x), self.v_head(x)
+        return self._forward_with_v(self, z, t, h, cond)
 
     def optim_groups(self, weight_decay: float) -> list[dict]:
         """AdamW groups: decay on Linear/attention weights; none on biases, norms, embeddings."""
@@ -141,6 +153,11 @@ class ImfTransformer(nn.Module):
                     no_decay.append(param)
         return [{"params": decay, "weight_decay": weight_decay, "name": "transformer_decay"},
                 {"params": no_decay, "weight_decay": 0.0, "name": "transformer_no_decay"}]
+
+
+def _forward_with_v(model: ImfTransformer, z, t, h, cond) -> tuple[torch.Tensor, torch.Tensor]:
+    x = model.trunk(z, t, h, cond)  # (B, H, D)
+    return model.head(x), model.v_head(x)
 
 
 def _checked_mask(plugin: str, attr: str, value, shape: tuple[int, int]) -> torch.Tensor | None:

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 import torch
-import torch.autograd.forward_ad as fwAD
 
 from imf.errors import ConfigError, OptionError
 
@@ -134,25 +133,17 @@ def adaptive_loss(err: torch.Tensor, p: float, c: float) -> torch.Tensor:
     return (weight * sq).mean()
 
 
-def jvp(fn: Callable[..., torch.Tensor], primals: tuple, tangents: tuple, consts: tuple = ()
-        ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Forward-mode JVP in float32: (fn(*primals, *consts), d fn . tangents).
+def jvp(model, primals: tuple, tangents: tuple, cond: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(u, du) = (model(z, t, h, cond), its derivative along the tangents) in float32.
 
-    Uses torch.autograd.forward_ad dual tensors (measured faster here than torch.func.jvp,
-    which the model also supports). The primal output keeps its autograd graph, so gradients
-    reach the weights and any tensors fn closes over (the encoder features, which carry no
-    tangent: the encoder stays outside the JVP). Autocast is off inside: the tangent is
-    multiplied by (t - r) and bf16 is too coarse for it. So every input is cast to float32,
-    the ``consts`` too (inputs without a tangent, e.g. the condition features, which are bf16
-    under autocast); gradients still flow back through the casts.
+    ``model.jvp`` writes the derivative out in plain ops (imf/model/tangent.py): no dual
+    tensors, so it runs under torch.compile, and du carries no graph (the objectives use it
+    stop-gradiented) while u keeps its graph to the weights and to ``cond`` (the encoder
+    features, which carry no tangent). Autocast is off inside: the tangent is multiplied by
+    (t - r) and bf16 is too coarse for it; gradients still flow back through the casts.
     """
-    device_type = primals[0].device.type
-    with torch.autocast(device_type=device_type, enabled=False), fwAD.dual_level():
-        duals = [fwAD.make_dual(p.float(), tg.float()) for p, tg in zip(primals, tangents)]
-        out = fwAD.unpack_dual(fn(*duals, *(c.float() for c in consts)))
-    if out.tangent is None:  # fn does not depend on the primals at all
-        return out.primal, torch.zeros_like(out.primal)
-    return out.primal, out.tangent
+    with torch.autocast(device_type=primals[0].device.type, enabled=False):
+        return model.jvp(*(p.float() for p in primals), cond.float(), *(tg.float() for tg in tangents))
 
 
 def euler_sampler(model, cond: torch.Tensor, n_steps: int, generator: torch.Generator | None,

@@ -81,12 +81,12 @@ class ImfObjective(ObjectiveBase):
             u, v_pred = model.forward_with_v(z, t, h, cond)
             parts.v.append(v_pred)
             with torch.no_grad():
-                _, dudt = jvp(model, (z, t, h), (v_pred.detach(), ones, ones), (cond,))
+                _, dudt = jvp(model, (z, t, h), (v_pred.detach(), ones, ones), cond)
         else:
             with torch.no_grad():
                 tangent = model(z, t, torch.zeros_like(t), cond)  # v_theta = u(z_t, t, t)
             # d/dt along (v, dr = 0, dt = 1): h = t - r moves with t, so dh = 1 as well.
-            u, dudt = jvp(model, (z, t, h), (tangent, ones, ones), (cond,))
+            u, dudt = jvp(model, (z, t, h), (tangent, ones, ones), cond)
         u = u.to(z.dtype)  # float32 under autocast too: bf16 would round the (t - r) du/dt term
         parts.V.append(u + expand(h) * dudt.detach().to(u.dtype))
 

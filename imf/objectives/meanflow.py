@@ -30,7 +30,7 @@ class MeanFlowObjective(ObjectiveBase):
         h = t - r
         ones = torch.ones_like(t)
 
-        u, dudt = jvp(model, (z, t, h), (v, ones, ones), (cond,))  # dr = 0, dt = 1 -> dh = 1
+        u, dudt = jvp(model, (z, t, h), (v, ones, ones), cond)  # dr = 0, dt = 1 -> dh = 1
         target = (v - expand(h) * dudt).detach()
         return u.to(z.dtype) - target.to(z.dtype)
 

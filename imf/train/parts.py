@@ -87,6 +87,8 @@ def build_parts(cfg: Config, run: RunLayout, device: torch.device, warm: tuple[P
         weights = ckpt_io.weights_with_normalizer(init.get("ema") or init["policy"], init)
         say(ckpt_io.warm_start_line(load_weights_partial(policy, weights), init_from))
     ema = EMAModel(policy, power=t.ema_power, max_value=t.ema_max) if t.use_ema else None
+    if t.compile:  # after the EMA copy: the scored policy stays eager
+        policy.compile_steps()
     optimizer = torch.optim.AdamW(policy.optimizer_groups(t), lr=t.lr, betas=tuple(t.betas))
     shuffle = torch.Generator()
     train_loader = make_loader(train_ds, cfg, shuffle=True, generator=shuffle, device=device)
