@@ -23,6 +23,16 @@ def one_thread():
         sys.modules["torch"].set_num_threads(1)
 
 
+@pytest.fixture(scope="session")
+def demo_cache(tmp_path_factory) -> str:
+    """An IMF cache folder holding one small scripted data set (4 episodes, seed 0), made once
+    per test session; pass it as ``data.cache_dir`` with ``data.demo_episodes=4``."""
+    from imf.pusht.expert import ensure_demo_dataset
+    cache = tmp_path_factory.mktemp("imf-cache")
+    ensure_demo_dataset(4, seed=0, cache_dir=str(cache))
+    return str(cache)
+
+
 @pytest.fixture(autouse=True)
 def _unit_tier_starts_no_process(request, monkeypatch):
     if any(request.node.get_closest_marker(m) for m in ("slow", "gpu", "slurm")):

@@ -1,8 +1,6 @@
 """`imf log hypothesis` and `imf log conclude` through the command line."""
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
 
@@ -10,6 +8,7 @@ from typer.testing import CliRunner
 
 from imf.cli import app
 from imf.store.iteration_log import IterationLogStore
+from imf_process import run_imf
 
 runner = CliRunner()
 
@@ -33,21 +32,16 @@ def test_missing_required_option_is_a_usage_error(tmp_path):
     assert result.exit_code == 2 and "--expect" in result.output
 
 
-def _imf(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "imf", *args], capture_output=True, text=True,
-                          timeout=60)
-
-
 @pytest.mark.slow
 def test_bad_input_is_one_error_line_and_exit_2(tmp_path):
-    missing = _imf("log", "hypothesis", "--text", "t", "--expect", "e", "--dir", str(tmp_path / "no"))
+    missing = run_imf("log", "hypothesis", "--text", "t", "--expect", "e", "--dir", str(tmp_path / "no"))
     assert (missing.returncode, missing.stderr) == (
         2, f"imf: error: --dir {tmp_path / 'no'} is not an existing folder\n")
-    no_log = _imf("log", "conclude", "H1", "--result", "r", "--conclusion", "c", "--dir", str(tmp_path))
+    no_log = run_imf("log", "conclude", "H1", "--result", "r", "--conclusion", "c", "--dir", str(tmp_path))
     assert no_log.returncode == 2 and no_log.stderr.startswith(
         f"imf: error: no ITERATION_LOG.md in {tmp_path}")
     IterationLogStore(tmp_path).add_hypothesis("t", "e")
-    unknown = _imf("log", "conclude", "H7", "--result", "r", "--conclusion", "c", "--dir", str(tmp_path))
+    unknown = run_imf("log", "conclude", "H7", "--result", "r", "--conclusion", "c", "--dir", str(tmp_path))
     assert unknown.returncode == 2
     assert unknown.stderr.splitlines() == [
         f"imf: error: no hypothesis H7 in {tmp_path / 'ITERATION_LOG.md'}; ids: H1"]

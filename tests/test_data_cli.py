@@ -1,31 +1,25 @@
 """`imf data demo` and `imf data info` from the command line."""
-import subprocess
-import sys
 import zipfile
 
 import numpy as np
 import pytest
 
 from imf.data.replay_buffer import ReplayBuffer
+from imf_process import run_imf
 
 pytestmark = pytest.mark.slow  # starts processes or trains: not in the unit tier
 
 
-def _imf(*args):
-    code = "import sys; from imf.cli import main; sys.argv = ['imf'] + sys.argv[1:]; main()"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
-
-
 def test_demo_then_info(tmp_path):
     out = tmp_path / "demo.zarr"
-    made = _imf("data", "demo", "--episodes", "1", "--out", str(out), "--seed", "2")
+    made = run_imf("data", "demo", "--episodes", "1", "--out", str(out), "--seed", "2")
     assert made.returncode == 0, made.stderr
     buf = ReplayBuffer.open(out)
     assert buf.n_episodes == 1 and np.all(buf.episode_lengths > 0)
-    info = _imf("data", "info", str(out))
+    info = run_imf("data", "info", str(out))
     assert info.returncode == 0, info.stderr
     assert "episodes   1" in info.stdout and "data/img" in info.stdout and "96, 96, 3)" in info.stdout
-    again = _imf("data", "demo", "--episodes", "1", "--out", str(out))
+    again = run_imf("data", "demo", "--episodes", "1", "--out", str(out))
     assert again.returncode == 2 and "--force" in again.stderr
 
 
@@ -52,13 +46,13 @@ def _empty_dir(tmp_path):
                          ids=["missing", "empty-dir", "not-zarr-zip"])
 def test_info_on_a_bad_path_is_one_line(tmp_path, make):
     path = make(tmp_path)
-    _one_error_line(_imf("data", "info", str(path)), path.name)
+    _one_error_line(run_imf("data", "info", str(path)), path.name)
 
 
 def test_demo_with_a_bad_out_is_one_line(tmp_path):
     (tmp_path / "afile").write_text("")
-    _one_error_line(_imf("data", "demo", "--episodes", "1", "--out", str(tmp_path / "afile" / "d.zarr")), "afile")
+    _one_error_line(run_imf("data", "demo", "--episodes", "1", "--out", str(tmp_path / "afile" / "d.zarr")), "afile")
     (tmp_path / "notes").mkdir()
-    result = _imf("data", "demo", "--episodes", "1", "--out", str(tmp_path / "notes"), "--force")
+    result = run_imf("data", "demo", "--episodes", "1", "--out", str(tmp_path / "notes"), "--force")
     _one_error_line(result, "not a zarr store")
     assert result.stdout == ""  # it failed before the progress bar

@@ -2,29 +2,22 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from imf.config import load_resolved
 from imf.stats import standard_error
+from imf_process import run_imf
 
 TINY = ["training.max_train_steps=4", "training.batch_size=16", "eval.n_test=2", "eval.n_train=1",
         "eval.max_steps=24", "eval.n_workers=1", "data.demo_episodes=4", "logging.swanlab=false",
         "training.num_epochs=1"]
 
 
-def _imf(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "imf", *args], capture_output=True, text=True,
-                          timeout=900, cwd=cwd, env={**os.environ, "OMP_NUM_THREADS": "1"})
-
-
 @pytest.mark.slow
 def test_a_tiny_trial_writes_a_final_eval_on_fresh_seeds(tmp_path):
     run_dir = tmp_path / "run"
-    proc = _imf("trial", "smoke", *TINY, f"data.cache_dir={tmp_path / 'cache'}", "--out",
+    proc = run_imf("trial", "smoke", *TINY, f"data.cache_dir={tmp_path / 'cache'}", "--out",
                 str(run_dir), "--store", "none", "--final-eval", "5")
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads((run_dir / "final_eval.json").read_text())
@@ -55,7 +48,7 @@ def test_a_tiny_trial_writes_a_final_eval_on_fresh_seeds(tmp_path):
     (["--final-eval", "10", "eval.test_start_seed=500003"], "overlap the test rollout seeds"),
 ])
 def test_a_bad_final_eval_fails_before_training(tmp_path, args, words):
-    proc = _imf("trial", "smoke", "--out", str(tmp_path / "run"), "--store", "none", *args)
+    proc = run_imf("trial", "smoke", "--out", str(tmp_path / "run"), "--store", "none", *args)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("imf: error: ") and words in lines[0], lines

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 from test_policy_core import batch, make_policy, obs
-from test_train_trial import demo_cache, run, tiny  # noqa: F401  (demo_cache is a fixture)
+from test_train_trial import run, tiny
 
 import imf.objectives.base as objectives_base
 import imf.objectives.ddpm as objectives_ddpm

@@ -26,14 +26,6 @@ TINY = ["policy.obs_type=keypoints", "training.max_train_steps=6", "training.bat
         "data.demo_episodes=4", "logging.swanlab=false", "training.val_probe_windows=64"]
 
 
-@pytest.fixture(scope="module")
-def demo_cache(tmp_path_factory) -> str:
-    from imf.pusht.expert import ensure_demo_dataset
-    cache = tmp_path_factory.mktemp("imf-cache")
-    ensure_demo_dataset(4, seed=0, cache_dir=str(cache))
-    return str(cache)
-
-
 def _demo_path(cache: str) -> Path:
     from imf.pusht.expert import ensure_demo_dataset
     return ensure_demo_dataset(4, seed=0, cache_dir=cache)

@@ -2,21 +2,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 from _report_runs import make_grid_sweep, make_run
 from typer.testing import CliRunner
 
 from imf.cli import app
+from imf_process import run_imf
 
 runner = CliRunner()
-
-
-def _imf(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "imf", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=60)
 
 
 def test_report_prints_tables_and_writes_files(tmp_path, monkeypatch):
@@ -50,7 +44,7 @@ def test_without_out_nobody_elses_run_folder_is_written(tmp_path):
     here = tmp_path / "here"
     here.mkdir()
     for args in ([str(a), str(b)], [str(a)], [str(tmp_path / "runs")]):
-        out = _imf("report", *args, cwd=here)
+        out = run_imf("report", *args, cwd=here)
         assert out.returncode == 0, out.stderr
         assert (here / "report.md").exists()
         assert not (a / "report.md").exists() and not (tmp_path / "runs" / "report.md").exists()
@@ -60,7 +54,7 @@ def test_without_out_nobody_elses_run_folder_is_written(tmp_path):
 def test_inside_a_run_folder_nothing_is_written_without_out(tmp_path):
     run = make_run(tmp_path, "r", [0.3])
     before = sorted(p.name for p in run.iterdir())
-    out = _imf("report", cwd=run)
+    out = run_imf("report", cwd=run)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[3].split()[:3] == ["1", "r", "completed"]
     assert out.stderr.splitlines() == ["imf: note: report files not written: the current folder "
@@ -70,14 +64,14 @@ def test_inside_a_run_folder_nothing_is_written_without_out(tmp_path):
 
 @pytest.mark.slow  # starts imf as a process
 def test_bad_last_k_is_one_line(tmp_path):
-    out = _imf("report", str(make_grid_sweep(tmp_path)), "--last-k", "0", cwd=tmp_path)
+    out = run_imf("report", str(make_grid_sweep(tmp_path)), "--last-k", "0", cwd=tmp_path)
     assert out.returncode == 2
     assert out.stderr.splitlines() == ["imf: error: --last-k 0: give 1 or more rollouts to average"]
 
 
 @pytest.mark.slow  # starts imf as a process
 def test_missing_folder_is_one_error_line_and_exit_2(tmp_path):
-    out = _imf("report", str(tmp_path / "nope"))
+    out = run_imf("report", str(tmp_path / "nope"))
     assert out.returncode == 2
     assert out.stderr.splitlines() == [f"imf: error: {tmp_path / 'nope'} does not exist; "
                                        "give a sweep folder or run folders"]
@@ -88,7 +82,7 @@ def test_corrupt_scoreboard_is_one_error_line_and_left_alone(tmp_path):
     make_run(tmp_path, "a", [0.5])
     board = tmp_path / "scoreboard.json"
     board.write_text('{"best": null, "trials": [')
-    out = _imf("report", str(tmp_path))
+    out = run_imf("report", str(tmp_path))
     assert out.returncode == 2
     lines = out.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("imf: error: scoreboard ")

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 
 import pytest
 from _report_runs import make_run
 
 from imf.errors import ReportError
 from imf.report import build_comparison, render_compare_text, write_compare_files
+from imf_process import run_imf
 
 BASE = {(128, 6): 0.40, (128, 12): 0.50, (256, 6): 0.55, (256, 12): 0.60}
 SEED_OFFSETS = {0: -0.02, 1: 0.0, 2: 0.02}  # sd 0.02 over seeds, SE of a cell 0.02 / sqrt(3)
@@ -91,20 +90,15 @@ def test_no_shared_cell_is_one_error(tmp_path):
     assert "\n" not in str(err.value)
 
 
-def _imf(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "imf", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=120)
-
-
 @pytest.mark.slow  # starts imf as a process
 def test_cli_compares_two_sweeps_into_the_current_folder(tmp_path):
     causal = make_sweep(tmp_path, "causal", 0.0)
     full = make_sweep(tmp_path, "full", 0.10)
-    out = _imf("report", str(causal), str(full), cwd=tmp_path)
+    out = run_imf("report", str(causal), str(full), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "full beats causal at n_layer 12 (+0.100 ± 0.012)" in out.stdout
     assert (tmp_path / "compare.md").exists() and not (causal / "compare.md").exists()
-    out = _imf("report", str(causal), str(full), "--no-compare", "--json", cwd=tmp_path)
+    out = run_imf("report", str(causal), str(full), "--no-compare", "--json", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert len(json.loads(out.stdout)["trials"]) == 24 and (tmp_path / "report.md").exists()
 
@@ -117,7 +111,7 @@ def test_cli_compares_two_sweeps_into_the_current_folder(tmp_path):
 ])
 def test_bad_compare_input_is_one_line(tmp_path, args, line):
     make_sweep(tmp_path, "causal", 0.0, sizes={(128, 6): 0.4})
-    out = _imf("report", *[str(tmp_path / a) if not a.startswith("--") else a for a in args],
+    out = run_imf("report", *[str(tmp_path / a) if not a.startswith("--") else a for a in args],
                cwd=tmp_path)
     assert out.returncode == 2
     assert out.stderr.splitlines() == [line.format(t=tmp_path)]

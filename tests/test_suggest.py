@@ -3,9 +3,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +14,7 @@ from imf.store.scoreboard import ScoreboardStore
 from imf.suggest import as_json, render_text, suggest, write_hypothesis
 from imf.suggest.rules import rising
 from imf.report.model import Curve
+from imf_process import run_imf
 
 EPISODES = 50
 
@@ -202,33 +200,27 @@ def test_missing_folder_and_no_scores_are_report_errors(tmp_path):
         suggest(tmp_path)
 
 
-def _imf(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "imf", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=120, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
-
-
 @pytest.mark.slow
 def test_the_command_line_prints_text_json_and_writes_the_hypothesis(tmp_path):
     folder = tmp_path / "runs"
     make_run(folder, n_emb=128, n_layer=6, scores=[0.3] * 6)
     make_run(folder, n_emb=256, n_layer=6, scores=FLAT)
-    text = _imf("suggest", "runs", cwd=tmp_path)
+    text = run_imf("suggest", "runs", cwd=tmp_path)
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith("best cell smoke-causal-e256-l6: 0.8000 ± 0.0100")
     assert ("imf trial runs/smoke-causal-e256-l6-s42/config.yaml policy.n_emb=384 --seed 42 "
             "--id smoke-causal-e384-l6-s42 --out runs/smoke-causal-e384-l6-s42") in text.stdout
-    listed = _imf("suggest", "runs", "--json", "--write-hypothesis", cwd=tmp_path)
+    listed = run_imf("suggest", "runs", "--json", "--write-hypothesis", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)
     assert [r["kind"] for r in rows] == ["neighbour", "neighbour"]
     assert listed.stderr.strip() == "wrote hypothesis H1 to runs/ITERATION_LOG.md"
 
 
-
 @pytest.mark.slow
 def test_the_command_line_names_the_log_it_wrote_beside_a_run_folder(tmp_path):
     run = make_run(tmp_path / "runs", n_emb=128, n_layer=6, scores=FLAT)
-    proc = _imf("suggest", str(run.relative_to(tmp_path)), "--write-hypothesis", cwd=tmp_path)
+    proc = run_imf("suggest", str(run.relative_to(tmp_path)), "--write-hypothesis", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     written = tmp_path / proc.stdout.strip().splitlines()[-1].removeprefix("wrote hypothesis H1 to ")
     assert written.resolve() == (tmp_path / "runs" / "ITERATION_LOG.md").resolve()
@@ -243,7 +235,7 @@ def test_the_command_line_names_the_log_it_wrote_beside_a_run_folder(tmp_path):
 def test_bad_folders_are_one_line(tmp_path, make, words):
     if make:
         make_run(tmp_path / "missing", n_emb=128, n_layer=6, scores=[])
-    proc = _imf("suggest", "missing", cwd=tmp_path)
+    proc = run_imf("suggest", "missing", cwd=tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], lines

@@ -17,14 +17,6 @@ from imf.train.trial import TrialOptions, run_trial
 pytestmark = pytest.mark.slow  # trains
 
 
-@pytest.fixture(scope="module")
-def demo_cache(tmp_path_factory) -> str:
-    from imf.pusht.expert import ensure_demo_dataset
-    cache = tmp_path_factory.mktemp("imf-cache")
-    ensure_demo_dataset(4, seed=0, cache_dir=str(cache))
-    return str(cache)
-
-
 TORCH_DIR = os.path.dirname(torch.__file__)
 SYNCS = ("item", "tolist", "cpu", "__bool__", "__float__", "numpy")
 

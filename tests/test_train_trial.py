@@ -16,6 +16,7 @@ from imf.config import load_config
 from imf.errors import CheckpointError
 from imf.train.checkpoint import load_checkpoint
 from imf.train.trial import TrialOptions, run_trial
+from imf_process import run_imf
 
 pytestmark = pytest.mark.slow  # starts processes or trains: not in the unit tier
 
@@ -24,15 +25,6 @@ torch.set_num_threads(1)
 # Small enough for a couple of seconds per epoch on one core.
 TINY = ["training.max_train_steps=4", "training.batch_size=16", "eval.n_test=2", "eval.n_train=0",
         "eval.max_steps=24", "eval.n_workers=1", "data.demo_episodes=4", "logging.swanlab=false"]
-
-
-@pytest.fixture(scope="session")
-def demo_cache(tmp_path_factory) -> str:
-    """One small scripted data set for every test of this module."""
-    from imf.pusht.expert import ensure_demo_dataset
-    cache = tmp_path_factory.mktemp("imf-cache")
-    ensure_demo_dataset(4, seed=0, cache_dir=str(cache))
-    return str(cache)
 
 
 def tiny(demo_cache: str, *extra: str, preset: str = "smoke"):
@@ -151,12 +143,6 @@ def test_swanlab_failure_never_kills_training(demo_cache, tmp_path, monkeypatch,
     assert "swanlab: start failed (RuntimeError: tracker service exploded)" in capsys.readouterr().out
 
 
-def _imf(*args: str, cwd: Path, **kw) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "SWANLAB_MODE": "offline"}
-    return subprocess.run([sys.executable, "-m", "imf", *args], cwd=cwd, capture_output=True,
-                          text=True, env=env, **kw)
-
-
 def test_cli_bad_inputs_are_one_line(tmp_path):
     (tmp_path / "a-file").write_text("not a folder")
     for args, needle in [
@@ -175,7 +161,7 @@ def test_cli_bad_inputs_are_one_line(tmp_path):
         (["trial", "smoke", "--device", "banana", "--out", str(tmp_path / "dev")], "got 'banana'"),
         (["trial", "smoke", "--out", str(tmp_path / "a-file" / "run")], "Not a directory"),
     ]:
-        out = _imf(*args, cwd=tmp_path)
+        out = run_imf(*args, cwd=tmp_path)
         assert out.returncode == 2, (args, out.stderr)
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("imf: error:") and needle in lines[0], (args, out.stderr)
@@ -188,7 +174,7 @@ def test_resume_after_kill_reproduces_the_uninterrupted_logs(demo_cache, tmp_pat
     # third log line makes the resume drop and redo the epochs after the checkpoint.
     args = ["trial", "smoke", *TINY, f"data.cache_dir={demo_cache}", "training.num_epochs=5",
             "training.rollout_every=2", "training.checkpoint_every=5", "--store", "none"]
-    straight = _imf(*args, "--out", str(tmp_path / "straight"), cwd=tmp_path)
+    straight = run_imf(*args, "--out", str(tmp_path / "straight"), cwd=tmp_path)
     assert straight.returncode == 0, straight.stderr
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "imf", *args, "--out", str(tmp_path / "crash")],
@@ -201,7 +187,7 @@ def test_resume_after_kill_reproduces_the_uninterrupted_logs(demo_cache, tmp_pat
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    resumed = _imf("trial", "--resume", "--out", str(tmp_path / "crash"), "--store", "none", cwd=tmp_path)
+    resumed = run_imf("trial", "--resume", "--out", str(tmp_path / "crash"), "--store", "none", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert "resume: continuing at epoch" in resumed.stdout
 
@@ -218,7 +204,7 @@ def test_resume_after_kill_reproduces_the_uninterrupted_logs(demo_cache, tmp_pat
 
 @pytest.mark.slow
 def test_cli_smoke_trial_then_eval_reproduces_the_logged_score(demo_cache, tmp_path):
-    out = _imf("trial", "smoke", f"data.cache_dir={demo_cache}", "data.demo_episodes=4",
+    out = run_imf("trial", "smoke", f"data.cache_dir={demo_cache}", "data.demo_episodes=4",
                "logging.swanlab=false", "--id", "smoke1", "--out", str(tmp_path / "runs" / "smoke1"),
                cwd=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -226,7 +212,7 @@ def test_cli_smoke_trial_then_eval_reproduces_the_logged_score(demo_cache, tmp_p
     best_epoch = summary["best_epoch"]
     logged = [json.loads(line) for line in (tmp_path / "runs" / "smoke1" / "logs.json.txt").read_text().splitlines()]
     logged_score = next(r["test_mean_score"] for r in logged if r["epoch"] == best_epoch)
-    ev = _imf("eval", "--best", str(tmp_path / "runs"), "--json", cwd=tmp_path)
+    ev = run_imf("eval", "--best", str(tmp_path / "runs"), "--json", cwd=tmp_path)
     assert ev.returncode == 0, ev.stderr
     result = json.loads(ev.stdout)
     assert result["test_mean_score"] == pytest.approx(logged_score, abs=1e-9)
@@ -252,7 +238,7 @@ def test_unreadable_checkpoint_reasons(tmp_path, content, reason):
 
 
 def test_unknown_store_fails_before_training(tmp_path):
-    out = _imf("trial", "smoke", "--store", "sqlite", "--out", str(tmp_path / "x"), cwd=tmp_path)
+    out = run_imf("trial", "smoke", "--store", "sqlite", "--out", str(tmp_path / "x"), cwd=tmp_path)
     assert out.returncode == 2
     assert out.stderr.strip() == ("imf: error: unknown store 'sqlite' in imf.stores; "
                                   "installed: iteration-log, scoreboard")

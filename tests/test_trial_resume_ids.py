@@ -2,24 +2,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from imf_process import run_imf
 
 pytestmark = pytest.mark.slow  # starts processes or trains: not in the unit tier
 
 TINY = ["training.max_train_steps=2", "training.batch_size=8", "eval.n_test=1", "eval.n_train=0",
         "eval.max_steps=8", "eval.n_workers=1", "data.demo_episodes=4", "logging.swanlab=false",
         "training.num_epochs=1"]
-
-
-def _imf(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "SWANLAB_MODE": "offline"}
-    return subprocess.run([sys.executable, "-m", "imf", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +22,7 @@ def done_run(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("resume")
     cache = root / "cache"
     ensure_demo_dataset(4, seed=0, cache_dir=str(cache))
-    out = _imf("trial", "smoke", *TINY, f"data.cache_dir={cache}", "--id", "myrun-1", "--note", "hello",
+    out = run_imf("trial", "smoke", *TINY, f"data.cache_dir={cache}", "--id", "myrun-1", "--note", "hello",
                "--out", str(root / "runs" / "myrun-1"), cwd=root)
     assert out.returncode == 0, out.stderr
     return root / "runs" / "myrun-1"
@@ -48,7 +41,7 @@ def test_a_resume_that_cannot_load_leaves_every_file_as_it_was(done_run, tmp_pat
         (run.parent / name).write_bytes((done_run.parent / name).read_bytes())
     (run / "checkpoints" / "latest.pt").write_bytes(b"")
     before = _files(run.parent)
-    out = _imf("trial", "--resume", "--out", str(run), cwd=tmp_path)
+    out = run_imf("trial", "--resume", "--out", str(run), cwd=tmp_path)
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("imf: error: ") and "latest.pt" in lines[0], out.stderr
@@ -62,7 +55,7 @@ def test_a_resume_keeps_the_trial_id_note_and_overrides_of_the_run(done_run, tmp
     run.parent.mkdir()
     subprocess.run(["cp", "-a", str(done_run), str(run)], check=True)
     first = json.loads((run / "summary.json").read_text())
-    out = _imf("trial", "--resume", "--out", str(run), cwd=tmp_path)
+    out = run_imf("trial", "--resume", "--out", str(run), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     summary = json.loads((run / "summary.json").read_text())
     assert summary["id"] == "myrun-1" and summary["note"] == "hello"
@@ -70,7 +63,7 @@ def test_a_resume_keeps_the_trial_id_note_and_overrides_of_the_run(done_run, tmp
     board = json.loads((run.parent / "scoreboard.json").read_text())
     assert [t["id"] for t in board["trials"]] == ["myrun-1"]
     assert "smoke-causal" not in (run.parent / "ITERATION_LOG.md").read_text()
-    other = _imf("trial", "--resume", "--out", str(run), "--id", "renamed", cwd=tmp_path)
+    other = run_imf("trial", "--resume", "--out", str(run), "--id", "renamed", cwd=tmp_path)
     assert other.returncode == 2 and "myrun-1" in other.stderr
 
 
@@ -78,7 +71,7 @@ def test_a_resume_keeps_the_trial_id_note_and_overrides_of_the_run(done_run, tmp
 def test_trial_ids_that_are_not_plain_names_are_refused_before_anything_is_written(tmp_path, bad):
     cwd = tmp_path / "a" / "b"
     cwd.mkdir(parents=True)
-    out = _imf("trial", "smoke", *TINY, f"--id={bad}", cwd=cwd)
+    out = run_imf("trial", "smoke", *TINY, f"--id={bad}", cwd=cwd)
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("imf: error: --id") and "[A-Za-z0-9._-]" in lines[0]
