@@ -9,7 +9,7 @@ import pytest
 
 from imf.config import load_config
 from imf.errors import ConfigError, SweepError
-from imf.eval_seeds import FINAL_EVAL_START_SEED, final_eval_seeds
+from imf.config.eval_seeds import FINAL_EVAL_START_SEED, final_eval_seeds
 from imf.scheduler.engine import Engine
 from imf.scheduler.plan import build_trials, parse_seeds
 from imf.scheduler.sweep import SweepRequest, dry_run, plan_sweep

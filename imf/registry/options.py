@@ -14,7 +14,7 @@ import typing
 from typing import Any
 
 from imf import registry
-from imf.config_values import coerce, suggest
+from imf.config.values import coerce, suggest
 from imf.errors import ConfigError, OptionError
 
 # where the options live in the config -> (plugin group, config section, key of the plugin's name)

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from imf.config import ALIASES, Config, is_config_key, load_config
+from imf.config import Config, is_config_key, load_config
+from imf.config.compat import ALIASES
 from imf.errors import SweepError
 from imf.registry.options import fill_options
 
@@ -67,7 +68,7 @@ def parse_grids(grids: list[str]) -> list[tuple[str, list[str]]]:
         key = "training.seed" if key == "seed" else ALIASES.get(key, key)
         if not is_config_key(key):
             raise SweepError(f"--grid '{grid}': unknown config key '{key}'; see `imf trial --help` "
-                             f"or imf/config.py for the keys")
+                             f"or imf/config/schema.py for the keys")
         axes.append((key, _split(values)))
     seen = [k for k, _ in axes]
     for key in seen:

@@ -18,7 +18,7 @@ from imf import registry
 from imf.atomic import atomic_write_text
 from imf.config import load_config, load_preset_dict
 from imf.errors import SweepError
-from imf.eval_seeds import final_eval_seeds
+from imf.config.eval_seeds import final_eval_seeds
 from imf.scheduler.base import GROUP as SCHEDULERS, scheduler_for, scheme_of
 from imf.scheduler.engine import Engine
 from imf.scheduler.plan import Plan, build_trials, make_plan, parse_seeds, render_plan

@@ -2,7 +2,7 @@
 
 The best checkpoint is chosen by its score on the test seeds, so that score is optimistic.
 After training, the same checkpoint evaluation as ``imf eval`` scores best.pt on seeds no
-rollout used (imf/eval_seeds.py) and writes ``final_eval.json`` in the run folder::
+rollout used (imf/config/eval_seeds.py) and writes ``final_eval.json`` in the run folder::
 
     {"checkpoint": "checkpoints/best.pt", "episodes": N, "seed_start": S,
      "mean": float, "se": float, "per_seed": [float, ...]}   # per_seed in seed order S..S+N-1
@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from imf.atomic import atomic_write_json
 from imf.config import EvalConfig
-from imf.eval_seeds import final_eval_seeds
+from imf.config.eval_seeds import final_eval_seeds
 from imf.stats import standard_error
 from imf.store.summary import read_summary
 

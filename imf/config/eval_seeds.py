@@ -8,7 +8,7 @@ and refuses a config whose own rollout seeds would overlap it.
 """
 from __future__ import annotations
 
-from imf.config import EvalConfig
+from imf.config.schema import EvalConfig
 from imf.errors import ConfigError
 
 FINAL_EVAL_START_SEED = 500_000

@@ -1,17 +1,9 @@
-"""Typed configuration: dataclasses, YAML presets with ``base:`` inheritance, overrides.
-
-A config is built in three layers: a preset (a name in ``imf/configs`` or a YAML
-path, whose ``base:`` key names the preset it extends), a JSON deep-merge
-(``--overrides``), then dotted ``key.path=value`` overrides. Every layer is
-checked against the dataclasses below, so an unknown key or a value of the
-wrong type is a ``ConfigError`` that names the key, the value and the fix.
-"""
+"""The config schema: one dataclass per section, checked as it is built, so an unknown key or a
+value of the wrong type is a ConfigError that names the key, the value and the fix."""
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
-import json
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,13 +12,10 @@ from typing import Any
 import yaml
 
 from imf.atomic import atomic_write_text
-from imf.config_compat import ALIASES, known_elsewhere, upgrade  # noqa: F401 (ALIASES: re-exported)
-from imf.config_values import coerce as _coerce
-from imf.config_values import parse_scalar as _parse_scalar
-from imf.config_values import suggest as _suggest
+from imf.config.values import coerce as _coerce
+from imf.config.values import suggest as _suggest
 from imf.errors import ConfigError
 
-PRESET_DIR = Path(__file__).parent / "configs"
 OBS_TYPES = ("image", "keypoints")
 
 
@@ -184,7 +173,7 @@ def _all_keys(cls: type, prefix: str) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def _build(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
+def build(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
     """Instantiate dataclass ``cls`` from a nested dict, checking every key and type."""
     if not isinstance(data, dict):
         raise ConfigError(f"config key '{prefix.rstrip('.') or '<root>'}': expected a mapping, got {data!r}")
@@ -198,13 +187,13 @@ def _build(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
             raise ConfigError(f"unknown config key '{dotted}'{_suggest(dotted, choices or list(names))}")
         tp = hints[key]
         if dataclasses.is_dataclass(tp):
-            kwargs[key] = _build(tp, value or {}, f"{dotted}.")
+            kwargs[key] = build(tp, value or {}, f"{dotted}.")
         else:
             kwargs[key] = _coerce(value, tp, dotted)
     return cls(**kwargs)
 
 
-def _validate(cfg: Config) -> None:
+def validate(cfg: Config) -> None:
     p = cfg.policy
     positive = {
         "policy.n_emb": p.n_emb, "policy.n_layer": p.n_layer, "policy.n_head": p.n_head,
@@ -255,149 +244,3 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(f"config key 'policy.encoder': got {p.encoder!r}, allowed: resnet18, small")
     if not 0.0 <= cfg.data.val_ratio < 1.0:
         raise ConfigError(f"config key 'data.val_ratio': must be in [0, 1), got {cfg.data.val_ratio}")
-
-
-# ---------------------------------------------------------------- presets and merging
-
-def list_presets() -> list[str]:
-    return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
-
-
-def _read_yaml(path: Path) -> dict[str, Any]:
-    """The file's mapping (a fresh copy each call: callers merge into it)."""
-    try:
-        stat = path.stat()
-    except OSError:
-        stat = None
-    if stat is None:
-        return _parse_yaml(path, path.read_text())  # raises the OSError a caller reports
-    return copy.deepcopy(_read_yaml_cached(str(path), stat.st_mtime_ns, stat.st_size))
-
-
-@functools.lru_cache(maxsize=64)
-def _read_yaml_cached(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
-    """Parsed once per version of the file: a sweep of 10,000 trials builds 10,000 configs
-    from one preset (the key is the file's mtime and size, so an edited file is read again)."""
-    return _parse_yaml(Path(path), Path(path).read_text())
-
-
-def _parse_yaml(path: Path, text: str) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path}: not valid YAML ({str(exc).splitlines()[0]})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {path}: top level must be a mapping, got {type(data).__name__}")
-    return data
-
-
-def _resolve_preset_path(name_or_path: str, relative_to: Path | None = None) -> Path:
-    candidate = Path(name_or_path)
-    if candidate.suffix in (".yaml", ".yml"):
-        if relative_to is not None and not candidate.is_absolute():
-            local = relative_to / candidate
-            if local.exists():
-                return local
-        if candidate.exists():
-            return candidate
-        shipped = PRESET_DIR / candidate.name
-        if shipped.exists():
-            return shipped
-        raise ConfigError(f"config file '{name_or_path}' does not exist")
-    shipped = PRESET_DIR / f"{name_or_path}.yaml"
-    if shipped.exists():
-        return shipped
-    presets = list_presets()
-    raise ConfigError(
-        f"unknown preset '{name_or_path}'{_suggest(name_or_path, presets)}; "
-        f"presets: {', '.join(presets)}; or give a path to a .yaml file")
-
-
-def load_preset_dict(name_or_path: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A preset as a nested dict with its ``base:`` chain merged in (child wins)."""
-    path = _resolve_preset_path(name_or_path, Path(_seen[-1]).parent if _seen else None)
-    if str(path.resolve()) in _seen:
-        raise ConfigError(f"config file {path}: 'base:' chain loops back to itself")
-    data = _read_yaml(path)
-    base = data.pop("base", None)
-    if base is None:
-        return data
-    parent = load_preset_dict(str(base), _seen + (str(path.resolve()),))
-    return deep_merge(parent, data)
-
-
-def deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
-def parse_json_overrides(text: str) -> dict[str, Any]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--overrides is not valid JSON: {exc.msg} at column {exc.colno}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"--overrides must be a JSON object, got {type(data).__name__}")
-    return data
-
-
-def is_config_key(key: str) -> bool:
-    """A dotted key an override or grid may set: ours, an old or foreign spelling, or one
-    option of a plugin (``objective.options.tangent``; the plugin checks it)."""
-    if key in known_elsewhere() or key in all_keys():
-        return True
-    return any(key.startswith(f"{k}.") and len(key) > len(k) + 1 for k in OPTION_KEYS)
-
-
-def dotted_to_nested(overrides: list[str]) -> dict[str, Any]:
-    """``["policy.n_emb=256"]`` -> ``{"policy": {"n_emb": 256}}`` (values still raw)."""
-    nested: dict[str, Any] = {}
-    known = set(all_keys()) | known_elsewhere()
-    for item in overrides:
-        if "=" not in item:
-            raise ConfigError(f"override '{item}': expected key.path=value")
-        key, raw = item.split("=", 1)
-        key = key.strip()
-        if not is_config_key(key):
-            raise ConfigError(f"unknown config key '{key}'{_suggest(key, sorted(known))}")
-        node = nested
-        parts = key.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = _parse_scalar(raw) if raw.strip() else ""
-    return nested
-
-
-def from_dict(data: dict[str, Any]) -> Config:
-    cfg = _build(Config, upgrade(data))
-    _validate(cfg)
-    return cfg
-
-
-def load_config(preset: str | None = "smoke", overrides: list[str] | None = None,
-                json_overrides: str | dict[str, Any] | None = None) -> Config:
-    """Preset (name or YAML path) + JSON deep-merge + dotted overrides -> checked Config."""
-    data = load_preset_dict(preset) if preset else {}
-    if json_overrides:
-        extra = parse_json_overrides(json_overrides) if isinstance(json_overrides, str) else json_overrides
-        data = deep_merge(upgrade(data), upgrade(extra))
-    if overrides:
-        data = deep_merge(upgrade(data), upgrade(dotted_to_nested(overrides)))
-    return from_dict(data)
-
-
-def load_resolved(path: str | Path) -> Config:
-    """Read back a config written by ``Config.save`` (no ``base:`` chain)."""
-    return from_dict(_read_yaml(Path(path)))
-
-
-def split_config_args(args: list[str]) -> tuple[str | None, list[str]]:
-    """``[CONFIG] [key=value ...]`` -> (preset or None, dotted overrides)."""
-    if args and "=" not in args[0]:
-        return args[0], list(args[1:])
-    return None, list(args)

@@ -1,8 +1,5 @@
-"""What the heavier CLI commands do between parsing and printing.
-
-Kept out of cli.py so that ``imf --help``, ``imf sweep`` and ``imf status``
-never import torch; these functions import the training stack lazily.
-"""
+"""`imf trial` and `imf eval`, and what they do between parsing and printing (the training
+stack is imported lazily, so `imf --help`, `imf sweep` and `imf status` never import torch)."""
 from __future__ import annotations
 
 import json
@@ -11,14 +8,57 @@ from pathlib import Path
 
 import typer
 
+from imf.cli.app import app
+from imf.cli.options import Command, complete_config_args, complete_store
+
 from imf.config import Config, load_config, load_resolved, split_config_args
 from imf.errors import ConfigError, ImfError, SweepError
-from imf.eval_seeds import final_eval_seeds
+from imf.config.eval_seeds import final_eval_seeds
 from imf.scheduler.plan import NAME_RE, trial_id as readable_id
 from imf.store.layout import CONFIG, SUMMARY
 from imf.store.runlock import RunLock
 from imf.store.runs import read_json_object
 from imf.store.summary import RunSummary
+
+
+@app.command(cls=Command, context_settings={"allow_extra_args": False})
+def trial(
+    args: list[str] = typer.Argument(None, help="CONFIG (a preset or YAML path), then key=value dotted overrides.",
+                                     autocompletion=complete_config_args),
+    trial_id: str = typer.Option(None, "--id", help="Trial id (default <config>-<mask>-e<n_emb>-l<n_layer>-s<seed>)."),
+    out: Path = typer.Option(None, "--out", help="The trial's run folder (default runs/<id>)."),
+    seed: int = typer.Option(None, "--seed", help="Seed for torch, numpy and random (training.seed)."),
+    epochs: int = typer.Option(None, "--epochs", help="Number of epochs (training.num_epochs)."),
+    init_from: Path = typer.Option(None, "--init-from", help="Warm start from this checkpoint (strict=False)."),
+    patience: int = typer.Option(None, "--patience", help="Stop after N rollouts without a new best."),
+    note: str = typer.Option("", "--note", help="A note kept in the summary and the result stores."),
+    overrides: str = typer.Option(None, "--overrides", help="JSON object deep-merged into the config."),
+    device: str = typer.Option(None, "--device", help="auto, cpu, cuda or cuda:N (training.device)."),
+    store: list[str] = typer.Option(None, "--store", help="Result store to record in (repeatable); 'none' for none.",
+                                   autocompletion=complete_store),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its latest.pt."),
+    final_eval: int = typer.Option(None, "--final-eval", help="After training, re-score best.pt on N fresh episodes (seeds 500000..; 200 recommended) into final_eval.json."),
+) -> None:
+    """One run: config + overrides -> train -> score in the simulator -> checkpoints, logs, stores."""
+    trial_command(args or [], trial_id=trial_id, out=out, seed=seed, epochs=epochs, init_from=init_from,
+                  patience=patience, note=note, overrides=overrides, device=device, stores=store,
+                  resume=resume, final_eval=final_eval)
+
+
+@app.command("eval", cls=Command)
+def eval_(
+    checkpoint: Path = typer.Argument(None, help="A checkpoint (.pt) to score."),
+    best: Path = typer.Option(None, "--best", help="Score the best checkpoint of the scoreboard in this folder."),
+    n_test: int = typer.Option(None, "--n-test", help="Number of test episodes (default: the checkpoint's eval.n_test)."),
+    start_seed: int = typer.Option(None, "--start-seed", help="First test seed (default 100000)."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+    workers: int = typer.Option(None, "--workers", help="Simulator worker processes (default: the config's)."),
+    noise_seed: int = typer.Option(None, "--noise-seed", help="Seed of the sampling noise (default: the trial's training.seed, as in its rollouts)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+) -> None:
+    """Score a checkpoint on the test seeds: test_mean_score, success rate, per-seed scores."""
+    eval_command(checkpoint, best=best, n_test=n_test, start_seed=start_seed, device=device,
+                 workers=workers, as_json=as_json, noise_seed=noise_seed)
 
 
 def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, seed: int | None,

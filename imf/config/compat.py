@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from imf.config_values import coerce
+from imf.config.values import coerce
 from imf.errors import ConfigError
 
 # Familiar spellings from Diffusion Policy that map onto one of our keys.

@@ -1,0 +1,47 @@
+"""`imf data demo|info`: scripted demonstrations and replay-buffer zarr stores."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from imf.cli.app import app
+from imf.cli.options import Command, Group
+
+data_app = typer.Typer(no_args_is_help=True, cls=Group, help="Scripted demonstrations and replay-buffer zarr stores.")
+app.add_typer(data_app, name="data")
+
+
+@data_app.command(cls=Command, name="demo")
+def data_demo(
+    episodes: int = typer.Option(..., "--episodes", min=1, help="Successful expert episodes to record."),
+    out: Path = typer.Option(..., "--out", help="Output replay-buffer store (a .zarr directory)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the episode seeds (same seed, same data)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing store at --out."),
+) -> None:
+    """Record scripted-expert PushT demonstrations in the reference replay-buffer layout."""
+    from rich.progress import Progress
+    from imf.errors import DataError
+    from imf.data.replay_buffer import prepare_output
+    from imf.pusht.expert import make_demo_dataset
+    if out.exists() and not force:
+        raise DataError(f"--out {out} exists; pass --force to replace it")
+    prepare_output(out)  # a bad --out fails before the progress bar
+    failed = 0
+    with Progress(transient=False) as bar:
+        task = bar.add_task("expert episodes", total=episodes)
+
+        def advance(episode) -> None:
+            nonlocal failed
+            failed += not episode.success
+            bar.update(task, advance=episode.success,
+                       description=f"expert episodes ({failed} failed, skipped)")
+        path = make_demo_dataset(out, episodes, seed, progress=advance)
+    typer.echo(f"wrote {episodes} episodes to {path}")
+
+
+@data_app.command(cls=Command, name="info")
+def data_info(path: Path = typer.Argument(..., help="A replay-buffer zarr store (directory or zip).")) -> None:
+    """Episodes, steps and lengths, then every stored array: shape, dtype, chunks, compressor, and how imf reads it."""
+    from imf.data.store_info import describe_store
+    typer.echo(describe_store(path))

@@ -1,0 +1,94 @@
+"""`imf sweep` (start, resume, cancel, dry-run) and `imf status`."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from imf.cli.app import app
+from imf.cli.options import Command, complete_config_args, complete_mask, complete_queue, complete_tracker
+from imf.cli.trial import refuse_flags
+from imf.config import split_config_args
+
+
+@app.command(cls=Command, context_settings={"allow_extra_args": False})
+def sweep(
+    args: list[str] = typer.Argument(None, help="CONFIG (preset or YAML path; default pusht_image_imf, or pusht_image_imf_fullattn with --mask full), then key=value overrides for every trial.",
+                                     autocompletion=complete_config_args),
+    mask: str = typer.Option(None, "--mask", help="Attention mask of every trial (an imf.masks plugin, e.g. full).",
+                             autocompletion=complete_mask),
+    grid: list[str] = typer.Option(None, "--grid", help="N_EMB,..xN_LAYER,.. (e.g. 128,256,384x6,12,18) or key=v1,v2; repeatable, multiplied."),
+    queue: list[str] = typer.Option(None, "--queue", help="A slot: local:N, local:cpu, ssh://\\[user@]host\\[:port]/gpu:N, or N slots of slurm://PARTITION?slots=N&gpus=..; repeatable (default: local GPUs, else local:cpu).",
+                                   autocompletion=complete_queue),
+    hosts: Path = typer.Option(None, "--hosts", help="Hosts YAML: per-host workdir, python, ssh_options, speed; may list the queues."),
+    name: str = typer.Option(None, "--name", help="Sweep name: the folder under --out and the trial ids' prefix (default 'sweep')."),
+    out: Path = typer.Option(Path("runs"), "--out", help="Folder that holds sweep folders."),
+    epochs: int = typer.Option(None, "--epochs", help="Epochs of every trial (training.num_epochs)."),
+    seed: int = typer.Option(None, "--seed", help="Seed of every trial (default training.seed, 42)."),
+    seeds: str = typer.Option(None, "--seeds", help="Run every grid point once per seed, e.g. 42,43,44 (each seed its own trial, id ...-s<seed>)."),
+    final_eval: int = typer.Option(None, "--final-eval", help="After training, re-score each trial's best.pt on N fresh episodes (seeds 500000..; 200 recommended) into final_eval.json."),
+    retries: int = typer.Option(None, "--retries", help="Retries of a failed or stalled trial (default 1)."),
+    stall_timeout: float = typer.Option(None, "--stall-timeout", help="Seconds without log or stdout growth before a trial is stalled (default 1800)."),
+    poll: float = typer.Option(None, "--poll", help="Seconds between polls of the running trials (default 5)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the queues, the order and estimated finish on each, and every trial's command; load every plugin the plan uses; run nothing."),
+    resume: Path = typer.Option(None, "--resume", help="Continue the sweep in this folder (re-attach, skip ended trials)."),
+    cancel: Path = typer.Option(None, "--cancel", help="Cancel the live jobs of the sweep in this folder on every queue (its controller is stopped first)."),
+    notify: str = typer.Option(None, "--notify", help="Command run with the report's path when the sweep ends."),
+    tracker: list[str] = typer.Option(None, "--tracker", help="Tracker of every trial (an imf.trackers plugin: swanlab, tensorboard, wandb; none); repeatable.", autocompletion=complete_tracker),
+) -> None:
+    """Run a grid of trials on GPU queues (local, SSH or Slurm), watch them, recover, then report."""
+    from imf.scheduler import sweep as sweep_lib
+    from imf.scheduler.live import sweep_view
+    fixed = {"CONFIG/overrides": args, "--mask": mask, "--grid": grid, "--queue": queue, "--hosts": hosts,
+             "--name": name, "--epochs": epochs is not None, "--seed": seed is not None, "--dry-run": dry_run,
+             "--seeds": seeds, "--final-eval": final_eval is not None, "--tracker": tracker}
+    try:
+        if cancel is not None:
+            tuning = {"--resume": resume, "--retries": retries is not None, "--notify": notify,
+                      "--stall-timeout": stall_timeout is not None, "--poll": poll is not None}
+            refuse_flags({**fixed, **tuning}, "--cancel DIR takes no other sweep arguments")
+            from imf.scheduler.cancel import cancel_sweep
+            cancel_sweep(cancel, typer.echo)
+            return
+        if resume is not None:
+            refuse_flags(fixed, "--resume continues a sweep as it was planned")
+            with sweep_view(sys.stdout.isatty()) as (echo, on_start):
+                sweep_lib.resume_sweep(resume, echo, poll=poll, stall_timeout=stall_timeout,
+                                       retries=retries, notify=notify, on_start=on_start)
+            return
+        preset, items = split_config_args(list(args or []) + ([f"logging.trackers={','.join(tracker)}"] if tracker else []))
+        config = preset or sweep_lib.default_config(mask)
+        request = sweep_lib.SweepRequest(
+            config=config, grids=grid or [], queues=queue or [], hosts=str(hosts) if hosts else None,
+            name=name, out=out, epochs=epochs, seed=seed, mask=mask, retries=retries,
+            stall_timeout=stall_timeout, poll=poll, notify=notify, overrides=items,
+            seeds=sweep_lib.parse_seeds(seeds) if seeds is not None else None, final_eval=final_eval)
+        if dry_run:
+            typer.echo(sweep_lib.dry_run(request))
+            return
+        with sweep_view(sys.stdout.isatty()) as (echo, on_start):
+            sweep_lib.start_sweep(request, echo, on_start=on_start)
+    except KeyboardInterrupt:
+        typer.echo("imf: interrupted; running trials go on; continue with imf sweep --resume DIR", err=True)
+        raise typer.Exit(130)
+
+
+@app.command(cls=Command)
+def status(
+    folder: Path = typer.Argument(Path("runs"), help="A sweep folder, or a folder of sweeps (the latest is shown)."),
+    watch: bool = typer.Option(False, "--watch", help="Refresh until the sweep ends (in place on a terminal; printed again otherwise)."),
+    interval: float = typer.Option(5.0, "--interval", help="Seconds between refreshes with --watch."),
+) -> None:
+    """A table of a sweep's trials: queue, state, epoch/total, last and best score, elapsed, ETA."""
+    from rich.console import Console
+    from imf.scheduler import status as status_lib
+    console = Console() if sys.stdout.isatty() else None
+    if watch:
+        status_lib.watch(folder, interval, typer.echo, console=console)
+        return
+    sdir = status_lib.find_sweep(folder)
+    if console is not None:
+        console.print(status_lib.status_view(sdir, bars=True))
+        return
+    typer.echo(status_lib.render_status(sdir))

@@ -1,0 +1,94 @@
+"""Typed configuration: dataclasses, YAML presets with ``base:`` inheritance, overrides.
+
+A config is built in three layers: a preset (a name in ``imf/configs`` or a YAML
+path, whose ``base:`` key names the preset it extends), a JSON deep-merge
+(``--overrides``), then dotted ``key.path=value`` overrides. Every layer is
+checked against the dataclasses below, so an unknown key or a value of the
+wrong type is a ``ConfigError`` that names the key, the value and the fix.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from imf.config.compat import known_elsewhere, upgrade
+from imf.config.presets import PRESET_DIR, deep_merge, list_presets, load_preset_dict, read_yaml
+from imf.config.schema import (OBS_TYPES, OPTION_KEYS, Config, DataConfig, EvalConfig, LoggingConfig,
+                               ObjectiveConfig, PolicyConfig, SweepConfig, TrainingConfig, all_keys,
+                               build, validate)
+from imf.config.values import parse_scalar as _parse_scalar
+from imf.config.values import suggest as _suggest
+from imf.errors import ConfigError
+
+__all__ = ["OBS_TYPES", "OPTION_KEYS", "PRESET_DIR", "Config", "DataConfig", "EvalConfig", "LoggingConfig",
+           "ObjectiveConfig", "PolicyConfig", "SweepConfig", "TrainingConfig", "all_keys", "deep_merge",
+           "dotted_to_nested", "from_dict", "is_config_key", "list_presets", "load_config", "load_preset_dict",
+           "load_resolved", "parse_json_overrides", "split_config_args"]
+
+
+def parse_json_overrides(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--overrides is not valid JSON: {exc.msg} at column {exc.colno}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"--overrides must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def is_config_key(key: str) -> bool:
+    """A dotted key an override or grid may set: ours, an old or foreign spelling, or one
+    option of a plugin (``objective.options.tangent``; the plugin checks it)."""
+    if key in known_elsewhere() or key in all_keys():
+        return True
+    return any(key.startswith(f"{k}.") and len(key) > len(k) + 1 for k in OPTION_KEYS)
+
+
+def dotted_to_nested(overrides: list[str]) -> dict[str, Any]:
+    """``["policy.n_emb=256"]`` -> ``{"policy": {"n_emb": 256}}`` (values still raw)."""
+    nested: dict[str, Any] = {}
+    known = set(all_keys()) | known_elsewhere()
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"override '{item}': expected key.path=value")
+        key, raw = item.split("=", 1)
+        key = key.strip()
+        if not is_config_key(key):
+            raise ConfigError(f"unknown config key '{key}'{_suggest(key, sorted(known))}")
+        node = nested
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = _parse_scalar(raw) if raw.strip() else ""
+    return nested
+
+
+def from_dict(data: dict[str, Any]) -> Config:
+    cfg = build(Config, upgrade(data))
+    validate(cfg)
+    return cfg
+
+
+def load_config(preset: str | None = "smoke", overrides: list[str] | None = None,
+                json_overrides: str | dict[str, Any] | None = None) -> Config:
+    """Preset (name or YAML path) + JSON deep-merge + dotted overrides -> checked Config."""
+    data = load_preset_dict(preset) if preset else {}
+    if json_overrides:
+        extra = parse_json_overrides(json_overrides) if isinstance(json_overrides, str) else json_overrides
+        data = deep_merge(upgrade(data), upgrade(extra))
+    if overrides:
+        data = deep_merge(upgrade(data), upgrade(dotted_to_nested(overrides)))
+    return from_dict(data)
+
+
+def load_resolved(path: str | Path) -> Config:
+    """Read back a config written by ``Config.save`` (no ``base:`` chain)."""
+    return from_dict(read_yaml(Path(path)))
+
+
+def split_config_args(args: list[str]) -> tuple[str | None, list[str]]:
+    """``[CONFIG] [key=value ...]`` -> (preset or None, dotted overrides)."""
+    if args and "=" not in args[0]:
+        return args[0], list(args[1:])
+    return None, list(args)
