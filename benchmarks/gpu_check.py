@@ -64,10 +64,12 @@ def sync(device: torch.device) -> None:
 
 
 VARIANTS = [("eager", False), ("eager", True), ("compile", True), ("compile", False)]  # (mode, bf16)
+DRY_VARIANTS = VARIANTS[:2] + [("compile", False)]  # one compile: minutes on a shared 2-core CPU
 SYNCS = ("item", "tolist", "cpu", "__bool__", "__float__", "numpy")
 
 
-def train_variants(cfg, device: torch.device, seconds: float, cpu_bf16: bool, out: Path) -> tuple[dict, object]:
+def train_variants(cfg, device: torch.device, seconds: float, cpu_bf16: bool, out: Path,
+                   variants: list[tuple[str, bool]] = VARIANTS) -> tuple[dict, object]:
     """The trial's own parts and epoch loop (imf.train.parts / imf.train.trial.train_epoch) for
     ``seconds`` of wall time split over the four (compile, bf16) variants, each from fresh
     weights after 3 untimed warm-up steps (where compile happens). Per variant: samples/s,
@@ -76,8 +78,8 @@ def train_variants(cfg, device: torch.device, seconds: float, cpu_bf16: bool, ou
     results = {"variants": [], "batch_size": cfg.training.batch_size,
                "demo_episodes": cfg.data.demo_episodes}
     policy = None
-    for mode, bf16 in VARIANTS:
-        row, policy = _one_variant(cfg, device, seconds / len(VARIANTS), mode, bf16 and (device.type == "cuda" or cpu_bf16), out)
+    for mode, bf16 in variants:
+        row, policy = _one_variant(cfg, device, seconds / len(variants), mode, bf16 and (device.type == "cuda" or cpu_bf16), out)
         results["variants"].append(row)
         print(f"gpu_check: train {json.dumps(row)}", flush=True)
     results["loader_samples_per_s"], results["num_workers"] = _loader_rate(cfg, device)
@@ -221,7 +223,8 @@ def cmd_run(args) -> None:
 
 
 def _train(cfg, device, args, trained: dict) -> dict:
-    stats, trained["policy"] = train_variants(cfg, device, args.seconds, args.cpu_bf16, Path(args.out))
+    stats, trained["policy"] = train_variants(cfg, device, args.seconds, args.cpu_bf16, Path(args.out),
+                                              DRY_VARIANTS if args.dry else VARIANTS)
     return stats
 
 
