@@ -15,7 +15,8 @@ ALLOWED = {
     "__main__": {"cli"},
     "cli": {"scheduler", "train", "report", "suggest", "pusht", "data", "config", "registry", "store"},
     "scheduler": {"store", "report", "config", "registry"},
-    "train": {"objectives", "model", "pusht", "data", "store", "config", "registry", "policy"},
+    "train": {"objectives", "model", "pusht", "data", "trackers", "store", "config", "registry", "policy"},
+    "trackers": {"store", "config", "registry"},  # run-folder names from the store's layout
     "policy": {"model", "objectives", "data", "registry"},
     "objectives": {"model"},
     "model": {"attention", "registry"},

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from imf.config import load_config
-from imf.train.tracker import Tracker, run_group
+from imf.trackers import Tracker, run_group
 
 
 def _records(run_dir):

@@ -36,7 +36,7 @@ from imf.train.runfiles import JsonLinesLog, Tee
 from imf.train.signals import StopSignals
 from imf.train.state import TrainState, checkpoint_of, restore, save_epoch
 from imf.train.step_metrics import StepMetrics
-from imf.train.tracker import Tracker, check_trackers, run_group
+from imf.trackers import Tracker, check_trackers, run_group
 
 
 @dataclass
