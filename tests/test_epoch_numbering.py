@@ -9,9 +9,9 @@ import pytest
 
 from imf.report import build_report
 from imf.scheduler.base import JobStatus
-from imf.scheduler.engine import Engine
-from imf.scheduler.state import SweepDir, SweepState, TrialState
-from imf.scheduler.status import trial_row
+from imf.sweep.engine import Engine
+from imf.sweep.state import SweepDir, SweepState, TrialState
+from imf.sweep.status import trial_row
 from imf.train.console import epoch_line
 
 TINY = ["training.max_train_steps=3", "training.batch_size=16", "eval.n_test=2", "eval.n_train=0",

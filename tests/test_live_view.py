@@ -6,9 +6,10 @@ import io
 
 from rich.console import Console
 
-from imf.scheduler.live import LiveView, sweep_view
-from imf.scheduler.status import render_status, status_view, watch
-from imf.scheduler.sweep import SweepRequest, plan_sweep
+from imf.sweep.live import LiveView, sweep_view
+from imf.sweep.live import watch
+from imf.sweep.status import render_status, status_view
+from imf.sweep.launch import SweepRequest, plan_sweep
 
 
 def _terminal() -> tuple[Console, io.StringIO]:

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from imf.config import list_presets, load_config
-from imf.scheduler.sweep import SweepRequest, plan_sweep
+from imf.sweep.launch import SweepRequest, plan_sweep
 
 
 @pytest.mark.parametrize("name", list_presets())

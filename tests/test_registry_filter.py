@@ -41,7 +41,7 @@ def test_an_excluded_plugin_is_named_in_the_error(window, monkeypatch):
 
 
 def test_a_sweep_names_the_exclusion_too(window, monkeypatch, tmp_path):
-    from imf.scheduler.sweep import SweepRequest, plan_sweep
+    from imf.sweep.launch import SweepRequest, plan_sweep
     monkeypatch.setenv("IMF_PLUGINS", "")
     req = SweepRequest(config="smoke", grids=["32x1"], queues=["local:cpu"], mask="window", out=tmp_path)
     with pytest.raises(UnknownPluginError, match="imf-window-mask, which IMF_PLUGINS excludes"):

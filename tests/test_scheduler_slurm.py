@@ -18,7 +18,7 @@ import pytest
 from _sweep_helpers import fake_command, sweep_controller, wait_for
 from slurm_cluster import SlurmCluster, missing_binaries
 
-from imf.scheduler.sweep import SweepRequest, resume_sweep, start_sweep
+from imf.sweep.launch import SweepRequest, resume_sweep, start_sweep
 from imf.store.scoreboard import ScoreboardStore
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]

@@ -5,7 +5,7 @@ import pytest
 
 from imf.errors import QueueError, SweepError
 from imf.scheduler.base import Job
-from imf.scheduler.queues import load_hosts, resolve_queues
+from imf.sweep.queues import load_hosts, resolve_queues
 from imf.scheduler.slurm import SlurmScheduler, minutes, parse_spec
 
 
@@ -129,7 +129,7 @@ def test_slurm_states_and_exit_files_map_onto_job_states(job_id, state, reason, 
 
 
 def test_status_shows_a_queued_trial_with_its_reason():
-    from imf.scheduler.state import TrialState
-    from imf.scheduler.status import trial_row
+    from imf.sweep.state import TrialState
+    from imf.sweep.status import trial_row
     trial = TrialState("t", [], 1, 2, {}, 1.0, "slurm://debug", state="queued", reason="Resources")
     assert trial_row(trial, 0.0)[2] == "queued: Resources"

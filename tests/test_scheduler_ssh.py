@@ -14,8 +14,8 @@ from _sweep_helpers import SSHD, fake_command, free_port, start_sshd, sweep_cont
 
 from imf.errors import QueueError
 from imf.scheduler.base import Job, scheduler_for
-from imf.scheduler.queues import load_hosts
-from imf.scheduler.sweep import SweepRequest, start_sweep
+from imf.sweep.queues import load_hosts
+from imf.sweep.launch import SweepRequest, start_sweep
 from imf.store.scoreboard import ScoreboardStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not os.path.exists(SSHD), reason=f"no sshd at {SSHD} "

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from _sweep_helpers import sweep_controller, wait_for
 
-from imf.scheduler.sweep import resume_sweep
+from imf.sweep.launch import resume_sweep
 
 pytestmark = pytest.mark.slow
 

@@ -7,9 +7,9 @@ import pytest
 from _sweep_helpers import fake_command
 
 from imf.errors import SweepError
-from imf.scheduler.status import render_status
-from imf.scheduler.state import SweepDir
-from imf.scheduler.sweep import SweepRequest, resume_sweep, start_sweep
+from imf.sweep.status import render_status
+from imf.sweep.state import SweepDir
+from imf.sweep.launch import SweepRequest, resume_sweep, start_sweep
 
 pytestmark = pytest.mark.slow  # real controller, real stand-in trial processes
 

@@ -9,7 +9,7 @@ import pytest
 from plugin_fakes import fake_distribution
 
 from imf.errors import PluginError
-from imf.scheduler.sweep import SweepRequest, dry_run
+from imf.sweep.launch import SweepRequest, dry_run
 
 
 def test_every_trial_shows_its_command_as_it_would_run(tmp_path):

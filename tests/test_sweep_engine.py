@@ -14,11 +14,11 @@ from _sweep_helpers import fake_command, sweep_controller, wait_for
 
 from imf.errors import QueueError
 from imf.scheduler.base import Job
-from imf.scheduler.engine import Engine
+from imf.sweep.engine import Engine
 from imf.scheduler.local import LocalScheduler
-from imf.scheduler.state import SweepDir
-from imf.scheduler.status import render_status
-from imf.scheduler.sweep import SweepRequest, plan_sweep, resume_sweep, start_sweep
+from imf.sweep.state import SweepDir
+from imf.sweep.status import render_status
+from imf.sweep.launch import SweepRequest, plan_sweep, resume_sweep, start_sweep
 from imf.store.scoreboard import ScoreboardStore
 
 pytestmark = pytest.mark.slow  # starts processes or trains: not in the unit tier
@@ -328,7 +328,7 @@ def test_a_corrupt_sweep_json_is_one_error_line_for_status_and_resume(tmp_path, 
 
 def test_bad_resume_and_watch_values_are_errors_not_ignored(tmp_path):
     from imf.errors import SweepError
-    from imf.scheduler.status import watch
+    from imf.sweep.live import watch
     sdir, state, _ = plan_sweep(request(tmp_path, grids=["64x1"], queues=["local:cpu"]))
     sdir.save(state)
     for kwargs in ({"poll": 0}, {"stall_timeout": 0.0}, {"retries": -1}):

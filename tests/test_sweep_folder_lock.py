@@ -11,7 +11,7 @@ from _sweep_helpers import fake_command
 
 from imf.errors import FolderInUseError
 from imf.scheduler.base import Job, scheduler_for
-from imf.scheduler.sweep import SweepRequest, start_sweep
+from imf.sweep.launch import SweepRequest, start_sweep
 from imf.store.runlock import LOCK, Holder, process_start_time
 
 pytestmark = pytest.mark.slow  # runs the job scripts (sh) and a controller

@@ -11,9 +11,9 @@ from _sweep_helpers import SSHD, fake_command, wait_for
 
 from imf.errors import BusyError
 from imf.scheduler.base import Job, scheduler_for
-from imf.scheduler.engine import Engine
-from imf.scheduler.status import render_status
-from imf.scheduler.sweep import SweepRequest, plan_sweep, resume_sweep
+from imf.sweep.engine import Engine
+from imf.sweep.status import render_status
+from imf.sweep.launch import SweepRequest, plan_sweep, resume_sweep
 from imf.store.scoreboard import ScoreboardStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(

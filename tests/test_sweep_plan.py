@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from imf.errors import ConfigError, QueueError, SweepError, UnknownPluginError
-from imf.scheduler.plan import assign, build_trials, cost_of, make_plan, parse_grids, render_plan
-from imf.scheduler.queues import detect_queues, load_hosts, resolve_queues
-from imf.scheduler.sweep import SweepRequest, describe, plan_sweep
+from imf.sweep.plan import assign, build_trials, cost_of, make_plan, parse_grids, render_plan
+from imf.sweep.queues import detect_queues, load_hosts, resolve_queues
+from imf.sweep.launch import SweepRequest, describe, plan_sweep
 
 SEED_GRID = "128,256,384x6,12,18"
 

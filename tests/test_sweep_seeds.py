@@ -10,9 +10,9 @@ import pytest
 from imf.config import load_config
 from imf.errors import ConfigError, SweepError
 from imf.config.eval_seeds import FINAL_EVAL_START_SEED, final_eval_seeds
-from imf.scheduler.engine import Engine
-from imf.scheduler.plan import build_trials, parse_seeds
-from imf.scheduler.sweep import SweepRequest, dry_run, plan_sweep
+from imf.sweep.engine import Engine
+from imf.sweep.plan import build_trials, parse_seeds
+from imf.sweep.launch import SweepRequest, dry_run, plan_sweep
 
 
 def test_several_seeds_make_one_trial_per_seed_and_cell():

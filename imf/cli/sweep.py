@@ -38,8 +38,8 @@ def sweep(
     tracker: list[str] = typer.Option(None, "--tracker", help="Tracker of every trial (an imf.trackers plugin: swanlab, tensorboard, wandb; none); repeatable.", autocompletion=complete_tracker),
 ) -> None:
     """Run a grid of trials on GPU queues (local, SSH or Slurm), watch them, recover, then report."""
-    from imf.scheduler import sweep as sweep_lib
-    from imf.scheduler.live import sweep_view
+    from imf.sweep import launch as sweep_lib
+    from imf.sweep.live import sweep_view
     fixed = {"CONFIG/overrides": args, "--mask": mask, "--grid": grid, "--queue": queue, "--hosts": hosts,
              "--name": name, "--epochs": epochs is not None, "--seed": seed is not None, "--dry-run": dry_run,
              "--seeds": seeds, "--final-eval": final_eval is not None, "--tracker": tracker}
@@ -48,7 +48,7 @@ def sweep(
             tuning = {"--resume": resume, "--retries": retries is not None, "--notify": notify,
                       "--stall-timeout": stall_timeout is not None, "--poll": poll is not None}
             refuse_flags({**fixed, **tuning}, "--cancel DIR takes no other sweep arguments")
-            from imf.scheduler.cancel import cancel_sweep
+            from imf.sweep.cancel import cancel_sweep
             cancel_sweep(cancel, typer.echo)
             return
         if resume is not None:
@@ -82,10 +82,11 @@ def status(
 ) -> None:
     """A table of a sweep's trials: queue, state, epoch/total, last and best score, elapsed, ETA."""
     from rich.console import Console
-    from imf.scheduler import status as status_lib
+    from imf.sweep import status as status_lib
     console = Console() if sys.stdout.isatty() else None
     if watch:
-        status_lib.watch(folder, interval, typer.echo, console=console)
+        from imf.sweep.live import watch
+        watch(folder, interval, typer.echo, console=console)
         return
     sdir = status_lib.find_sweep(folder)
     if console is not None:

@@ -14,7 +14,7 @@ from imf.cli.options import Command, complete_config_args, complete_store
 from imf.config import Config, load_config, load_resolved, split_config_args
 from imf.errors import ConfigError, ImfError, SweepError
 from imf.config.eval_seeds import final_eval_seeds
-from imf.scheduler.plan import NAME_RE, trial_id as readable_id
+from imf.sweep.plan import NAME_RE, trial_id as readable_id
 from imf.store.layout import CONFIG, SUMMARY
 from imf.store.runlock import RunLock
 from imf.store.runs import read_json_object

@@ -1,5 +1,4 @@
-"""The sweep engine: plan a grid onto queues, run trials as processes, watch, recover, report.
-
-Scheduler plugins (group ``imf.schedulers``) run one job per queue slot; ``local`` and ``ssh``
-are built in. Nothing here imports the trainer, the model or torch: a trial is a process.
+"""Scheduler plugins (entry-point group ``imf.schedulers``): each runs one job per queue slot
+and reports its state; ``local``, ``ssh`` and ``slurm`` are built in. The controller that
+drives them is imf/sweep/. Nothing here imports the trainer, the model or torch.
 """

@@ -131,7 +131,7 @@ class SweepDir:
 
     def load(self) -> SweepState:
         """The state in sweep.json, checked field by field (SweepError naming the field)."""
-        from imf.scheduler.validate import check_sweep_dict
+        from imf.sweep.validate import check_sweep_dict
 
         try:
             data = json.loads(self.state_file.read_text(encoding="utf-8"))

@@ -20,10 +20,10 @@ from imf.config import load_config, load_preset_dict
 from imf.errors import SweepError
 from imf.config.eval_seeds import final_eval_seeds
 from imf.scheduler.base import GROUP as SCHEDULERS, scheduler_for, scheme_of
-from imf.scheduler.engine import Engine
-from imf.scheduler.plan import Plan, build_trials, make_plan, parse_seeds, render_plan
-from imf.scheduler.queues import load_hosts, resolve_queues
-from imf.scheduler.state import SweepDir, SweepState, TrialState
+from imf.sweep.engine import Engine
+from imf.sweep.plan import Plan, build_trials, make_plan, parse_seeds, render_plan
+from imf.sweep.queues import load_hosts, resolve_queues
+from imf.sweep.state import SweepDir, SweepState, TrialState
 
 __all__ = ["SweepError", "SweepRequest", "describe", "dry_run", "load_plugins", "parse_seeds",
            "plan_sweep", "resume_sweep", "start_sweep"]

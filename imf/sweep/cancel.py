@@ -17,7 +17,7 @@ from filelock import FileLock, Timeout
 
 from imf.errors import QueueError, SweepError
 from imf.scheduler.base import Scheduler, scheduler_for
-from imf.scheduler.state import ACTIVE, SweepDir, SweepState, now_iso
+from imf.sweep.state import ACTIVE, SweepDir, SweepState, now_iso
 
 CONTROLLER_WAIT_S = 120.0
 

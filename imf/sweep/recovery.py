@@ -14,8 +14,8 @@ from typing import Any
 
 from imf.errors import QueueError
 from imf.scheduler.base import JobStatus
-from imf.scheduler.plan import assign
-from imf.scheduler.state import ACTIVE, FINAL, QueueState, TrialState, now_iso
+from imf.sweep.plan import assign
+from imf.sweep.state import ACTIVE, FINAL, QueueState, TrialState, now_iso
 
 DOWN_AFTER = 3  # consecutive failed contacts with a queue's machine before it is marked down
 ORPHAN_RETRY_S = 10.0  # how often a down host is asked about its orphans

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from imf import registry
 from imf.errors import ImfError
-from imf.scheduler.state import SweepState, TrialState, now_iso
+from imf.sweep.state import SweepState, TrialState, now_iso
 from imf.store.summary import PARAM_KEYS, RunSummary, read_summary
 
 

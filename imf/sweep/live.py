@@ -5,15 +5,19 @@ sweep.json (written atomically) at every refresh, so it shows what ``imf status`
 """
 from __future__ import annotations
 
+import math
+import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from rich.console import Console, RenderableType
 from rich.live import Live
 from rich.text import Text
 
-from imf.errors import ImfError
-from imf.scheduler.state import SweepDir
+from imf.errors import ImfError, SweepError
+from imf.sweep.state import SweepDir
+from imf.sweep.status import find_sweep, render_status, status_view, sweep_over
 
 
 class LiveView:
@@ -34,7 +38,6 @@ class LiveView:
         self.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     def render(self) -> RenderableType:
-        from imf.scheduler.status import status_view
         if self.sdir is not None:
             try:
                 self.last = status_view(self.sdir, bars=True)
@@ -64,3 +67,24 @@ def sweep_view(on_terminal: bool) -> Iterator[tuple[Callable[[str], None], Calla
         return
     with LiveView(Console()) as view:
         yield view.echo, view.follow
+
+
+def watch(path: str | Path, interval: float, echo: Callable[[str], None],
+          sleep: Callable[[float], None] = time.sleep, console: Console | None = None) -> None:
+    """The table every ``interval`` seconds until the sweep is no longer running: kept in place
+    by rich Live on ``console`` (a terminal), else printed again each time through ``echo``."""
+    if not 0 < interval < math.inf:
+        raise SweepError(f"--interval: must be a finite number of seconds > 0, got {interval}")
+    sdir = find_sweep(path)
+    if console is not None:
+        with LiveView(console, refresh_s=interval) as view:
+            view.follow(sdir)
+            while not sweep_over(sdir.load()):
+                sleep(interval)
+        return
+    while True:
+        state = sdir.load()
+        echo(render_status(sdir, state))
+        if sweep_over(state):
+            return
+        sleep(interval)

@@ -24,7 +24,7 @@ import yaml
 from imf.errors import PluginError, QueueError, SweepError
 from imf import registry
 from imf.scheduler.base import GROUP, scheduler_for, scheme_of
-from imf.scheduler.state import QueueState
+from imf.sweep.state import QueueState
 
 HOST_KEYS = ("user", "port", "workdir", "python", "ssh_options", "env", "speed", "threads",
              # a Slurm partition's entry (slurm://PARTITION): job parameters, setup lines

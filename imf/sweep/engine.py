@@ -24,9 +24,9 @@ from filelock import FileLock, Timeout
 from imf.atomic import clean_stale_temps
 from imf.errors import EXIT_DISK_FULL, BusyError, FolderInUseError, ImfError, QueueError, SweepError
 from imf.scheduler.base import Job, JobStatus, Scheduler, scheduler_for
-from imf.scheduler.finish import notify, record_trial, write_report
-from imf.scheduler.recovery import DOWN_AFTER, Recovery, job_label
-from imf.scheduler.state import ACTIVE, FINAL, QueueState, SweepDir, SweepState, TrialState, now_iso
+from imf.sweep.finish import notify, record_trial, write_report
+from imf.sweep.recovery import DOWN_AFTER, Recovery, job_label
+from imf.sweep.state import ACTIVE, FINAL, QueueState, SweepDir, SweepState, TrialState, now_iso
 from imf.store.layout import STDOUT
 from imf.store.runs import is_epoch_row, parse_log, row_score, row_success
 from imf.store.summary import read_summary

@@ -1,19 +1,17 @@
 """``imf status``: a table of a sweep's trials from its sweep.json (no controller needed)."""
 from __future__ import annotations
 
-import math
 import os
 import socket
 import time
 from pathlib import Path
-from typing import Callable
 
-from rich.console import Console, Group
+from rich.console import Group
 from rich.progress_bar import ProgressBar
 from rich.text import Text
 
 from imf.errors import SweepError
-from imf.scheduler.state import ACTIVE, FINAL, SweepDir, SweepState, TrialState
+from imf.sweep.state import ACTIVE, FINAL, SweepDir, SweepState, TrialState
 from imf.tables import table, to_text
 
 COLUMNS = ("queue", "trial", "state", "epoch", "val_mse", "last", "best", "success", "elapsed", "eta")
@@ -116,25 +114,3 @@ def render_status(sdir: SweepDir, state: SweepState | None = None, now: float | 
 
 def sweep_over(state: SweepState) -> bool:
     return state.status != "running" or all(t.state in FINAL for t in state.trials)
-
-
-def watch(path: str | Path, interval: float, echo: Callable[[str], None],
-          sleep: Callable[[float], None] = time.sleep, console: Console | None = None) -> None:
-    """The table every ``interval`` seconds until the sweep is no longer running: kept in place
-    by rich Live on ``console`` (a terminal), else printed again each time through ``echo``."""
-    if not 0 < interval < math.inf:
-        raise SweepError(f"--interval: must be a finite number of seconds > 0, got {interval}")
-    sdir = find_sweep(path)
-    if console is not None:
-        from imf.scheduler.live import LiveView
-        with LiveView(console, refresh_s=interval) as view:
-            view.follow(sdir)
-            while not sweep_over(sdir.load()):
-                sleep(interval)
-        return
-    while True:
-        state = sdir.load()
-        echo(render_status(sdir, state))
-        if sweep_over(state):
-            return
-        sleep(interval)
