@@ -58,11 +58,6 @@ def tied_within_noise(a: float, se_a: float, b: float, se_b: float, z: float = Z
     return not clear_difference(a, se_a, b, se_b, z)
 
 
-def interval(mean: float, se: float, z: float = Z95) -> tuple[float, float]:
-    """The two-sided interval mean -/+ z * se (95% for the default z)."""
-    return mean - z * se, mean + z * se
-
-
 def tied_with_best(scores: Sequence[tuple[float, float]], z: float = Z95) -> list[bool]:
     """For each (score, se): is it tied within noise with the highest score? The best is True."""
     if not scores:

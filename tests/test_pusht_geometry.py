@@ -62,10 +62,3 @@ def _sampled_coverage(pose, n=400):
 @pytest.mark.parametrize("pose", [(266.0, 250.0, 0.9), (240.0, 270.0, 0.3), (256.0, 256.0, 3.0)])
 def test_coverage_matches_sampled_estimate(pose):
     assert geo.coverage(pose) == pytest.approx(_sampled_coverage(pose), abs=0.01)
-
-
-def test_legacy_origin_formula_keeps_cog_fixed():
-    pos, angle = (200.0, 300.0), 1.1
-    origin = geo.origin_after_legacy_rotation(pos, angle)
-    cog = geo.place([geo.CENTER_OF_GRAVITY], (origin[0], origin[1], angle))[0]
-    assert cog == pytest.approx((pos[0], pos[1] + 45.0))

@@ -63,11 +63,11 @@ def test_progress_is_read_from_the_offset_and_a_new_attempt_archives_the_old(tmp
 def test_reattach_checks_the_start_time_of_the_pid(tmp_path):
     sch = scheduler_for("local:cpu", {})
     handle = sch.start(make_job(tmp_path, "sleep 30"))
-    assert sch.reattach(dict(handle)).state == "running"
+    assert sch.poll(dict(handle), 0).state == "running"
     pid_file = tmp_path / "j" / "pid"
     pid, start = pid_file.read_text().split()
     pid_file.write_text(f"{pid} {int(start) + 1}\n")  # as if the pid now named another process
-    assert sch.reattach(dict(handle)).state == "lost"
+    assert sch.poll(dict(handle), 0).state == "lost"
     pid_file.write_text(f"{pid} {start}\n")
     sch.stop(handle)
 

@@ -84,7 +84,7 @@ def test_remote_jobs_are_detached_reattached_and_stopped_as_a_tree(sshd, tmp_pat
     handle = first.start(job)
     first.close()
     again = scheduler_for(sshd.spec("cpu"), options)  # a new controller: only the saved handle
-    status = again.reattach(handle)
+    status = again.poll(handle, 0)
     assert status.state == "running" and status.pid == handle["pid"]
     status = wait_for(lambda: (s := again.poll(handle)).log_size and s)
     assert json.loads(status.new_log)["epoch"] == 0

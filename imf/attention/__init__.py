@@ -9,7 +9,6 @@ tokens followed by n_obs observation tokens.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
@@ -18,10 +17,6 @@ import numpy as np
 class AttentionMasks:
     self_attn: np.ndarray | None  # (n_action, n_action) bool, or None = attend everywhere
     cross_attn: np.ndarray | None  # (n_action, n_time + n_obs) bool, or None
-
-
-class MaskFn(Protocol):
-    def __call__(self, n_action: int, n_time: int, n_obs: int) -> AttentionMasks: ...
 
 
 def _check_counts(n_action: int, n_time: int, n_obs: int) -> None:

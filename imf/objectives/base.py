@@ -14,7 +14,7 @@ exposes ``horizon`` and ``action_dim`` (see ``imf.model.ImfTransformer``). Flow 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import torch
 

@@ -106,13 +106,3 @@ def coverage(block_pose: Sequence[float], goal_pose: Sequence[float] = GOAL_POSE
 def reward_from_coverage(cov: float) -> float:
     """The reference reward: clip(coverage / 0.95, 0, 1)."""
     return min(max(cov / SUCCESS_COVERAGE, 0.0), 1.0)
-
-
-def origin_after_legacy_rotation(position: Sequence[float], angle: float) -> Point:
-    """Where the origin ends when the position is set first and the angle second.
-
-    Chipmunk rotates about the centre of gravity c: origin = pos + c - R(angle) c.
-    """
-    cx, cy = CENTER_OF_GRAVITY
-    c, s = math.cos(angle), math.sin(angle)
-    return (position[0] + cx - (c * cx - s * cy), position[1] + cy - (s * cx + c * cy))

@@ -66,7 +66,6 @@ class JobStatus:
 class Scheduler(ABC):
     """Runs jobs on one queue slot. Handles are JSON-able dicts kept in sweep.json."""
 
-    scheme = ""
     query_keys: tuple[str, ...] = ()  # options a spec may carry after "?" besides speed
     option_keys: tuple[str, ...] | None = None  # hosts-file keys it takes from "defaults" (None: all)
 
@@ -122,10 +121,6 @@ class Scheduler(ABC):
 
     def fetch(self, handle: dict[str, Any]) -> None:
         """Bring the job's results home into its local run folder (local slots: nothing to do)."""
-
-    def reattach(self, handle: dict[str, Any]) -> JobStatus:
-        """Find a job started by an earlier controller: by its folder, pid and start time."""
-        return self.poll(handle, 0)
 
     def describe(self, job: Job) -> str:
         """The job's command line as this slot would run it (for ``--dry-run``; contacts nothing)."""

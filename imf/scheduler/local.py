@@ -21,7 +21,6 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NU
 
 
 class LocalScheduler(ShellScheduler):
-    scheme = "local"
 
     def __init__(self, spec: str, options: dict[str, Any] | None = None):
         super().__init__(spec, options)

@@ -117,7 +117,6 @@ def _setup(spec: str, value: Any) -> list[str]:
 
 
 class SlurmScheduler(Scheduler):
-    scheme = "slurm"
     query_keys = QUERY_KEYS
     option_keys = OPTION_KEYS  # a hosts file's ssh defaults (workdir, ...) are not for a partition
     requires = ("submitit",)  # distributions it needs (imf plugins lists them)

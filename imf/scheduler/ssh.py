@@ -67,7 +67,6 @@ def control_dir() -> Path:
 
 
 class SshScheduler(ShellScheduler):
-    scheme = "ssh"
 
     def __init__(self, spec: str, options: dict[str, Any] | None = None):
         super().__init__(spec, options)

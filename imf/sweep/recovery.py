@@ -154,7 +154,7 @@ class Recovery:
                 trial.handle = {"queue": queue.spec, "dir": sch.job_dir(job), "local_dir": str(job.run_dir),
                                 "pid": None, "start_time": None, "token": (trial.handle or {}).get("token", "")}
             try:
-                status = sch.reattach(trial.handle)
+                status = sch.poll(trial.handle, 0)  # by its folder, pid and start time
             except QueueError as exc:
                 self._contact_failed(queue, exc)
                 trial.state = "running"  # polled again (or moved when the queue goes down)

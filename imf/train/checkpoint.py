@@ -20,7 +20,6 @@ import torch
 
 from imf.atomic import atomic_path
 from imf.errors import CheckpointError
-from imf.version import code_version  # noqa: F401  (kept in checkpoints)
 
 FORMAT = "imf-checkpoint-1"
 

@@ -9,6 +9,7 @@ from typing import Any
 from imf.store.layout import BEST, LATEST
 from imf.train import checkpoint as ckpt_io
 from imf.train.parts import TrainParts
+from imf.version import code_version
 
 
 @dataclass
@@ -63,7 +64,7 @@ def checkpoint_of(cfg_dict: dict[str, Any], parts: TrainParts, state: TrainState
         "trainer": {"stopper": parts.stopper.state_dict(), "divergence": parts.divergence.state_dict(),
                     "topk": parts.topk.state_dict(), "elapsed_s": state.elapsed(),
                     "train_s": parts.clock.seconds()},
-        "code_version": ckpt_io.code_version(), "trial_id": trial_id,
+        "code_version": code_version(), "trial_id": trial_id,
     }
     ckpt["scores"]["test_mean_score"] = record.get("test_mean_score")
     return ckpt

@@ -37,6 +37,7 @@ from imf.train.signals import StopSignals
 from imf.train.state import TrainState, checkpoint_of, restore, save_epoch
 from imf.train.step_metrics import StepMetrics
 from imf.trackers import Tracker, check_trackers, run_group
+from imf.version import code_version
 
 
 @dataclass
@@ -334,7 +335,7 @@ def _write_summary(trial: Trial, state: TrainState, topk: ckpt_io.TopK | None, f
             best=checkpoint_name(BEST) if files.best.exists() else None,
             topk=[checkpoint_name(n) for n in topk.names()] if topk else []),
         started=trial.started, finished=now_iso() if finished else None,
-        code_version=ckpt_io.code_version())
+        code_version=code_version())
     summary.write(files.root)
     return summary
 
