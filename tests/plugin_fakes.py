@@ -24,3 +24,4 @@ def fake_distribution(root: Path, dist: str, module: str, source: str,
 
 
 WINDOW_PLUGIN_DIR = Path(__file__).resolve().parents[1] / "examples" / "imf_window_mask"
+NOHUP_PLUGIN_DIR = Path(__file__).resolve().parents[1] / "examples" / "imf_nohup_scheduler"

@@ -4,12 +4,14 @@ from __future__ import annotations
 import json
 import os
 
+import time
+
 import pytest
 from _sweep_helpers import wait_for
 
 from imf.errors import QueueError
 from imf.scheduler.base import Job, scheduler_for
-from imf.scheduler.shell import parse_probe
+from imf.scheduler.wrapped import parse_probe
 
 
 def make_job(tmp_path, script: str, tid: str = "j") -> Job:
@@ -72,14 +74,39 @@ def test_reattach_checks_the_start_time_of_the_pid(tmp_path):
     sch.stop(handle)
 
 
-def test_probe_parsing_treats_zombies_and_missing_folders():
-    assert parse_probe("nodir\n--\n").state == "absent"
-    assert parse_probe("pid 10 99\nproc Z 99\n--\n").state == "lost"
-    assert parse_probe("pid 10 99\nproc S 98\n--\n").state == "lost"
-    alive = parse_probe("pid 10 99\nproc S 99\nlogsize 12\n--\n{\"epoch\": 0}")
+def test_probe_parsing_treats_zombies_and_missing_folders(tmp_path):
+    from imf.scheduler import job as wrapper
+    assert parse_probe(wrapper.probe(tmp_path / "none", 0, 100)).state == "absent"
+    base = {"exists": True, "pid": 10, "start_time": "99", "token": "t", "log_size": 12,
+            "out_size": 0, "new_log": '{"epoch": 0}', "exit_code": None, "exit_token": None}
+    assert parse_probe({**base, "alive": False}).state == "lost"  # a zombie, or another start time
+    alive = parse_probe({**base, "alive": True}, "t")
     assert alive.state == "running" and alive.log_size == 12 and alive.new_log == '{"epoch": 0}'
-    done = parse_probe("pid 10 99\nexit 137\n--\n")
+    assert parse_probe({**base, "alive": True}, "other").state == "absent"  # another attempt's files
+    done = parse_probe({**base, "alive": False, "exit_code": 137, "exit_token": "t"}, "t")
     assert done.state == "exited" and done.exit_code == 137
+    stale = parse_probe({**base, "alive": False, "exit_code": 0, "exit_token": "old"}, "t")
+    assert stale.state == "lost"  # an exit file of an earlier attempt is not this one's end
+
+
+@pytest.mark.slow
+def test_the_wrapper_writes_pid_stdout_and_exit_files_and_archives_the_attempt_before(tmp_path):
+    import io
+    from imf.scheduler import job as wrapper
+    folder = tmp_path / "j"
+    folder.mkdir()
+    (folder / "stdout.log").write_text("an earlier attempt\n")
+    out = io.BytesIO()
+    assert wrapper.start(folder, "t1", {"GREETING": "hi"}, ["sh", "-c", "echo $GREETING; exit 3"],
+                         out, io.StringIO()) == 0
+    pid, start, token = out.getvalue().decode().split()
+    assert token == "t1" and (folder / "attempts" / "1" / "stdout.log").read_text() == "an earlier attempt\n"
+    deadline = time.monotonic() + 60
+    while wrapper.exit_code_of(folder, "t1") is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert wrapper.exit_code_of(folder, "t1") == 3 and wrapper.exit_code_of(folder, "t0") is None
+    assert (folder / "stdout.log").read_text() == "hi\n"
+    assert (folder / "pid").read_text().split() == [pid, start, "t1"]
 
 
 def test_bad_environment_names_and_specs_are_rejected(tmp_path):

@@ -4,16 +4,17 @@ A plugin of group ``imf.schedulers`` is a class with ``from_spec(spec, options)`
 picks it by the queue spec's scheme (``local:0`` -> ``local``, ``ssh://host/gpu:0`` -> ``ssh``),
 so a third-party package adds a scheme by declaring an entry point of that name.
 
-A job leaves in its run folder (on the machine that runs it):
-``pid`` ("PID STARTTIME TOKEN", written by the job's wrapper), ``stdout.log``, ``logs.json.txt``
-(the trial's), ``exit_code`` ("CODE TOKEN", written when the command ends). The token is the
-attempt's (``Job.token``, kept in the handle): a poll ignores files of another attempt, and a
-start refuses (``BusyError``) while the folder's job of another attempt is alive. State files
-are written to a temporary name and renamed, so a reader never sees half a file.
+Every scheduler runs its job through the job wrapper (imf/scheduler/job.py), the only writer
+of the job's files in its run folder: ``pid`` ("PID STARTTIME TOKEN"), ``stdout.log``,
+``exit_code`` ("CODE TOKEN"), and ``attempts/K/`` for earlier attempts; the trial writes
+``logs.json.txt``. The token is the attempt's (``Job.token``, kept in the handle): a poll
+ignores files of another attempt, and a start refuses (``BusyError``) while the folder's job
+of another attempt is alive. docs/INTERFACES.md, "Schedulers", is the whole protocol.
 """
 from __future__ import annotations
 
 import re
+import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,11 +68,19 @@ class Scheduler(ABC):
     """Runs jobs on one queue slot. Handles are JSON-able dicts kept in sweep.json."""
 
     query_keys: tuple[str, ...] = ()  # options a spec may carry after "?" besides speed
-    option_keys: tuple[str, ...] | None = None  # hosts-file keys it takes from "defaults" (None: all)
+    # the hosts-file keys it reads (an entry may hold these; "defaults" gives it only these)
+    option_keys: tuple[str, ...] = ("python", "env")
+    handle_keys: dict[str, type] = {}  # keys it adds to a handle, with their JSON types
+    default_python = sys.executable  # the interpreter of its jobs without a "python" option
 
     def __init__(self, spec: str, options: dict[str, Any] | None = None):
         self.spec = spec
         self.options = dict(options or {})
+
+    @property
+    def python(self) -> str:
+        """The python that runs the job wrapper and fills ``{python}`` in a job's argv."""
+        return str(self.options.get("python") or self.default_python)
 
     @classmethod
     def from_spec(cls, spec: str, options: dict[str, Any] | None = None) -> "Scheduler":
@@ -128,6 +137,17 @@ class Scheduler(ABC):
 
     def close(self) -> None:
         """Release connections."""
+
+
+def fill_argv(argv: list[str], python: str, run_dir: str, config: str) -> list[str]:
+    """A job's argv with its placeholders ``{python}``, ``{run_dir}`` and ``{config}`` filled."""
+    values = {"{python}": python, "{run_dir}": run_dir, "{config}": config}
+    out = []
+    for arg in argv:
+        for key, value in values.items():
+            arg = arg.replace(key, value)
+        out.append(arg)
+    return out
 
 
 def scheme_of(spec: str) -> str:

@@ -17,14 +17,14 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from imf.errors import FolderInUseError, QueueError
-from imf.scheduler.base import Job, JobStatus, Scheduler
-from imf.scheduler.slurm_status import JOB_FILES, QUEUED, RUNNING, read_progress, slurm_status
+from imf.scheduler.base import Job, JobStatus, Scheduler, fill_argv
+from imf.scheduler.job import STARTED
+from imf.scheduler.slurm_status import QUEUED, RUNNING, read_progress, slurm_status
 from imf.store.layout import RunLayout
 from imf.store.runlock import live_holder
 
@@ -119,6 +119,7 @@ def _setup(spec: str, value: Any) -> list[str]:
 class SlurmScheduler(Scheduler):
     query_keys = QUERY_KEYS
     option_keys = OPTION_KEYS  # a hosts file's ssh defaults (workdir, ...) are not for a partition
+    handle_keys = {"job_id": str}
     requires = ("submitit",)  # distributions it needs (imf plugins lists them)
 
     def __init__(self, spec: str, options: dict[str, Any] | None = None):
@@ -130,9 +131,6 @@ class SlurmScheduler(Scheduler):
     def slots(cls, spec: str, options: dict[str, Any] | None = None) -> int:
         return parse_spec(spec, dict(options or {}))[1]["slots"]
 
-    @property
-    def python(self) -> str:
-        return str(self.options.get("python") or sys.executable)
 
     def batch_key(self) -> Any:
         return "slurm"  # one squeue answers for every Slurm slot of the sweep
@@ -168,13 +166,7 @@ class SlurmScheduler(Scheduler):
         return str(job.run_dir.resolve())
 
     def _fill(self, argv: list[str], job: Job) -> list[str]:
-        values = {"{python}": self.python, "{run_dir}": self.job_dir(job), "{config}": job.config}
-        out = []
-        for arg in argv:
-            for key, value in values.items():
-                arg = arg.replace(key, value)
-            out.append(arg)
-        return out
+        return fill_argv(argv, self.python, self.job_dir(job), job.config)
 
     def sbatch_parameters(self, job: Job) -> dict[str, Any]:
         """The job's Slurm parameters, named as sbatch's long options."""
@@ -221,7 +213,7 @@ class SlurmScheduler(Scheduler):
             raise FolderInUseError(f"queue '{self.spec}': {run_dir} is in use by {holder.describe()}; "
                                    "its files stay")
         if not job.resume:
-            RunLayout(run_dir).archive_attempt(JOB_FILES, everything=True)
+            RunLayout(run_dir).archive_attempt(STARTED, everything=True)
         run_dir.mkdir(parents=True, exist_ok=True)
         env = {str(k): str(v) for k, v in {**(self.options.get("env") or {}), **job.env}.items()}
         command = TrialCommand(str(run_dir), self._fill(job.argv, job), job.token,

@@ -1,8 +1,8 @@
 """What a Slurm job of a sweep runs on its node: the trial's command in its run folder.
 
-submitit pickles a ``TrialCommand`` and calls it inside the job. It writes the same files
-as the shell queues' wrapper (``stdout.log``, ``exit_code`` as "CODE TOKEN"), so the
-controller reads a Slurm trial's progress and end from its run folder like any other.
+submitit pickles a ``TrialCommand`` and calls it inside the job; it runs the trial through the
+job wrapper's ``run_attempt`` (imf/scheduler/job.py), so a Slurm trial's folder holds the same
+files as any other and the controller reads its progress and end the same way.
 A retry after a time limit or a preemption runs the resume command when the folder holds
 a checkpoint to resume from; a requeued job (SLURM_RESTART_COUNT > 0) does the same. When
 Slurm ends the job (SIGTERM) no exit file is written: Slurm's job state tells what happened.
@@ -11,17 +11,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from imf.scheduler.job import run_attempt
+
 LATEST = Path("checkpoints") / "latest.pt"
-
-
-def write_exit_code(run_dir: Path, code: int, token: str) -> None:
-    tmp = run_dir / "exit_code.tmp"
-    tmp.write_text(f"{code} {token}\n")
-    os.replace(tmp, run_dir / "exit_code")
 
 
 @dataclass
@@ -46,26 +41,11 @@ class TrialCommand:
 
     def __call__(self) -> int:
         # The sweep resumes trials itself: submitit's requeue-on-signal must not end this job.
+        # SIGTERM means Slurm ends the job (scancel, time limit, preemption, requeue): the
+        # wrapper then writes no exit file, and Slurm's state says what happened.
         signal.signal(signal.SIGUSR2, signal.SIG_IGN)
-        # SIGTERM here means Slurm ends the job (scancel, time limit, preemption, requeue): its
-        # state says so, and an exit file would outlive a requeue of this very attempt.
-        ended_by_slurm: list[int] = []
-        signal.signal(signal.SIGTERM, lambda signum, frame: ended_by_slurm.append(signum))
         run_dir = Path(self.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-        with open(run_dir / "stdout.log", "ab") as out:
-            def say(line: str) -> None:
-                out.write(line.encode() + b"\n")
-                out.flush()
-            argv = self.chosen_argv(say)
-            try:
-                proc = subprocess.Popen(argv, cwd=run_dir, stdout=out, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, env={**os.environ, **self.env})
-            except OSError as exc:
-                say(f"imf: cannot run {argv[0]}: {exc}")
-                write_exit_code(run_dir, 127, self.token)
-                return 127
-            code = proc.wait()
-        if not ended_by_slurm:
-            write_exit_code(run_dir, code, self.token)
-        return code
+        notes: list[str] = []
+        argv = self.chosen_argv(notes.append)
+        return run_attempt(run_dir, self.token, argv, self.env, say="\n".join(notes) or None)

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from imf.scheduler.base import JobStatus
-from imf.store.layout import LOGS, STDOUT, SUMMARY
+from imf.scheduler.job import exit_code_of
+from imf.store.layout import LOGS, STDOUT
 
 QUEUED = ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
           "SUSPENDED", "STOPPED")
 RUNNING = ("RUNNING", "COMPLETING", "SIGNALING", "STAGE_OUT", "RESIZING")
 RESUMABLE = ("TIMEOUT", "PREEMPTED")  # ended by Slurm, not by the trial: the retry resumes it
-JOB_FILES = (STDOUT, LOGS, "exit_code", SUMMARY)  # their presence means an attempt ran here
 
 
 @dataclass
@@ -35,13 +35,7 @@ def _size(path: Path) -> int:
 
 
 def read_progress(run_dir: Path, offset: int, token: str, limit: int = 1 << 20) -> Progress:
-    exit_code = None
-    try:
-        fields = (run_dir / "exit_code").read_text().split()
-        if fields and fields[0].lstrip("-").isdigit() and fields[1:2] == [token]:
-            exit_code = int(fields[0])
-    except OSError:
-        pass
+    exit_code = exit_code_of(run_dir, token)
     new_log = ""
     try:
         with open(run_dir / LOGS, "rb") as f:

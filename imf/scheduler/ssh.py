@@ -24,7 +24,7 @@ from typing import Any
 
 from imf.errors import QueueError
 from imf.scheduler.base import Job
-from imf.scheduler.shell import ShellScheduler
+from imf.scheduler.wrapped import WrappedScheduler
 from imf.store.layout import BEST, CONFIG, LOGS, STDOUT, SUMMARY, checkpoint_name
 from imf.store.summary import read_summary
 
@@ -35,6 +35,7 @@ BASE_OPTIONS = ("BatchMode=yes", "ConnectTimeout=10", "ServerAliveInterval=15",
 FETCH_FILES = (SUMMARY, LOGS, STDOUT, CONFIG, "exit_code", "pid", checkpoint_name(BEST), "final_eval.json")
 CHECK = r'''case $1 in "~/"*) set -- "$HOME/${1#"~/"}";; esac
 command -v "$1" >/dev/null || exit 7
+"$1" -c "import imf.scheduler.job" 2>/dev/null || exit 8
 echo ok
 '''
 UPLOAD = r'''case $1 in "~/"*) d="$HOME/${1#"~/"}";; *) d=$1;; esac
@@ -66,7 +67,10 @@ def control_dir() -> Path:
     return path
 
 
-class SshScheduler(ShellScheduler):
+class SshScheduler(WrappedScheduler):
+    default_python = "python3"
+    option_keys = ("user", "port", "workdir", "python", "ssh_options", "env", "threads")
+    handle_keys = {"host": str}
 
     def __init__(self, spec: str, options: dict[str, Any] | None = None):
         super().__init__(spec, options)
@@ -78,7 +82,8 @@ class SshScheduler(ShellScheduler):
         self.user = match.group("user") or self.options.get("user")
         self.port = match.group("port") or self.options.get("port")
         self._check_target()
-        self.device = match.group("device")
+        device = match.group("device")
+        self.device = "cpu" if device == "cpu" else device.split(":")[1]
         extra = self.options.get("ssh_options") or []
         self.extra = shlex.split(extra) if isinstance(extra, str) else [str(a) for a in extra]
         self.workdir = str(self.options.get("workdir") or "~/imf-runs").rstrip("/")
@@ -145,23 +150,21 @@ class SshScheduler(ShellScheduler):
         remote = " ".join(["sh", "-c", shlex.quote(script), "imf", *(shlex.quote(a) for a in args)])
         return self._ssh(remote, timeout, data)
 
+    def _job(self, args: list[str], timeout: float = 60.0) -> tuple[int, bytes, str]:
+        py = self.python  # a "~/" path is expanded by the remote shell, so it is left unquoted
+        py = '"$HOME"/' + shlex.quote(py[2:]) if py.startswith("~/") else shlex.quote(py)
+        return self._ssh(" ".join([py, "-m", "imf.scheduler.job", *(shlex.quote(a) for a in args)]), timeout)
+
     def check(self) -> None:
         rc, out, err = self._sh(CHECK, [self.python], timeout=30)
         if rc == 7:
             raise QueueError(f"queue '{self.spec}': python '{self.python}' not found on {self.host} "
                              f"(set 'python' for this host in the hosts file)")
+        if rc == 8:
+            raise QueueError(f"queue '{self.spec}': '{self.python}' on {self.host} cannot import imf "
+                             f"(install imf there, or set 'python' for this host in the hosts file)")
         if rc != 0 or b"ok" not in out:
             raise QueueError(f"queue '{self.spec}': {self.host} cannot run jobs: {err.strip()[-200:]}")
-
-    def slot_env(self) -> dict[str, str]:
-        env = super().slot_env()
-        if self.device == "cpu":
-            env.setdefault("CUDA_VISIBLE_DEVICES", "")
-            if self.options.get("threads"):
-                env.setdefault("OMP_NUM_THREADS", str(self.options["threads"]))
-        else:
-            env.setdefault("CUDA_VISIBLE_DEVICES", self.device.split(":")[1])
-        return env
 
     def sweep_dir(self, job: Job) -> str:
         return f"{self.workdir}/{job.sweep}"

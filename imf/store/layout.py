@@ -5,7 +5,7 @@
 <run>/checkpoints/latest.pt  best.pt  epoch=NNNN-test_mean_score=S.pt
 <run>/attempts/N/   an earlier attempt's files, moved aside when the folder is used again
 ```
-The trial, the sweep's job scripts (imf/scheduler/shell.py), the stores and the report read
+The trial, the sweep's job wrapper (imf/scheduler/job.py), the stores and the report read
 these names from here.
 """
 from __future__ import annotations

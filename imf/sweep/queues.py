@@ -26,9 +26,7 @@ from imf import registry
 from imf.scheduler.base import GROUP, scheduler_for, scheme_of
 from imf.sweep.state import QueueState
 
-HOST_KEYS = ("user", "port", "workdir", "python", "ssh_options", "env", "speed", "threads",
-             # a Slurm partition's entry (slurm://PARTITION): job parameters, setup lines
-             "slots", "gpus", "cpus", "mem", "time", "account", "qos", "constraint", "setup")
+CORE_HOST_KEYS = ("speed",)  # the planner's; every other key is a scheduler's (its option_keys)
 FILE_KEYS = ("defaults", "hosts", "queues")
 
 
@@ -74,11 +72,24 @@ def load_hosts(path: str | Path | None) -> dict[str, Any]:
     for name, opts in [("defaults", data.get("defaults") or {}), *hosts.items()]:
         if not isinstance(opts, dict):
             raise SweepError(f"--hosts {path}: options of '{name}' must be a mapping")
-        _check_keys(opts, HOST_KEYS, f"--hosts {path}: '{name}'")
+        _check_keys(opts, host_keys(), f"--hosts {path}: '{name}'")
     queues = data.get("queues") or []
     if not isinstance(queues, list):
         raise SweepError(f"--hosts {path}: 'queues' must be a list of queue specs")
     return {"defaults": data.get("defaults") or {}, "hosts": hosts, "queues": queues}
+
+
+def host_keys() -> tuple[str, ...]:
+    """Keys a hosts-file entry may hold: speed, and the ``option_keys`` every installed
+    scheduler declares (a third-party scheduler adds its own keys without touching imf)."""
+    keys = list(CORE_HOST_KEYS)
+    for name in registry.names(GROUP):
+        try:
+            cls = registry.get(GROUP, name)
+        except PluginError:
+            continue  # a broken plugin is reported by `imf plugins`, not here
+        keys += [k for k in (getattr(cls, "option_keys", None) or ()) if k not in keys]
+    return tuple(keys)
 
 
 def _check_keys(data: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
@@ -130,8 +141,8 @@ def _speed(value: Any, where: str) -> float:
 
 
 def host_options(spec: str, hosts: dict[str, Any]) -> dict[str, Any]:
-    """Options for ``spec``: the file's defaults its scheduler takes (all unless it declares
-    ``option_keys``; speed always), then its host's entry (for URL-like specs)."""
+    """Options for ``spec``: the file's defaults its scheduler takes (the ``option_keys`` it
+    declares; speed always), then its host's entry (for URL-like specs)."""
     keys = _declared(spec, "option_keys", None)
     options = {k: v for k, v in (hosts.get("defaults") or {}).items()
                if keys is None or k in keys or k == "speed"}

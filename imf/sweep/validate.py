@@ -10,15 +10,15 @@ import math
 from typing import Any
 
 from imf import registry
-from imf.errors import SweepError
+from imf.errors import ImfError, SweepError
 from imf.scheduler.base import GROUP, scheme_of
 
 TRIAL_STATES = ("pending", "starting", "queued", "running", "completed", "stopped_early",
                 "diverged", "failed", "stalled")
 QUEUE_STATES = ("live", "down", "blocked")  # blocked: a full disk
 SWEEP_STATUSES = ("planned", "running", "interrupted", "finished", "stopped")
-HANDLE_KEYS = {"queue": str, "dir": str, "local_dir": str, "host": str, "pid": int,
-               "start_time": str, "token": str, "job_id": str}  # what schedulers put in a handle
+# what the engine puts in every handle; a scheduler declares its own (Scheduler.handle_keys)
+HANDLE_KEYS = {"queue": str, "dir": str, "local_dir": str, "pid": int, "start_time": str, "token": str}
 _NAMES = {"str": "a string", "int": "an int", "float": "a number", "bool": "true or false",
           "dict": "an object", "list": "a list", "None": "null"}
 
@@ -105,8 +105,15 @@ def _check_values(data: dict[str, Any]) -> None:
 
 
 def _check_handle(handle: dict[str, Any] | None, where: str) -> None:
-    """The handle keys the engine and the schedulers read (a plugin may add its own)."""
-    for key, kind in HANDLE_KEYS.items():
+    """The handle keys the engine reads, and those its scheduler declares."""
+    for key, kind in {**HANDLE_KEYS, **_declared_handle_keys((handle or {}).get("queue"))}.items():
         value = (handle or {}).get(key)
         if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
             raise SweepError(f"{where} '{key}' must be {_NAMES[kind.__name__]} or null, got {value!r:.60}")
+
+
+def _declared_handle_keys(spec: Any) -> dict[str, type]:
+    try:
+        return dict(getattr(registry.get(GROUP, scheme_of(spec)), "handle_keys", {}) or {})
+    except (ImfError, TypeError):
+        return {}  # no queue or an unknown scheme: validated where the queue is

@@ -1,0 +1,262 @@
+"""The job wrapper every scheduler runs on the host of its slot: ``python -m imf.scheduler.job``.
+
+It is the only writer of a job's files in its run folder (each written whole, then renamed):
+
+    pid         "PID STARTTIME TOKEN"  the wrapper: the job's session and process-group leader
+                                       (STARTTIME: field 22 of /proc/PID/stat, so a reused pid
+                                       is never taken for the job)
+    exit_code   "CODE TOKEN"           the command's exit status (128 + N after signal N); not
+                                       written when the wrapper itself got SIGTERM/SIGINT/SIGHUP
+                                       (the job was stopped: whoever stopped it knows why)
+    stdout.log                         the command's stdout and stderr, appended
+    attempts/K/                        an earlier attempt's files, moved there by ``start``
+
+TOKEN names the attempt, so files of an earlier attempt are never read as this one's.
+
+    start DIR TOKEN [K=V ...] -- ARGV  refuse a live job (exit 4, prints "busy PID START TOKEN")
+                                       or a live trial.lock (exit 5, "locked PID HOST SINCE ID"),
+                                       archive an earlier attempt, start ``run`` detached in a
+                                       new session, print the pid file
+    run TOKEN [K=V ...] -- ARGV        in the current folder: what ``start`` detaches (a batch
+                                       system's job calls ``run_attempt`` directly)
+    probe DIR OFFSET LIMIT             one JSON object: the files, whether the job lives, and
+                                       logs.json.txt from OFFSET (at most LIMIT bytes)
+    stop DIR GRACE_S TOKEN             SIGTERM to the job's process group, SIGKILL after GRACE_S
+                                       (only the attempt TOKEN; any attempt when TOKEN is "")
+    pack DIR FILE ...                  a tar of those files that exist, to stdout
+
+It imports neither torch nor the trainer: it starts in a fraction of a second on any host
+with imf installed.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, TextIO
+
+from imf.store.layout import LOGS, STDOUT, SUMMARY, RunLayout
+from imf.store.runlock import live_holder, process_start_time
+
+PID, EXIT = "pid", "exit_code"
+STARTED = (PID, STDOUT, EXIT, LOGS, SUMMARY)  # any of them: an attempt ran in this folder
+PID_WAIT_S = 20.0
+
+
+@dataclass
+class JobFiles:
+    """What the wrapper wrote in a folder, as read back."""
+    exists: bool
+    pid: int | None = None
+    start_time: str | None = None
+    token: str | None = None
+    exit_code: int | None = None
+    exit_token: str | None = None
+
+    def alive(self) -> bool:
+        """The very process of the pid file runs (same start time, not a zombie)."""
+        return self.pid is not None and process_start_time(self.pid) == self.start_time
+
+
+def read_files(folder: Path) -> JobFiles:
+    folder = Path(folder)
+    if not folder.is_dir():
+        return JobFiles(False)
+    files = JobFiles(True)
+    pid = _fields(folder / PID)
+    if len(pid) >= 2 and pid[0].isdigit():
+        files.pid, files.start_time, files.token = int(pid[0]), pid[1], (pid[2] if len(pid) > 2 else "")
+    end = _fields(folder / EXIT)
+    if end and end[0].lstrip("-").isdigit():
+        files.exit_code, files.exit_token = int(end[0]), (end[1] if len(end) > 1 else "")
+    return files
+
+
+def exit_code_of(folder: Path, token: str) -> int | None:
+    """The exit status attempt ``token`` recorded, or None (running, stopped or another's)."""
+    files = read_files(folder)
+    return files.exit_code if files.exit_token == token else None
+
+
+def _fields(path: Path) -> list[str]:
+    try:
+        return path.read_text().split()
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _home(path: str) -> Path:
+    return Path(os.path.expanduser(path)) if path.startswith("~/") else Path(path)
+
+
+# ---------------------------------------------------------------- the commands
+
+def start(folder: Path, token: str, env: dict[str, str], argv: list[str], out: BinaryIO,
+          err: TextIO) -> int:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        err.write(f"cannot make {folder}: {exc}\n")
+        return 3
+    files = read_files(folder)
+    if files.alive():
+        out.write(f"busy {files.pid} {files.start_time} {files.token}\n".encode())
+        return 4
+    holder = live_holder(folder)
+    if holder is not None:
+        out.write(f"locked {holder.pid} {holder.host} {holder.since} {holder.trial_id}\n".encode())
+        return 5
+    RunLayout(folder).archive_attempt(STARTED, everything=True)
+    if argv and argv[0].startswith("~/"):
+        argv = [str(_home(argv[0])), *argv[1:]]
+    pairs = [f"{k}={v}" for k, v in env.items()]
+    subprocess.Popen([sys.executable, "-m", "imf.scheduler.job", "run", token, *pairs, "--", *argv],
+                     cwd=folder, start_new_session=True, stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True)
+    deadline = time.monotonic() + PID_WAIT_S
+    while time.monotonic() < deadline:
+        files = read_files(folder)
+        if files.token == token and files.pid is not None:
+            out.write(f"{files.pid} {files.start_time} {files.token}\n".encode())
+            return 0
+        time.sleep(0.05)
+    err.write(f"no pid file written in {folder} within {PID_WAIT_S:g} s\n")
+    return 3
+
+
+def run_attempt(folder: Path, token: str, argv: list[str], env: dict[str, str] | None = None,
+                say: str | None = None) -> int:
+    """Run ``argv`` in ``folder`` as attempt ``token``: pid file, stdout.log, exit_code.
+    ``say``: a line written to stdout.log first (why this command was chosen)."""
+    stopped: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        # The signal went to the whole process group: the command gets it too; the wrapper
+        # outlives it to reap it (a handler, not SIG_IGN, so the command starts with defaults).
+        signal.signal(sig, lambda signum, frame: stopped.append(signum))
+    pid = os.getpid()
+    _write(folder / PID, f"{pid} {process_start_time(pid)} {token}\n")
+    with open(folder / STDOUT, "ab") as log:
+        if say:
+            log.write(say.encode() + b"\n")
+            log.flush()
+        try:
+            proc = subprocess.Popen(argv, cwd=folder, stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+        except OSError as exc:
+            log.write(f"imf: cannot run {argv[0] if argv else '(nothing)'}: {exc}\n".encode())
+            code = 127
+        else:
+            while True:
+                try:
+                    code = proc.wait()
+                    break
+                except InterruptedError:  # pragma: no cover (PEP 475 retries for us)
+                    continue
+    code = 128 - code if code < 0 else code
+    if not stopped:
+        _write(folder / EXIT, f"{code} {token}\n")
+    return code
+
+
+def probe(folder: Path, offset: int, limit: int) -> dict[str, Any]:
+    files = read_files(folder)
+    data: dict[str, Any] = {"exists": files.exists}
+    if not files.exists:
+        return data
+    data.update(pid=files.pid, start_time=files.start_time, token=files.token, alive=files.alive(),
+                exit_code=files.exit_code, exit_token=files.exit_token,
+                log_size=_size(folder / LOGS), out_size=_size(folder / STDOUT), new_log="")
+    try:
+        with open(folder / LOGS, "rb") as f:
+            f.seek(offset)
+            data["new_log"] = f.read(limit).decode(errors="replace")
+    except OSError:
+        pass
+    return data
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def stop(folder: Path, grace_s: float, token: str) -> None:
+    files = read_files(folder)
+    if (token and files.token != token) or not files.alive():
+        return
+    try:
+        os.killpg(files.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace_s
+    while files.alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    try:
+        os.killpg(files.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def pack(folder: Path, names: list[str], out: BinaryIO) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name in names:
+            if (folder / name).is_file():
+                tar.add(folder / name, arcname=f"./{name}")
+    out.write(buffer.getvalue())
+
+
+# ---------------------------------------------------------------- the command line
+
+def main(argv: list[str], out: BinaryIO, err: TextIO) -> int:
+    """One command (see the module's docstring); its output to ``out``; the exit status."""
+    if not argv:
+        err.write("usage: python -m imf.scheduler.job start|run|probe|stop|pack ...\n")
+        return 2
+    command, args = argv[0], argv[1:]
+    if command in ("start", "run"):
+        head, _, rest = _split(args)
+        if command == "run":
+            return run_attempt(Path.cwd(), head[0], rest, _env(head[1:]))
+        return start(_home(head[0]), head[1], _env(head[2:]), rest, out, err)
+    folder = _home(args[0])
+    if command == "probe":
+        out.write(json.dumps(probe(folder, int(args[1]), int(args[2]))).encode() + b"\n")
+    elif command == "stop":
+        stop(folder, float(args[1]), args[2] if len(args) > 2 else "")
+    elif command == "pack":
+        pack(folder, args[1:], out)
+    else:
+        err.write(f"unknown command {command!r}\n")
+        return 2
+    return 0
+
+
+def _split(args: list[str]) -> tuple[list[str], str, list[str]]:
+    if "--" not in args:
+        raise SystemExit("expected ... -- ARGV")
+    i = args.index("--")
+    return args[:i], "--", args[i + 1:]
+
+
+def _env(pairs: list[str]) -> dict[str, str]:
+    return dict(pair.split("=", 1) for pair in pairs)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:], sys.stdout.buffer, sys.stderr))
