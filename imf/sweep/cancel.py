@@ -17,7 +17,7 @@ from filelock import FileLock, Timeout
 
 from imf.errors import QueueError, SweepError
 from imf.scheduler.base import Scheduler, scheduler_for
-from imf.sweep.state import ACTIVE, SweepDir, SweepState, now_iso
+from imf.sweep.state import ACTIVE, SweepDir, SweepState
 
 CONTROLLER_WAIT_S = 120.0
 
@@ -74,10 +74,7 @@ def cancel_sweep(path: str | Path, echo: Callable[[str], None] = print) -> int:
                 continue
             trial.orphans = []
             if trial.state in ACTIVE:
-                trial.history.append({"attempt": trial.attempts, "queue": trial.queue,
-                                      "pid": (trial.handle or {}).get("pid"), "finished": now_iso(),
-                                      "exit_code": None, "outcome": "cancelled",
-                                      "reason": "imf sweep --cancel"})
+                trial.note_attempt("cancelled", "imf sweep --cancel")
                 trial.state, trial.handle = "pending", None
                 cancelled += 1
                 echo(sdir.log(f"cancelled {trial.id}"))

@@ -297,10 +297,7 @@ class Engine(Recovery):
                            f"{reason} in {run_dir}" + (f"; stdout.log ends: {tail}" if tail else ""))
 
     def _attempt_over(self, trial: TrialState, outcome: str, exit_code: int | None, reason: str) -> None:
-        trial.history.append({"attempt": trial.attempts, "queue": trial.queue,
-                              "pid": (trial.handle or {}).get("pid"), "started": trial.started,
-                              "finished": now_iso(), "exit_code": exit_code, "outcome": outcome,
-                              "reason": reason})
+        trial.note_attempt(outcome, reason, exit_code)
         trial.exit_code, trial.reason = exit_code, reason
         self.seen.pop(trial.id, None)
         retried = ("failed", "stalled", "timeout")  # timeout: ended by a batch system's time limit
@@ -321,10 +318,7 @@ class Engine(Recovery):
     def _disk_full(self, trial: TrialState, reason: str) -> None:
         """The trial's disk is full: its queue is blocked (the next trial would fill it too), the
         trial waits for a live queue with its retries untouched; ``--resume`` unblocks."""
-        trial.history.append({"attempt": trial.attempts, "queue": trial.queue,
-                              "pid": (trial.handle or {}).get("pid"), "started": trial.started,
-                              "finished": now_iso(), "exit_code": EXIT_DISK_FULL,
-                              "outcome": "disk full", "reason": reason})
+        trial.note_attempt("disk full", reason, EXIT_DISK_FULL)
         trial.exit_code, trial.reason, trial.state, trial.handle = EXIT_DISK_FULL, reason, "pending", None
         self.seen.pop(trial.id, None)
         self._queue_down(self.state.queue(trial.queue), f"disk full: {reason}", state="blocked")

@@ -60,9 +60,7 @@ class Recovery:
             if trial.state in ACTIVE:
                 self._orphan(trial, queue.name, trial.handle or {}, trial.attempts)
                 self.log(f"{trial.id} was running on {queue.name}; it starts again on a live queue")
-                trial.history.append({"attempt": trial.attempts, "queue": queue.name,
-                                      "pid": (trial.handle or {}).get("pid"), "outcome": "queue down",
-                                      "finished": now_iso(), "exit_code": None, "reason": reason})
+                trial.note_attempt("queue down", reason, queue=queue.name)
                 trial.handle = None
                 self.seen.pop(trial.id, None)
             trial.state = "pending"
@@ -133,9 +131,8 @@ class Recovery:
             self.log(f"the orphan of {trial.id} on {where} {ended}; it is ignored: "
                      f"{trial.id} is {trial.state} elsewhere")
             outcome = "orphan ignored"
-        trial.history.append({"attempt": orphan["attempt"], "queue": orphan["queue"],
-                              "pid": handle.get("pid"), "finished": now_iso(),
-                              "exit_code": status.exit_code, "outcome": outcome, "reason": where})
+        trial.note_attempt(outcome, where, status.exit_code, attempt=orphan["attempt"],
+                           queue=orphan["queue"], handle=handle)
 
     def _unresolved_orphans(self) -> None:
         for trial in self.state.trials:

@@ -49,6 +49,19 @@ class TrialState:
     history: list[dict[str, Any]] = field(default_factory=list)  # one entry per ended attempt
     orphans: list[dict[str, Any]] = field(default_factory=list)  # jobs left on down hosts
 
+    def note_attempt(self, outcome: str, reason: str, exit_code: int | None = None,
+                     attempt: int | None = None, queue: str | None = None,
+                     handle: dict[str, Any] | None = None) -> None:
+        """Add an ended attempt to ``history`` (by default the current one, on its queue, with
+        its handle's pid): the one place a history entry is made."""
+        entry = {"attempt": self.attempts if attempt is None else attempt,
+                 "queue": self.queue if queue is None else queue,
+                 "pid": ((self.handle if handle is None else handle) or {}).get("pid")}
+        if attempt is None and self.started is not None:
+            entry["started"] = self.started
+        entry.update(finished=now_iso(), exit_code=exit_code, outcome=outcome, reason=reason)
+        self.history.append(entry)
+
 
 @dataclass
 class QueueState:
