@@ -195,3 +195,54 @@ def test_a_host_down_mid_trial_then_resume_runs_every_trial_once_and_stops_the_o
         assert json.loads((sweep_dir / t["id"] / "summary.json").read_text())["epochs_done"] == 25
     assert sorted(r["id"] for r in ScoreboardStore(sweep_dir).read()) == sorted(t["id"] for t in data["trials"])
     assert "killed the orphan" in (sweep_dir / "sweep.log").read_text()
+
+
+class _Polls:
+    """A scheduler whose polls answer from a script; counts stops."""
+
+    def __init__(self, *states):
+        self.states, self.stops = list(states), 0
+
+    def poll(self, handle, offset=0):
+        return self.states.pop(0)
+
+    def stop(self, handle):
+        self.stops += 1
+
+
+def _resolve(polls):
+    from imf.sweep.recovery import Recovery
+    from imf.sweep.state import TrialState
+
+    class Resolver(Recovery):
+        def __init__(self):
+            self.seen, self.lines = {}, []
+
+        def scheduler(self, name):
+            return polls
+
+        def log(self, message):
+            self.lines.append(message)
+
+    trial = TrialState(id="t", overrides=[], seed=42, epochs=1, params={}, cost=1.0, queue="local:cpu")
+    orphan = {"queue": "ssh://h/cpu", "handle": {"pid": 5, "token": "a"}, "attempt": 1}
+    resolver = Resolver()
+    resolver._resolve(trial, orphan)
+    return trial, resolver.lines
+
+
+def test_an_orphan_that_ends_on_its_own_as_it_is_stopped_gives_its_result():
+    # the ssh-down drill: the orphan finished between the poll that saw it running and the stop
+    from imf.scheduler.base import JobStatus
+    polls = _Polls(JobStatus("running", pid=5), JobStatus("exited", exit_code=0, pid=5))
+    trial, lines = _resolve(polls)
+    assert polls.stops == 1 and trial.state == "running" and trial.queue == "ssh://h/cpu"
+    assert "takes the result of its orphan" in lines[-1] and not trial.history
+
+
+def test_an_orphan_stopped_while_running_is_killed_and_noted():
+    from imf.scheduler.base import JobStatus
+    polls = _Polls(JobStatus("running", pid=5), JobStatus("lost", pid=5))
+    trial, lines = _resolve(polls)
+    assert polls.stops == 1 and trial.state == "pending"
+    assert lines[-1].startswith("killed the orphan of t") and trial.history[-1]["outcome"] == "orphan killed"

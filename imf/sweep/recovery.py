@@ -116,8 +116,12 @@ class Recovery:
         status = sch.poll(handle, 0)
         if status.state == "absent" and not handle.get("pid"):
             return  # a start that failed left nothing
-        if status.state in ("queued", "running"):
+        stopped = status.state in ("queued", "running")
+        if stopped:
             sch.stop(handle)
+            # it may have ended on its own between the poll and the stop: then its result counts
+            status = sch.poll(handle, 0)
+        if stopped and not (status.state == "exited" and status.exit_code == 0):
             self.log(f"killed the orphan of {trial.id} on {where}")
             outcome = "orphan killed"
         elif status.state == "exited" and status.exit_code == 0 and trial.state == "pending":
