@@ -146,7 +146,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "failed_rollouts.png")
     args = parser.parse_args()
     from imf.train.checkpoint import load_checkpoint
-    from imf.train.evaluate_checkpoint import policy_from_checkpoint
+    from imf.train.evaluate import policy_from_checkpoint
     policy, cfg = policy_from_checkpoint(load_checkpoint(args.checkpoint), torch.device("cpu"))
     episodes = [run_policy(policy, cfg, FRESH_START + i, args.every) for i in range(args.episodes)]
     failed = [e for e in episodes if not e.success]

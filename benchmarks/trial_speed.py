@@ -28,7 +28,7 @@ from imf.model.ema import EMAModel
 from imf.policy import ImfPolicy
 from imf.train.data import build_datasets, make_loader
 from imf.train.evaluate import score
-from imf.train.precision import autocast_for, use_bf16
+from imf.train.parts import autocast_for, use_bf16
 from imf.train.parts import pick_device
 
 SECTION = "## Trial (benchmarks/trial_speed.py)"

@@ -57,7 +57,7 @@ def test_a_bad_final_eval_fails_before_training(tmp_path, args, words):
 
 def test_a_run_without_a_best_checkpoint_is_skipped_and_says_so(tmp_path):
     from imf.config import load_config
-    from imf.train.final_eval import run_final_eval
+    from imf.train.evaluate import run_final_eval
     (tmp_path / "summary.json").write_text(json.dumps({"id": "t", "checkpoints": {"best": None}}))
     said: list[str] = []
     assert run_final_eval(tmp_path, 5, load_config("smoke").eval, echo=said.append) is None

@@ -11,7 +11,7 @@ from test_train_trial import run, tiny
 
 import imf.objectives.base as objectives_base
 import imf.objectives.ddpm as objectives_ddpm
-from imf.train.precision import autocast_for, use_bf16
+from imf.train.parts import autocast_for, use_bf16
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]

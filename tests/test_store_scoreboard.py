@@ -173,7 +173,7 @@ def test_old_absolute_paths_are_read_under_the_folder_the_scoreboard_is_in(tmp_p
 def test_eval_best_scores_the_checkpoint_inside_the_given_folder(tmp_path):
     import shutil
 
-    from imf.train.evaluate_checkpoint import best_checkpoint
+    from imf.train.evaluate import best_checkpoint
     _sweep_with_best(tmp_path / "orig")
     shutil.copytree(tmp_path / "orig", tmp_path / "copy")
     assert best_checkpoint(tmp_path / "copy") == (tmp_path / "copy" / "t1/checkpoints/best.pt").resolve()

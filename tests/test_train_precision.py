@@ -6,7 +6,7 @@ import pytest
 import torch
 from test_policy_core import batch, make_policy, obs
 
-from imf.train.precision import autocast_for, use_bf16
+from imf.train.parts import autocast_for, use_bf16
 
 OBJECTIVES = ["imf", "imf/v_head", "meanflow", "flow", "ddpm"]
 CPU = torch.device("cpu")

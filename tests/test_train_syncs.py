@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from imf.config import load_config
-from imf.train import step_metrics
+from imf.train import stopping as step_metrics
 from imf.train.trial import TrialOptions, run_trial
 
 pytestmark = pytest.mark.slow  # trains

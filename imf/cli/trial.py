@@ -108,7 +108,7 @@ def refuse_flags(flags: dict[str, object], why: str) -> None:
 
 def _final_eval(run_dir: Path, n: int, cfg: Config) -> None:
     """Re-score best.pt on fresh seeds; a failure here leaves the finished training standing."""
-    from imf.train.final_eval import run_final_eval
+    from imf.train.evaluate import run_final_eval
 
     try:
         run_final_eval(run_dir, n, cfg.eval, device=cfg.training.device, echo=typer.echo)
@@ -155,7 +155,7 @@ def _resumed_run(out: Path, trial_id: str | None, note: str,
 def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | None,
                  start_seed: int | None, device: str, workers: int | None, as_json: bool,
                  noise_seed: int | None = None) -> None:
-    from imf.train.evaluate_checkpoint import best_checkpoint, evaluate_checkpoint
+    from imf.train.evaluate import best_checkpoint, evaluate_checkpoint
 
     if (checkpoint is None) == (best is None):
         raise ConfigError("imf eval: give a checkpoint path or --best DIR (one of the two)")

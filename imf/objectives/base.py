@@ -116,7 +116,7 @@ def draw_mean_flow_batch(x: torch.Tensor, opts: MeanFlowOptions, generator: torc
 
 def to_metrics(stats: dict[str, torch.Tensor]) -> Metrics:
     """The scalar tensors, detached and left on the device: the training loop reads them in
-    one sync every ``logging.every_steps`` steps (imf/train/step_metrics.py)."""
+    one sync every ``logging.every_steps`` steps (imf/train/stopping.py)."""
     return {key: value.detach() for key, value in stats.items()}
 
 

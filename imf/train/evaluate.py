@@ -1,14 +1,32 @@
-"""Rollouts of a policy in the simulator, through the scorer's small policy interface."""
+"""Rollouts of a policy in the simulator, through the scorer's small policy interface.
+
+Also ``imf eval`` (a policy rebuilt from a checkpoint, scored on the test seeds) and ``imf
+trial --final-eval N``: best.pt re-scored on N fresh seeds that no rollout used
+(imf/config/eval_seeds.py), written to final_eval.json: checkpoint, episodes, seed_start,
+mean, se, success_rate, success_se, per_seed, per_seed_success.
+"""
 from __future__ import annotations
 
 import os
-from typing import Any
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import torch
 
-from imf.config import Config, EvalConfig
+from imf.atomic import atomic_write_json
+from imf.config import Config, EvalConfig, from_dict
+from imf.config.eval_seeds import final_eval_seeds
+from imf.data.normalizer import MinMaxNormalizer
+from imf.errors import CheckpointError, ConfigError
+from imf.policy import ImfPolicy
 from imf.pusht.scorer import ScoreResult, score_policy
+from imf.stats import standard_error
+from imf.store.summary import read_summary
+from imf.train import checkpoint as ckpt_io
+from imf.train.checkpoint import load_checkpoint
+from imf.train.parts import pick_device
 
 
 class TorchPolicyAdapter:
@@ -63,3 +81,101 @@ def rollout_metrics(policy: Any, cfg: Config, device: torch.device) -> dict[str,
         train = score(policy, cfg, device, train_seeds(cfg.eval), seed=cfg.training.seed + 1)
         metrics["train_mean_score"] = train.mean_score
     return metrics
+
+
+MAX_SEED = 2**32 - 1  # the simulator's reset seeds are 32-bit
+
+
+def policy_from_checkpoint(state: dict[str, Any], device: torch.device) -> tuple[ImfPolicy, Config]:
+    """The EMA policy (or the raw one when EMA was off) with its own normaliser."""
+    cfg = from_dict(state["config"])
+    policy = ImfPolicy(cfg, MinMaxNormalizer.from_state_dict(state["normalizer"]))
+    weights = ckpt_io.weights_with_normalizer(state.get("ema") or state["policy"], state)
+    try:
+        policy.load_state_dict(weights)
+    except RuntimeError as exc:
+        raise CheckpointError(f"checkpoint weights do not fit the model of its own config: "
+                              f"{str(exc).splitlines()[0]}") from None
+    return policy.to(device).eval(), cfg
+
+
+def best_checkpoint(folder: Path) -> Path:
+    """The checkpoint the scoreboard in ``folder`` names as best, resolved under ``folder``."""
+    from imf.store.scoreboard import ScoreboardStore
+
+    return ScoreboardStore(folder).best_checkpoint()
+
+
+def check_options(n_test: int | None, start_seed: int | None, n_workers: int | None) -> None:
+    """``imf eval``'s numbers, checked before a checkpoint loads; ConfigError names the flag."""
+    if n_test is not None and n_test < 1:
+        raise ConfigError(f"--n-test {n_test}: the number of test episodes must be at least 1")
+    if start_seed is not None and not 0 <= start_seed <= MAX_SEED - (n_test or 1) + 1:
+        raise ConfigError(f"--start-seed {start_seed}: test seeds must lie in 0..{MAX_SEED} "
+                          f"(the simulator's seed range), --n-test of them from --start-seed")
+    if n_workers is not None and n_workers < 0:
+        raise ConfigError(f"--workers {n_workers}: give 0 (automatic) or more simulator processes")
+
+
+def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int | None = None,
+                        device: str = "auto", n_workers: int | None = None,
+                        noise_seed: int | None = None) -> dict[str, Any]:
+    check_options(n_test, start_seed, n_workers)
+    dev = pick_device(device, source="--device")
+    state = load_checkpoint(path)
+    policy, cfg = policy_from_checkpoint(state, dev)
+    ev = cfg.eval
+    ev = replace(ev, n_test=n_test if n_test is not None else ev.n_test,
+                 test_start_seed=start_seed if start_seed is not None else ev.test_start_seed,
+                 n_workers=n_workers if n_workers is not None else ev.n_workers)
+    cfg = replace(cfg, eval=ev)
+    seeds = test_seeds(ev)
+    # By default the training-time rollout's generator seed, so the same seeds give the same
+    # score; another noise_seed re-scores with other sampling noise (its spread is the noise).
+    noise = cfg.training.seed if noise_seed is None else noise_seed
+    result = score(policy, cfg, dev, seeds, seed=noise)
+    return {"checkpoint": str(path), "epoch": state.get("epoch"), "trial": state.get("trial_id"),
+            "test_mean_score": result.mean_score, "test_success_rate": result.success_rate,
+            "n_test": len(seeds), "start_seed": ev.test_start_seed, "noise_seed": noise,
+            "per_seed": {str(s): v for s, v in sorted(result.per_seed.items())},
+            "per_seed_success": {str(s): v for s, v in sorted(result.per_seed_success.items())},
+            "logged_test_mean_score": (state.get("scores") or {}).get("test_mean_score")}
+
+
+FILENAME = "final_eval.json"
+
+
+def best_checkpoint_of(run_dir: Path) -> str | None:
+    """The best checkpoint named by the run's summary.json (relative to the run), if it exists."""
+    summary = read_summary(run_dir)
+    best = summary.checkpoints.best if summary else None
+    return best if best and (run_dir / best).is_file() else None
+
+
+def run_final_eval(run_dir: Path, n: int, eval_cfg: EvalConfig, device: str = "auto",
+                   echo: Callable[[str], None] = print) -> dict[str, Any] | None:
+    """Score the run's best checkpoint on ``n`` fresh seeds and write final_eval.json.
+
+    Returns what was written, or None (and says so) when the run has no best checkpoint.
+    """
+    from imf.train.evaluate import evaluate_checkpoint  # torch only when it runs
+
+    run_dir = Path(run_dir)
+    seeds = final_eval_seeds(n, eval_cfg)
+    best = best_checkpoint_of(run_dir)
+    if best is None:
+        echo(f"final eval skipped: {run_dir} has no best checkpoint (no rollout was scored)")
+        return None
+    echo(f"final eval: {best} on {n} fresh episodes, seeds {seeds[0]}..{seeds[-1]}")
+    result = evaluate_checkpoint(run_dir / best, n_test=n, start_seed=seeds[0], device=device)
+    per_seed = [float(result["per_seed"][str(s)]) for s in seeds]
+    success = [float(result["per_seed_success"][str(s)]) for s in seeds]
+    payload = {"checkpoint": Path(best).as_posix(), "episodes": n, "seed_start": seeds[0],
+               "mean": float(result["test_mean_score"]), "se": standard_error(per_seed),
+               "success_rate": float(result["test_success_rate"]), "success_se": standard_error(success),
+               "per_seed": per_seed, "per_seed_success": success}
+    atomic_write_json(run_dir / FILENAME, payload)
+    echo(f"final eval: mean {payload['mean']:.4f} +- {payload['se']:.4f} (SE), success rate "
+         f"{payload['success_rate']:.3f} +- {payload['success_se']:.3f} over {n} episodes; "
+         f"wrote {run_dir / FILENAME}")
+    return payload

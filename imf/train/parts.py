@@ -2,6 +2,10 @@
 policy (warm-started when asked), EMA, optimizer, schedule, checkpoints and stopping rules.
 
 The order of construction is fixed: the policy's initial weights come from the seeded RNG.
+
+Mixed precision: the trial autocasts to bf16 on a bf16-capable CUDA device when
+training.bf16 is on (on a CPU bf16 is slower than float32, so it stays off there);
+``autocast_for`` takes any device, so tests and benchmarks run the same bf16 path on a CPU.
 """
 from __future__ import annotations
 
@@ -22,7 +26,6 @@ from imf.store.layout import RunLayout
 from imf.train import checkpoint as ckpt_io
 from imf.train.budget import TrainClock, cosine_with_warmup
 from imf.train.data import build_datasets, make_loader
-from imf.train.precision import use_bf16
 from imf.train.stopping import DivergenceDetector, EarlyStopper
 from imf.train.validation import ActionProbe
 
@@ -107,3 +110,14 @@ def build_parts(cfg: Config, run: RunLayout, device: torch.device, warm: tuple[P
                       probe, steps_per_epoch, clock, topk, EarlyStopper(t.patience),
                       DivergenceDetector(t.divergence_factor, t.divergence_warmup_steps),
                       use_bf16(device, t.bf16))
+
+
+def use_bf16(device: torch.device, requested: bool) -> bool:
+    """The trial's choice: bf16 autocast on a bf16-capable CUDA device when the config asks."""
+    return bool(requested) and device.type == "cuda" and torch.cuda.is_available() \
+        and torch.cuda.is_bf16_supported()
+
+
+def autocast_for(device: torch.device, enabled: bool) -> torch.autocast:
+    """bf16 autocast on ``device`` (cuda or cpu), or a no-op context when not enabled."""
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=enabled)

@@ -30,12 +30,10 @@ from imf.store.summary import Checkpoints, RunSummary
 from imf.train import checkpoint as ckpt_io
 from imf.train.console import EpochBar, epoch_line, rollout_status, shown
 from imf.train.evaluate import rollout_metrics
-from imf.train.parts import TrainParts, build_parts, pick_device
-from imf.train.precision import autocast_for
+from imf.train.parts import TrainParts, autocast_for, build_parts, pick_device
 from imf.train.runfiles import JsonLinesLog, Tee
-from imf.train.signals import StopSignals
 from imf.train.state import TrainState, checkpoint_of, restore, save_epoch
-from imf.train.step_metrics import StepMetrics
+from imf.train.stopping import StepMetrics, StopSignals
 from imf.trackers import Tracker, check_trackers, run_group
 from imf.version import code_version
 
