@@ -4,13 +4,17 @@
     python benchmarks/learning.py --minutes 10 --runs imf:1,flow:1,ddpm:100,flow:10
     python benchmarks/learning.py --obs image --minutes 30 --runs imf:1
     python benchmarks/learning.py --pin               # all runs at once, 2 cores each (big machine)
+    python benchmarks/learning.py --minutes 15 --runs imf:1:42,flow:1:42,ddpm:100:42,imf:1:43 --threads 1
+                                                      # objective:steps[:training seed]
 
 Each run is a real `imf trial` of the CPU preset (pusht_lowdim_cpu, or pusht_image_cpu for
 --obs image) with `training.time_budget_s` on the cpu clock (CPU seconds / torch
 threads: the wall clock of an idle 2-core machine, unchanged when the machine is shared). The
 trial scores its EMA policy on the 50 test seeds every few epochs. Afterwards the final
-checkpoint is re-scored with other noise seeds (`imf eval --noise-seed`), and that timed. Writes
-docs/learning_curves.png (or learning_curves_image.png) and a section of benchmarks/RESULTS.md.
+checkpoint is re-scored with other noise seeds (`imf eval --noise-seed`), and that timed, and
+each trial's best.pt on 200 fresh seeds (`--final-eval 200`, seeds 500000..). Writes
+docs/learning_curves.png (or learning_curves_image.png), a section of benchmarks/RESULTS.md and
+benchmarks/learning_results/<obs>.json (with obs, fresh_score and fresh_success per run).
 The test seeds and the metric are the trial's own; nothing here is tuned on them.
 """
 from __future__ import annotations

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import platform
 import time
+from pathlib import Path
 
 import torch
 from results_file import write_section
@@ -76,7 +77,7 @@ def loop_and_step(preset: str, compiled: bool, folder: str):
 
     cfg = load_config(preset, [f"training.compile={str(compiled).lower()}", "logging.trackers=none",
                                "training.time_budget_s=null", "training.max_train_steps=null"])
-    parts = build_parts(cfg, RunLayout(folder), pick_device("cpu"), None, lambda line: None, "speed")
+    parts = build_parts(cfg, RunLayout(Path(folder)), pick_device("cpu"), None, lambda line: None, "speed")
     state, t = TrainState(), cfg.training
     fixed = _to_device(next(iter(parts.train_loader)), parts.device)
 

@@ -83,3 +83,16 @@ def test_ema_follows_the_decay_schedule_and_round_trips():
     assert other.optimization_step == ema.optimization_step == 4
     assert torch.equal(other.averaged_model.weight, ema.averaged_model.weight)
     assert not any(p.requires_grad for p in other.averaged_model.parameters())
+
+
+def test_small_encoder_width_sets_its_first_two_convolutions_and_runs_channels_last():
+    from imf.config import load_config
+    from imf.errors import ConfigError
+    enc = ObsEncoder(PolicyConfig(encoder="small", encoder_width=16))
+    convs = [m for m in enc.trunk if isinstance(m, nn.Conv2d)]
+    assert [c.out_channels for c in convs] == [16, 32, 64]
+    assert convs[0].weight.is_contiguous(memory_format=torch.channels_last)
+    out = enc(torch.rand(2, 2, 3, 96, 96) * 2 - 1, torch.zeros(2, 2, 2))
+    assert out.shape == (2, 2, enc.feature_dim) and torch.isfinite(out).all()
+    with pytest.raises(ConfigError, match="policy.encoder_width"):
+        load_config("smoke", ["policy.encoder_width=0"])
