@@ -1,6 +1,7 @@
 """Install plugins the way pip would, but into a temp folder: a module plus a dist-info."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from imf import registry
@@ -11,6 +12,17 @@ def fake_distribution(root: Path, dist: str, module: str, source: str,
     """Write ``module.py`` and ``<dist>-<version>.dist-info`` under ``root``; return root."""
     root.mkdir(parents=True, exist_ok=True)
     (root / f"{module}.py").write_text(source)
+    return _dist_info(root, dist, entry_points, version)
+
+
+def fake_install(root: Path, package: Path, dist: str, entry_points: dict[str, dict[str, str]],
+                 version: str = "0.1.0") -> Path:
+    """Copy the package folder ``package`` under ``root`` and write its dist-info; return root."""
+    shutil.copytree(package, root / package.name)
+    return _dist_info(root, dist, entry_points, version)
+
+
+def _dist_info(root: Path, dist: str, entry_points: dict[str, dict[str, str]], version: str) -> Path:
     info = root / f"{dist.replace('-', '_')}-{version}.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")

@@ -1,23 +1,17 @@
 """The example third-party scheduler in examples/imf_nohup_scheduler: found by entry point from a
 fake install, and a real `imf sweep` runs its trials through it to the report."""
 import json
-import shutil
 
 import pytest
 from imf_process import run_imf
-from plugin_fakes import NOHUP_PLUGIN_DIR
+from plugin_fakes import NOHUP_PLUGIN_DIR, fake_install
 
 pytestmark = pytest.mark.slow  # a real sweep of real trials
 
 
 def _fake_install(tmp_path):
-    root = tmp_path / "site"
-    shutil.copytree(NOHUP_PLUGIN_DIR / "imf_nohup_scheduler", root / "imf_nohup_scheduler")
-    info = root / "imf_nohup_scheduler-0.1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: imf-nohup-scheduler\nVersion: 0.1.0\n")
-    (info / "entry_points.txt").write_text("[imf.schedulers]\nnohup = imf_nohup_scheduler:NohupScheduler\n")
-    return root
+    return fake_install(tmp_path / "site", NOHUP_PLUGIN_DIR / "imf_nohup_scheduler", "imf-nohup-scheduler",
+                        {"imf.schedulers": {"nohup": "imf_nohup_scheduler:NohupScheduler"}})
 
 
 def test_a_real_sweep_runs_through_the_nohup_scheduler(tmp_path, demo_cache):

@@ -13,16 +13,12 @@ from imf.config import load_config
 from imf.errors import ConfigError
 from imf.model import ImfTransformer
 from imf.registry.options import fill_options
-from plugin_fakes import WINDOW_PLUGIN_DIR
+from plugin_fakes import WINDOW_PLUGIN_DIR, fake_install
 
 
 def _fake_install_window(tmp_path, monkeypatch):
-    root = tmp_path / "site"
-    shutil.copytree(WINDOW_PLUGIN_DIR / "imf_window_mask", root / "imf_window_mask")
-    info = root / "imf_window_mask-0.1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: imf-window-mask\nVersion: 0.1.0\n")
-    (info / "entry_points.txt").write_text("[imf.masks]\nwindow = imf_window_mask:window\n")
+    root = fake_install(tmp_path / "site", WINDOW_PLUGIN_DIR / "imf_window_mask", "imf-window-mask",
+                        {"imf.masks": {"window": "imf_window_mask:window"}})
     monkeypatch.syspath_prepend(str(root))
     return root
 
