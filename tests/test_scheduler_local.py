@@ -124,3 +124,21 @@ def test_a_bad_environment_variable_name_is_refused_before_anything_starts(tmp_p
     with pytest.raises(QueueError, match="invalid environment variable name"):
         scheduler_for("local:cpu", {}).start(job)
     assert not (tmp_path / "j").exists()
+
+
+@pytest.mark.slow
+def test_a_job_whose_wrapper_is_still_exiting_does_not_hold_its_folder(tmp_path):
+    # the exit file is the wrapper's last write: a start right after it must not read "busy"
+    import io
+    import os
+    from imf.scheduler import job as wrapper
+    folder = tmp_path / "j"
+    folder.mkdir()
+    me = os.getpid()  # a live process standing in for a wrapper that has not exited yet
+    (folder / "pid").write_text(f"{me} {wrapper.process_start_time(me)} t1\n")
+    (folder / "exit_code").write_text("0 t1\n")
+    assert wrapper.read_files(folder).alive() and wrapper.read_files(folder).ended()
+    wrapper.stop(folder, 0.1, "t1")  # nothing to stop: this process lives on
+    out = io.BytesIO()
+    assert wrapper.start(folder, "t2", {}, ["true"], out, io.StringIO()) == 0
+    assert out.getvalue().split()[2] == b"t2" and (folder / "attempts" / "1" / "exit_code").is_file()

@@ -13,7 +13,9 @@ It is the only writer of a job's files in its run folder (each written whole, th
 
 TOKEN names the attempt, so files of an earlier attempt are never read as this one's.
 
-    start DIR TOKEN [K=V ...] -- ARGV  refuse a live job (exit 4, prints "busy PID START TOKEN")
+    start DIR TOKEN [K=V ...] -- ARGV  refuse a live job (exit 4, prints "busy PID START TOKEN";
+                                       one whose exit_code is written has ended, even while its
+                                       wrapper is still exiting)
                                        or a live trial.lock (exit 5, "locked PID HOST SINCE ID"),
                                        archive an earlier attempt, start ``run`` detached in a
                                        new session, print the pid file
@@ -64,6 +66,11 @@ class JobFiles:
         """The very process of the pid file runs (same start time, not a zombie)."""
         return self.pid is not None and process_start_time(self.pid) == self.start_time
 
+    def ended(self) -> bool:
+        """The attempt of the pid file wrote its exit code: its last write (the wrapper may
+        still be exiting, but it touches no file again)."""
+        return self.exit_code is not None and self.exit_token == self.token
+
 
 def read_files(folder: Path) -> JobFiles:
     folder = Path(folder)
@@ -93,7 +100,7 @@ def _fields(path: Path) -> list[str]:
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # start and run both write the pid file
     tmp.write_text(text)
     os.replace(tmp, path)
 
@@ -112,7 +119,7 @@ def start(folder: Path, token: str, env: dict[str, str], argv: list[str], out: B
         err.write(f"cannot make {folder}: {exc}\n")
         return 3
     files = read_files(folder)
-    if files.alive():
+    if files.alive() and not files.ended():
         out.write(f"busy {files.pid} {files.start_time} {files.token}\n".encode())
         return 4
     holder = live_holder(folder)
@@ -123,9 +130,15 @@ def start(folder: Path, token: str, env: dict[str, str], argv: list[str], out: B
     if argv and argv[0].startswith("~/"):
         argv = [str(_home(argv[0])), *argv[1:]]
     pairs = [f"{k}={v}" for k, v in env.items()]
-    subprocess.Popen([sys.executable, "-m", "imf.scheduler.job", "run", token, *pairs, "--", *argv],
-                     cwd=folder, start_new_session=True, stdin=subprocess.DEVNULL,
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True)
+    child = subprocess.Popen([sys.executable, "-m", "imf.scheduler.job", "run", token, *pairs, "--", *argv],
+                             cwd=folder, start_new_session=True, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True)
+    # The pid file now, not after the child's interpreter has started: a controller killed in
+    # between would otherwise find no job, start another, and be refused by this one.
+    # (The child writes the same line again when it runs.)
+    started = process_start_time(child.pid)
+    if started is not None:
+        _write(folder / PID, f"{child.pid} {started} {token}\n")
     deadline = time.monotonic() + PID_WAIT_S
     while time.monotonic() < deadline:
         files = read_files(folder)
@@ -197,7 +210,7 @@ def _size(path: Path) -> int:
 
 def stop(folder: Path, grace_s: float, token: str) -> None:
     files = read_files(folder)
-    if (token and files.token != token) or not files.alive():
+    if (token and files.token != token) or not files.alive() or files.ended():
         return
     try:
         os.killpg(files.pid, signal.SIGTERM)
