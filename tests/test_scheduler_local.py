@@ -142,3 +142,15 @@ def test_a_job_whose_wrapper_is_still_exiting_does_not_hold_its_folder(tmp_path)
     out = io.BytesIO()
     assert wrapper.start(folder, "t2", {}, ["true"], out, io.StringIO()) == 0
     assert out.getvalue().split()[2] == b"t2" and (folder / "attempts" / "1" / "exit_code").is_file()
+
+
+@pytest.mark.parametrize("argv, says", [([], "usage"), (["probe", "/tmp"], "probe DIR OFFSET LIMIT"),
+                                        (["start", "/tmp/x", "t"], "no -- before the command"),
+                                        (["run", "t", "A", "--", "true"], "'A' is not K=V"),
+                                        (["fetch", "/tmp"], "unknown command 'fetch'")])
+def test_bad_wrapper_arguments_are_one_line_and_exit_2(argv, says):
+    import io
+    from imf.scheduler import job as wrapper
+    err = io.StringIO()
+    assert wrapper.main(argv, io.BytesIO(), err) == 2
+    assert says in err.getvalue() and err.getvalue().count("\n") == 1

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
+from imf.atomic import atomic_write_text
+from imf.errors import ImfError
 from imf.store.layout import LOGS, STDOUT, SUMMARY, RunLayout
 from imf.store.runlock import live_holder, process_start_time
 
@@ -99,12 +101,6 @@ def _fields(path: Path) -> list[str]:
         return []
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # start and run both write the pid file
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def _home(path: str) -> Path:
     return Path(os.path.expanduser(path)) if path.startswith("~/") else Path(path)
 
@@ -138,7 +134,7 @@ def start(folder: Path, token: str, env: dict[str, str], argv: list[str], out: B
     # (The child writes the same line again when it runs.)
     started = process_start_time(child.pid)
     if started is not None:
-        _write(folder / PID, f"{child.pid} {started} {token}\n")
+        atomic_write_text(folder / PID, f"{child.pid} {started} {token}\n")
     deadline = time.monotonic() + PID_WAIT_S
     while time.monotonic() < deadline:
         files = read_files(folder)
@@ -160,7 +156,7 @@ def run_attempt(folder: Path, token: str, argv: list[str], env: dict[str, str] |
         # outlives it to reap it (a handler, not SIG_IGN, so the command starts with defaults).
         signal.signal(sig, lambda signum, frame: stopped.append(signum))
     pid = os.getpid()
-    _write(folder / PID, f"{pid} {process_start_time(pid)} {token}\n")
+    atomic_write_text(folder / PID, f"{pid} {process_start_time(pid)} {token}\n")
     with open(folder / STDOUT, "ab") as log:
         if say:
             log.write(say.encode() + b"\n")
@@ -180,7 +176,7 @@ def run_attempt(folder: Path, token: str, argv: list[str], env: dict[str, str] |
                     continue
     code = 128 - code if code < 0 else code
     if not stopped:
-        _write(folder / EXIT, f"{code} {token}\n")
+        atomic_write_text(folder / EXIT, f"{code} {token}\n")
     return code
 
 
@@ -236,14 +232,29 @@ def pack(folder: Path, names: list[str], out: BinaryIO) -> None:
 
 # ---------------------------------------------------------------- the command line
 
+USAGE = ("usage: python -m imf.scheduler.job start DIR TOKEN [K=V ...] -- ARGV | run TOKEN [K=V ...] -- ARGV"
+         " | probe DIR OFFSET LIMIT | stop DIR GRACE_S [TOKEN] | pack DIR FILE ...")
+
+
 def main(argv: list[str], out: BinaryIO, err: TextIO) -> int:
-    """One command (see the module's docstring); its output to ``out``; the exit status."""
-    if not argv:
-        err.write("usage: python -m imf.scheduler.job start|run|probe|stop|pack ...\n")
+    """One command (see the module's docstring); its output to ``out``; the exit status: 2 for
+    bad arguments, 3 when the folder cannot be written (one line on ``err``, never a traceback)."""
+    try:
+        return _command(argv, out, err)
+    except (IndexError, ValueError) as exc:
+        err.write(f"imf.scheduler.job: bad arguments {argv[:3]!r} ({exc}); {USAGE}\n")
         return 2
+    except (OSError, ImfError) as exc:  # e.g. a full disk while writing the pid file
+        err.write(f"imf.scheduler.job: {exc}\n")
+        return 3
+
+
+def _command(argv: list[str], out: BinaryIO, err: TextIO) -> int:
     command, args = argv[0], argv[1:]
     if command in ("start", "run"):
-        head, _, rest = _split(args)
+        if "--" not in args:
+            raise ValueError("no -- before the command")
+        head, rest = args[:args.index("--")], args[args.index("--") + 1:]
         if command == "run":
             return run_attempt(Path.cwd(), head[0], rest, _env(head[1:]))
         return start(_home(head[0]), head[1], _env(head[2:]), rest, out, err)
@@ -255,19 +266,14 @@ def main(argv: list[str], out: BinaryIO, err: TextIO) -> int:
     elif command == "pack":
         pack(folder, args[1:], out)
     else:
-        err.write(f"unknown command {command!r}\n")
-        return 2
+        raise ValueError(f"unknown command {command!r}")
     return 0
 
 
-def _split(args: list[str]) -> tuple[list[str], str, list[str]]:
-    if "--" not in args:
-        raise SystemExit("expected ... -- ARGV")
-    i = args.index("--")
-    return args[:i], "--", args[i + 1:]
-
-
 def _env(pairs: list[str]) -> dict[str, str]:
+    bad = [p for p in pairs if "=" not in p]
+    if bad:
+        raise ValueError(f"{bad[0]!r} is not K=V")
     return dict(pair.split("=", 1) for pair in pairs)
 
 
