@@ -111,3 +111,7 @@ def _free_mb(path: Path) -> str:
 
 class ReportError(ImfError):
     """Nothing to report, or run folders that cannot be read."""
+
+
+class LoopError(ImfError):
+    """An ``imf loop`` request or its loop.json is invalid."""

@@ -23,7 +23,7 @@ ALLOWED = {
     "model": {"attention", "registry"},
     "pusht": {"data"},
     "report": {"store"},
-    "suggest": {"report", "store", "config"},  # reads results, proposes commands: never runs them
+    "suggest": {"sweep", "report", "store", "config"},  # the loop runs its proposals as sweeps
     # plugin options are config values: the registry coerces them with the config's rules
     "registry": {"config"},
     "store": set(), "data": set(), "attention": set(), "config": set(),

@@ -57,8 +57,10 @@ class EngineBase:
                 "--seed", str(trial.seed), "--store", "none", "--epochs", str(trial.epochs),
                 f"sweep.name={s.name}",  # the SwanLab group of every trial of this sweep
                 *s.overrides, *trial.overrides,
+                *(["--init-from", trial.init_from] if trial.init_from else []),
                 *(["--final-eval", str(s.final_eval)] if s.final_eval else [])]
-        job = Job(trial.id, s.name, self.sdir.trial_dir(trial.id), argv, s.config, s.config_text())
+        config = trial.config or s.config
+        job = Job(trial.id, s.name, self.sdir.trial_dir(trial.id), argv, config, s.config_text(config))
         job.resume_argv = [*s.trial_command, "--resume", "--id", trial.id, "--out", "{run_dir}",
                            "--store", "none"]
         job.resume = bool(trial.history) and trial.history[-1].get("outcome") == "timeout"

@@ -82,6 +82,8 @@ class TrialState:
     recorded: bool = False
     history: list[dict[str, Any]] = field(default_factory=list)  # one entry per ended attempt
     orphans: list[Orphan] = field(default_factory=list)  # jobs left on down hosts
+    config: str | None = None  # its own config file, when not the sweep's (the loop's proposals)
+    init_from: str | None = None  # the checkpoint it warm-starts from (imf trial --init-from)
 
     def move(self, event: str, final: str | None = None) -> None:
         """Change the state by ``event`` of TRANSITIONS (``final``: the state an "ended" leads to)."""
@@ -164,14 +166,15 @@ class SweepState:
         data["trials"] = [TrialState.from_dict(t) for t in data.get("trials", [])]
         return cls(**data)
 
-    def config_text(self) -> str | None:
-        """The text of the sweep's resolved config file; None when ``config`` is a preset name."""
-        if Path(self.config).suffix not in (".yaml", ".yml"):
+    def config_text(self, config: str | None = None) -> str | None:
+        """The text of the config file ``config`` (default: the sweep's); None for a preset name."""
+        config = config or self.config
+        if Path(config).suffix not in (".yaml", ".yml"):
             return None
         try:
-            return Path(self.config).read_text(encoding="utf-8")
+            return Path(config).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise SweepError(f"cannot read the sweep's config {self.config} ({exc})") from None
+            raise SweepError(f"cannot read the sweep's config {config} ({exc})") from None
 
     def trial(self, tid: str) -> TrialState:
         return next(t for t in self.trials if t.id == tid)
