@@ -110,3 +110,7 @@ def _free_mb(path: Path) -> str:
 
 class ReportError(ImfError):
     """Nothing to report, or run folders that cannot be read."""
+
+
+class EnsembleError(ImfError):
+    """An ensemble cannot be made from the given source, members or options."""
