@@ -200,3 +200,26 @@ def test_members_are_the_run_top_k_best_first_and_a_sweep_needs_two_runs(tmp_pat
     assert chosen.default_out() == run.parent.resolve() / "ensembles" / "r1-top2-actions.pt"
     with pytest.raises(EnsembleError, match="has 1 runs with a best checkpoint under .*needs 2 or more"):
         select(tmp_path / "sweep", 2, "actions")
+
+
+def test_an_ensemble_entry_is_ranked_by_its_fresh_score_and_counted_nowhere(tmp_path):
+    from test_suggest import make_run
+    make_run(tmp_path, n_emb=128, n_layer=6, seed=42, scores=[0.7, 0.8])
+    make_run(tmp_path, n_emb=128, n_layer=6, seed=43, scores=[0.6, 0.75])
+    ScoreboardStore(tmp_path).record({
+        "id": "smoke-causal-e128-l6-s42-top2-weights", "kind": "ensemble", "mode": "weights",
+        "top": 2, "score": 0.78, "se": 0.01, "episodes": 200, "success_rate": 0.3,
+        "status": "ensemble", "config": {"n_emb": 128, "n_layer": 6},
+        "members": [{"trial": "smoke-causal-e128-l6-s42", "epoch": 1}, {"trial": "smoke-causal-e128-l6-s42", "epoch": 0}]})
+    report = build_report([tmp_path])
+    assert [(t.id, t.rank) for t in report.trials] == [
+        ("smoke-causal-e128-l6-s42", 1), ("smoke-causal-e128-l6-s42-top2-weights", 2),
+        ("smoke-causal-e128-l6-s43", 3)]
+    ensemble = report.trials[1]
+    assert (ensemble.fresh, ensemble.fresh_episodes, ensemble.fresh_success) == (0.78, 200, 0.3)
+    assert ensemble.members == ["smoke-causal-e128-l6-s42@1", "smoke-causal-e128-l6-s42@0"]
+    [cell] = report.trends.cells
+    assert cell.trials == ["smoke-causal-e128-l6-s42", "smoke-causal-e128-l6-s43"] and cell.seeds == [42, 43]
+    assert cell.mean == pytest.approx(0.775) and report.trends.by_n_emb[0].trials == 2
+    assert report.trends.fresh is None  # the ensemble's fresh score is no trial's
+    assert ScoreboardStore(tmp_path).best() is None  # the trials were never recorded; an ensemble is no best
