@@ -115,3 +115,7 @@ class ReportError(ImfError):
 
 class LoopError(ImfError):
     """An ``imf loop`` request or its loop.json is invalid."""
+
+
+class EnsembleError(ImfError):
+    """An ensemble cannot be made from the given source, members or options."""

@@ -13,11 +13,14 @@ PACKAGE = Path(__file__).resolve().parents[1] / "imf"
 # objectives, data), and cli -> store for `imf log`, which edits ITERATION_LOG.md through its store.
 ALLOWED = {
     "__main__": {"cli"},
-    "cli": {"sweep", "scheduler", "train", "report", "suggest", "pusht", "data", "config", "registry", "store"},
+    "cli": {"sweep", "scheduler", "train", "report", "suggest", "pusht", "data", "config", "registry", "store",
+            "ensemble"},
     "sweep": {"scheduler", "store", "report", "config", "registry"},
     "scheduler": {"store", "config", "registry"},
     "train": {"objectives", "model", "pusht", "data", "trackers", "store", "config", "registry", "policy"},
     "trackers": {"store", "config", "registry"},  # run-folder names from the store's layout
+    # imf ensemble: members from the run files, checkpoints and scoring through train's eval path
+    "ensemble": {"train", "pusht", "data", "store", "config"},
     "policy": {"model", "objectives", "data", "registry"},
     "objectives": {"model"},
     "model": {"attention", "registry"},

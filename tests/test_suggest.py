@@ -202,3 +202,37 @@ def test_bad_folders_are_one_line(tmp_path, make, words):
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], lines
+
+
+def _with_topk(run: Path, epochs: list[int], scores: list[float]) -> None:
+    for epoch in epochs:
+        name = f"epoch={epoch:04d}-test_mean_score={scores[epoch]:.3f}.pt"
+        (run / "checkpoints" / name).write_bytes(b"not a real checkpoint")
+
+
+def test_tied_top_checkpoints_of_the_best_run_get_one_ensemble_proposal(tmp_path):
+    scores = [0.5, 0.7, 0.8, 0.81, 0.79, 0.8]
+    run = make_run(tmp_path, n_emb=128, n_layer=6, scores=scores, se=0.02)
+    _with_topk(run, [2, 3, 4, 5, 1], scores)  # 0.7 is clear of the best 0.81 at SE 0.02
+    found = suggest(tmp_path)
+    [proposal] = [p for p in found.proposals if p.kind == "ensemble"]
+    assert proposal.id == "smoke-causal-e128-l6-s42-top4-weights"
+    assert proposal.argv[1:] == ["ensemble", str(run.resolve()), "--top", "4", "--mode", "weights"]
+    assert "top 4 checkpoints of the best run smoke-causal-e128-l6-s42 (0.810, 0.800, 0.800, 0.790)" \
+        in proposal.reason and "tied within noise" in proposal.reason
+    ScoreboardStore(tmp_path).record({"id": proposal.id, "kind": "ensemble", "score": 0.82,
+                                      "members": [], "status": "ensemble"})
+    again = suggest(tmp_path)
+    assert not [p for p in again.proposals if p.kind == "ensemble"]
+    assert f"ensemble of smoke-causal-e128-l6-s42's top 4 already made ({proposal.id})" in again.notes
+    assert [p.kind for p in again.proposals] == [p.kind for p in found.proposals if p.kind != "ensemble"]
+
+
+def test_a_best_checkpoint_clear_of_the_next_gets_no_ensemble(tmp_path):
+    scores = [0.5, 0.6, 0.9]
+    run = make_run(tmp_path, n_emb=128, n_layer=6, scores=scores, se=0.01)
+    _with_topk(run, [2, 1], scores)
+    found = suggest(tmp_path)
+    assert not [p for p in found.proposals if p.kind == "ensemble"]
+    assert any(n.startswith("no ensemble of smoke-causal-e128-l6-s42: its best checkpoint 0.9000 ± 0.0100 "
+                            "is clear of the next 0.6000 ± 0.0100") for n in found.notes)

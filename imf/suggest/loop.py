@@ -155,9 +155,12 @@ def _planned(proposal: Proposal, name: str) -> Planned:
 
 
 def plan_round(folder: Path, state: LoopState) -> Round | None:
-    """The next round from ``imf suggest``, or None when it proposes nothing new."""
+    """The next round from ``imf suggest`` (its ``imf trial`` proposals), or None when it
+    proposes nothing new."""
     found = suggest(folder)
-    fresh = [p for p in found.proposals if p.id not in found.logged][: state.per_round]
+    # an ensemble is made from checkpoints by `imf ensemble`, not trained: a sweep does not run it
+    fresh = [p for p in found.proposals if p.id not in found.logged and p.argv[1:2] == ["trial"]]
+    fresh = fresh[: state.per_round]
     if not fresh:
         return None
     taken = {p.id for r in state.rounds for p in r.proposals}
