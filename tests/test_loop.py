@@ -12,6 +12,7 @@ from _suggest_runs import make_run
 from imf.config import load_config
 from imf.errors import ImfError, LoopError
 from imf.store.iteration_log import IterationLogStore
+from imf.suggest import suggest
 from imf.suggest.loop import (LoopRequest, check_request, conclude_round, dry_run, plan_round,
                               stop_reason, write_hypothesis)
 from imf.suggest.loop_state import LOOP_FILE, LoopState, Round, load_loop, save_loop
@@ -150,3 +151,15 @@ def test_dry_run_prints_the_next_round_and_writes_nothing(tmp_path):
     text = dry_run(folder, ["local:cpu"], per_round=2)
     assert text.startswith("round 1 in ") and text.count("  imf trial ") == 2
     assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == before
+
+
+def test_an_ensemble_proposal_is_left_to_imf_ensemble(tmp_path):
+    folder = tmp_path / "exp"
+    scores = [0.5, 0.7, 0.8, 0.81, 0.79, 0.8]
+    run = make_run(folder, n_emb=64, n_layer=2, scores=scores, se=0.02)
+    for epoch in (2, 3, 4, 5):  # four top checkpoints tied within noise
+        (run / "checkpoints" / f"epoch={epoch:04d}-test_mean_score={scores[epoch]:.3f}.pt").write_bytes(b"x")
+    assert any(p.kind == "ensemble" for p in suggest(folder).proposals)
+    current = plan_round(folder, _state(per_round=9))
+    assert current is not None and current.proposals
+    assert all(p.kind != "ensemble" for p in current.proposals)

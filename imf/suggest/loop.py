@@ -24,7 +24,7 @@ from imf.report.model import Report
 from imf.report.render import pm
 from imf.stats import Z95, clear_difference, difference_se
 from imf.store.iteration_log import IterationLogStore
-from imf.suggest import Proposal, suggest
+from imf.suggest import Proposal, command_text, suggest
 from imf.suggest.loop_state import LOOP_FILE, LoopState, Outcome, Planned, Round, load_loop, save_loop
 from imf.suggest.loop_sweep import round_sweep, run_round_sweep
 from imf.sweep.queues import load_hosts, resolve_queues
@@ -87,7 +87,7 @@ def run_loop(folder: Path, state: LoopState, echo: Echo) -> LoopState:
                 why = stop_reason(state)
                 current = None if why else plan_round(folder, state)
                 if current is None:
-                    return _finish(folder, state, why or "no proposal is left", echo)
+                    return _finish(folder, state, why or _nothing_left(folder), echo)
                 state.rounds.append(current)
                 save_loop(folder, state)
             _run_round(folder, state, current, echo)
@@ -133,6 +133,12 @@ def _finish(folder: Path, state: LoopState, why: str, echo: Echo) -> LoopState:
 
 
 # planning --------------------------------------------------------------------
+def _nothing_left(folder: Path) -> str:
+    ensembles = [p for p in suggest(folder).proposals if p.argv[1:2] == ["ensemble"]]
+    return "no trial proposal is left" + (
+        f"; imf suggest proposes an ensemble: {command_text(ensembles[0])}" if ensembles else "")
+
+
 def _trial_name(proposal: Proposal, taken: set[str]) -> str:
     """A folder-safe trial id unique in the loop (a continuation of a loop run is named after
     the report's id, which holds its round folder)."""
