@@ -163,3 +163,30 @@ def test_an_ensemble_proposal_is_left_to_imf_ensemble(tmp_path):
     current = plan_round(folder, _state(per_round=9))
     assert current is not None and current.proposals
     assert all(p.kind != "ensemble" for p in current.proposals)
+
+
+RISING = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
+
+
+def test_warm_starts_chain_and_a_tried_one_never_repeats(tmp_path):
+    folder = tmp_path / "exp"
+    base = make_run(folder, n_emb=64, n_layer=2, scores=RISING, se=0.01)
+    state = _state(per_round=1)
+    first = plan_round(folder, state)
+    (cont,) = first.proposals
+    assert cont.kind == "continue" and cont.init_from == str((base / "checkpoints" / "best.pt").resolve())
+    state.rounds.append(first)
+    # its run, still rising: the next round continues the continuation
+    run = make_run(folder / first.sweep, n_emb=64, n_layer=2, tid=cont.id, init_from=cont.init_from,
+                   scores=[s + 0.1 for s in RISING], se=0.01)
+    first.status = "concluded"
+    second = plan_round(folder, state)
+    (again,) = second.proposals
+    assert again.kind == "continue" and again.id == f"{cont.id}-cont"
+    assert again.init_from == str((run / "checkpoints" / "best.pt").resolve())
+    state.rounds.append(second)
+    make_run(folder / second.sweep, n_emb=64, n_layer=2, tid=again.id, init_from=again.init_from,
+             scores=[0.9] * 6, se=0.01)  # flat: it ends the chain
+    second.status = "concluded"
+    third = plan_round(folder, state)
+    assert third is None or all(p.init_from not in (cont.init_from, again.init_from) for p in third.proposals)

@@ -140,9 +140,9 @@ def _nothing_left(folder: Path) -> str:
 
 
 def _trial_name(proposal: Proposal, taken: set[str]) -> str:
-    """A folder-safe trial id unique in the loop (a continuation of a loop run is named after
-    the report's id, which holds its round folder)."""
-    base = proposal.id.replace("/", "-")
+    """A folder-safe trial id unique in the loop (the report's id of a loop run holds its
+    round folder, loop-rNN/ID: a continuation of it is named after ID)."""
+    base = proposal.id.rsplit("/", 1)[-1]
     name, number = base, 1
     while name in taken:
         number += 1
