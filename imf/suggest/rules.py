@@ -255,13 +255,21 @@ def rising(curve: Curve | None, k: int = RISING_K) -> tuple[bool, str]:
     return last > prev and clear_difference(last, last_se, prev, prev_se), words
 
 
-def continuation(ctx: Context, best: Cell) -> None:
-    """A warm start from the best run's best.pt when its curve was still rising at its end."""
+def _best_run(ctx: Context, best: Cell) -> tuple[TrialRow, Curve | None] | None:
+    """The best cell's best scored run with a folder, and its curve."""
     rows = [t for t in ctx.trials_of(best) if t.best_score is not None and t.run_dir]
     if not rows:
-        return
+        return None
     top = max(rows, key=lambda t: t.best_score)
-    curve = next((c for c in ctx.report.curves if c.id == top.id), None)
+    return top, next((c for c in ctx.report.curves if c.id == top.id), None)
+
+
+def continuation(ctx: Context, best: Cell) -> None:
+    """A warm start from the best run's best.pt when its curve was still rising at its end."""
+    found = _best_run(ctx, best)
+    if found is None:
+        return
+    top, curve = found
     is_rising, words = rising(curve)
     if not is_rising:
         ctx.notes.append(f"no continuation of {top.id}: not clearly rising at its end ({words})")
@@ -304,11 +312,10 @@ def _top_checkpoints(run_dir: Path, curve: Curve | None) -> list[tuple[int, floa
 
 def ensemble(ctx: Context, best: Cell) -> None:
     """An ensemble of the best run's top checkpoints when they are tied within noise."""
-    rows = [t for t in ctx.trials_of(best) if t.best_score is not None and t.run_dir]
-    if not rows:
+    found = _best_run(ctx, best)
+    if found is None:
         return
-    top = max(rows, key=lambda t: t.best_score)
-    curve = next((c for c in ctx.report.curves if c.id == top.id), None)
+    top, curve = found
     checkpoints = _top_checkpoints(Path(top.run_dir), curve)
     if len(checkpoints) < 2 or any(se is None for _, _, se in checkpoints[:2]):
         why = "fewer than 2 top-k checkpoints" if len(checkpoints) < 2 else "no per-episode scores"
