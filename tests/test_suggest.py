@@ -5,8 +5,10 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from imf.errors import ReportError
+from imf.report import build_report
 from imf.store.iteration_log import IterationLogStore
 from imf.store.scoreboard import ScoreboardStore
 from imf.suggest import as_json, render_text, suggest, write_hypothesis
@@ -236,3 +238,16 @@ def test_a_best_checkpoint_clear_of_the_next_gets_no_ensemble(tmp_path):
     assert not [p for p in found.proposals if p.kind == "ensemble"]
     assert any(n.startswith("no ensemble of smoke-causal-e128-l6-s42: its best checkpoint 0.9000 ± 0.0100 "
                             "is clear of the next 0.6000 ± 0.0100") for n in found.notes)
+
+
+def test_a_setting_older_run_folders_lack_makes_no_new_cell_and_no_repeat(tmp_path):
+    # the base run was written by an imf before policy.encoder_width; its neighbour by today's
+    old = make_run(tmp_path, n_emb=64, n_layer=2, scores=[0.6] * 6)
+    config = yaml.safe_load((old / "config.yaml").read_text())
+    del config["policy"]["encoder_width"]
+    (old / "config.yaml").write_text(yaml.safe_dump(config))
+    make_run(tmp_path, n_emb=96, n_layer=2, scores=[0.5] * 6)
+    found = suggest(tmp_path)
+    assert all(c.params == {} for c in build_report([tmp_path]).trends.cells)
+    assert ("neighbour", ("policy.n_emb=96",), 42) not in kinds(found)
+    assert not any("encoder_width" in p.id for p in found.proposals)

@@ -306,11 +306,26 @@ def collect(paths: list[Path], notices: list[str], last_k: int = LAST_K) -> list
         total += len(found)
         for run in found:  # a trial without a folder is one of this path's
             runs.setdefault(run.row.run_dir or (path.resolve(), run.row.id), run)
+    fill_added_settings([r.config for r in runs.values() if r.config is not None])
     notices.extend(dict.fromkeys(noted))  # a folder read twice: its notes once
     if len(runs) < total:
         notices.append(f"{total - len(runs)} trial(s) under more than one of the given folders "
                        "were counted once")
     return list(runs.values())
+
+
+def fill_added_settings(configs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A setting only some configs have, where all that have it agree on its value, is a
+    setting a newer imf writes (its default) that older run folders lack: it is filled into
+    the others, so the runs of one setup share a cell. Returns the settings filled."""
+    added = {}
+    for key in sorted({k for c in configs for k in c}):
+        having = [c[key] for c in configs if key in c]
+        if len(having) < len(configs) and len({config_key({"v": v}) for v in having}) == 1:
+            added[key] = having[0]
+            for config in configs:
+                config.setdefault(key, having[0])
+    return added
 
 
 def config_key(config: dict[str, Any]) -> str:

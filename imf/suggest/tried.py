@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imf.report.collect import flatten, read_config, run_only
+from imf.report.collect import fill_added_settings, flatten, read_config, run_only
 from imf.store.iteration_log import IterationLogStore
 from imf.store.layout import CONFIG
 from imf.store.runs import SUMMARY, read_json_object, read_yaml_mapping
@@ -36,10 +36,12 @@ class Tried:
     runs: list[TriedRun] = field(default_factory=list)
     ids: set[str] = field(default_factory=set)  # every trial id seen (folders, stores, log)
     hypotheses: list[dict[str, Any]] = field(default_factory=list)
+    added: dict[str, Any] = field(default_factory=dict)  # settings older run folders lack
 
     def has(self, settings: dict[str, Any], seed: int | None = None) -> bool:
         """Was a run with these settings (and this seed, when given) tried?"""
         wanted = normalise(settings)
+        wanted = {**{k: v for k, v in self.added.items() if k not in wanted}, **wanted}
         return any(_same(run, wanted) and (seed is None or run.seed == seed) for run in self.runs)
 
     def warm_started_from(self, checkpoint: Path) -> list[str]:
@@ -129,6 +131,7 @@ def read_tried(folder: Path, trials: list[Any]) -> Tried:
             tried.runs.append(TriedRun(row.id, _from_record(records[row.id]), False, row.seed))
             continue
         tried.runs.append(TriedRun(row.id, settings, True, row.seed, _init_from(run_dir)))
+    tried.added = fill_added_settings([r.settings for r in tried.runs if r.complete])
     log = IterationLogStore(folder)
     tried.ids.update(entry["id"] for entry in log.read())
     tried.ids.update(records)
