@@ -25,6 +25,7 @@ from imf.atomic import clean_stale_temps
 from imf.errors import EXIT_DISK_FULL, BusyError, FolderInUseError, ImfError, QueueError, SweepError
 from imf.scheduler.base import Job, JobStatus, Scheduler, scheduler_for
 from imf.sweep.finish import notify, record_trial, write_report
+from imf.sweep.halving import Halving
 from imf.sweep.recovery import DOWN_AFTER, Recovery, job_label
 from imf.sweep.state import ACTIVE, FINAL, QueueState, SweepDir, SweepState, TrialState, now_iso
 from imf.store.layout import STDOUT
@@ -46,6 +47,7 @@ class Engine(Recovery):
         self.report_path: Path | None = None
         self.report_text: str | None = None
         self._written = ""
+        self.halving = Halving(state)
 
     # ------------------------------------------------------------------ plumbing
     def log(self, message: str) -> None:
@@ -230,7 +232,17 @@ class Engine(Recovery):
         if trial.state == "queued":
             trial.state, trial.reason, trial.started_unix = "running", "", time.time()
         self._progress(trial, status)
-        if status.done:
+        halted = self.halving.verdict(trial, status)  # a stop at a rung, decided now or before
+        if halted is not None:
+            self.save()  # the decision first: after a restart it is stopped again, never retried
+            try:
+                sch.stop(trial.handle or {})
+                sch.fetch(trial.handle or {})  # remote slots: its logs home for the report
+            except QueueError as exc:
+                self._contact_failed(queue, exc)
+                return
+            self._attempt_over(trial, "stopped_early", None, halted)
+        elif status.done:
             self._ended(trial, status, sch)
         elif status.state == "absent":
             self._attempt_over(trial, "failed", None, "its folder or pid file disappeared")

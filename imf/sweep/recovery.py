@@ -14,6 +14,7 @@ from typing import Any
 
 from imf.errors import QueueError
 from imf.scheduler.base import JobStatus
+from imf.sweep.halving import Halving
 from imf.sweep.plan import assign
 from imf.sweep.state import ACTIVE, FINAL, QueueState, TrialState, now_iso
 
@@ -25,6 +26,7 @@ class Recovery:
     """Mixed into ``Engine``; uses its state, schedulers, log and save."""
 
     orphan_tried: dict[str, float]
+    halving: Halving
 
     # ------------------------------------------------------------------ queues
     def _check_queues(self) -> None:
@@ -57,6 +59,11 @@ class Recovery:
                     "with imf sweep --resume" if state == "blocked" else ""))
         moved = [t for t in self.state.trials if t.queue == queue.name and t.state not in FINAL]
         for trial in moved:
+            halted = self.halving.stopped(trial) if trial.state in ACTIVE else None
+            if halted:  # a stop decided at a rung: the job is an orphan, the trial never runs again
+                self._orphan(trial, queue.name, trial.handle or {}, trial.attempts)
+                self._attempt_over(trial, "stopped_early", None, halted)
+                continue
             if trial.state in ACTIVE:
                 self._orphan(trial, queue.name, trial.handle or {}, trial.attempts)
                 self.log(f"{trial.id} was running on {queue.name}; it starts again on a live queue")
@@ -65,6 +72,7 @@ class Recovery:
                 self.seen.pop(trial.id, None)
             trial.state = "pending"
         live = self.state.live_queues()
+        moved = [t for t in moved if t.state == "pending"]
         if moved and live:
             self._reassign(moved, live)
         self.save()

@@ -14,6 +14,7 @@ from typing import Any
 from imf.atomic import atomic_write_json
 from imf.errors import SweepError
 from imf.store.base import now_iso
+from imf.sweep.halving import HalvingState
 
 VERSION = 1
 FINAL = ("completed", "stopped_early", "diverged", "failed", "stalled")
@@ -86,6 +87,7 @@ class SweepState:
     notify: str | None = None
     stores: list[str] = field(default_factory=list)
     final_eval: int | None = None  # imf trial --final-eval N for every trial
+    halving: HalvingState | None = None  # --halving ETA --rungs ...: the rule and its decisions
     queues: list[QueueState] = field(default_factory=list)
     trials: list[TrialState] = field(default_factory=list)
     status: str = "planned"  # planned, running, interrupted, finished, stopped
@@ -101,6 +103,8 @@ class SweepState:
         data = dict(data)
         data["queues"] = [QueueState(**q) for q in data.get("queues", [])]
         data["trials"] = [TrialState(**t) for t in data.get("trials", [])]
+        if data.get("halving") is not None:
+            data["halving"] = HalvingState.from_dict(data["halving"])
         return cls(**data)
 
     def config_text(self) -> str | None:
