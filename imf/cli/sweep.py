@@ -48,11 +48,8 @@ def sweep(
              "--halving": halving is not None, "--rungs": rungs}
     try:
         if cancel is not None:
-            tuning = {"--resume": resume, "--retries": retries is not None, "--notify": notify,
-                      "--stall-timeout": stall_timeout is not None, "--poll": poll is not None}
-            refuse_flags({**fixed, **tuning}, "--cancel DIR takes no other sweep arguments")
-            from imf.sweep.cancel import cancel_sweep
-            cancel_sweep(cancel, typer.echo)
+            _cancel(cancel, {**fixed, "--resume": resume, "--retries": retries is not None, "--notify": notify,
+                             "--stall-timeout": stall_timeout is not None, "--poll": poll is not None})
             return
         if resume is not None:
             refuse_flags(fixed, "--resume continues a sweep as it was planned")
@@ -76,6 +73,13 @@ def sweep(
     except KeyboardInterrupt:
         typer.echo("imf: interrupted; running trials go on; continue with imf sweep --resume DIR", err=True)
         raise typer.Exit(130)
+
+
+def _cancel(folder: Path, flags: dict[str, object]) -> None:
+    """``--cancel DIR``, which takes no other sweep flag (``flags``: those given or not)."""
+    refuse_flags(flags, "--cancel DIR takes no other sweep arguments")
+    from imf.sweep.cancel import cancel_sweep
+    cancel_sweep(folder, typer.echo)
 
 
 @app.command(cls=Command)
