@@ -225,3 +225,25 @@ def test_a_damaged_halving_field_is_one_error_naming_it(tmp_path, halving, words
     with pytest.raises(SweepError, match="sweep.json: ") as info:
         SweepDir(tmp_path).load()
     assert words in str(info.value)
+
+
+def test_a_halved_trials_own_interrupted_summary_is_recorded_as_stopped_early(tmp_path):
+    from imf.store.summary import RunSummary, read_summary
+    from imf.sweep.finish import final_summary
+
+    state = sweep_state()
+    hv, (a, b, c) = Halving(state), state.trials
+    a.epoch = b.epoch = 1
+    poll(hv, a, rung_row(2, HALF))
+    stop = poll(hv, b, rung_row(2, LOW))
+    (tmp_path / "t1").mkdir()
+    (tmp_path / "t2").mkdir()
+    RunSummary(id="t1", status="interrupted", note="mine").write(tmp_path / "t1")
+    b.state = "stopped_early"
+    summary = final_summary(b, state, tmp_path / "t1")
+    assert summary.status == "stopped_early" and summary.note == f"mine; {stop}"
+    assert read_summary(tmp_path / "t1").status == "stopped_early"
+    assert final_summary(b, state, tmp_path / "t1").note == f"mine; {stop}"  # recorded twice: once
+    RunSummary(id="t2", status="stopped_early", note="patience").write(tmp_path / "t2")
+    c.state = "stopped_early"  # stopped by its own patience, not by halving: left as it is
+    assert final_summary(c, state, tmp_path / "t2").note == "patience"
