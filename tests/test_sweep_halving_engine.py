@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import statistics
 from pathlib import Path
 
 import pytest
-from _sweep_helpers import fake_command
+from _sweep_helpers import fake_command, sweep_controller, wait_for
 from imf_process import run_imf
 
 from imf.errors import QueueError
@@ -148,3 +149,39 @@ def test_resume_refuses_new_halving_flags(tmp_path):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "drop --halving, --rungs" in lines[0], lines
+
+
+def test_a_controller_killed_after_a_decision_and_resumed_decides_nothing_again(tmp_path):
+    req = request(tmp_path, "1,2,3", epochs=12, name="k")
+    planted = plant(tmp_path, req, {"s1": HALF, "s2": LOW, "s3": HALF}, 0.4)
+    trial_opts = planted["command"].split()[2:]  # the stand-in's options after "{python} FAKE"
+    proc = sweep_controller(tmp_path, "k", trial_opts, "--grid", "seed=1,2,3", "--queue", "local:cpu",
+                            "--queue", "local:cpu", "--epochs", "12", "--poll", "0.1",
+                            "--halving", "2", "--rungs", "2,4")
+    state_file = tmp_path / "k" / "sweep.json"
+
+    def decided() -> list | None:
+        try:
+            data = json.loads(state_file.read_text())
+        except (OSError, ValueError):
+            return None
+        return (data.get("halving") or {}).get("decisions") or None
+    try:
+        wait_for(lambda: any(d["outcome"] == "stopped" for d in decided() or []), timeout=120)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    before = decided()
+    resume_sweep(tmp_path / "k", lambda line: None)
+    data = json.loads(state_file.read_text())
+    after = data["halving"]["decisions"]
+    assert after[:len(before)] == before  # the same entries, with the same times
+    assert len({(d["trial"], d["rung"]) for d in after}) == len(after)
+    trials = {t["id"]: t for t in data["trials"]}
+    for d in after:
+        if d["outcome"] == "stopped":
+            assert trials[d["trial"]]["state"] == "stopped_early" and trials[d["trial"]]["attempts"] == 1
+    assert [t["state"] for t in data["trials"]].count("stopped_early") == 1
+    log = (tmp_path / "k" / "sweep.log").read_text()
+    stopped = next(d["trial"] for d in after if d["outcome"] == "stopped")
+    assert log.count(f"start {stopped} ") == 1 and log.count(f"stopped_early {stopped} ") == 1
