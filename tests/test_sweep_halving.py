@@ -9,7 +9,7 @@ import pytest
 
 from imf.errors import SweepError
 from imf.scheduler.base import JobStatus
-from imf.sweep.halving import (Halving, HalvingState, RungScore, check_rungs, judge, parse_rungs,
+from imf.sweep.halving import (Decision, Halving, HalvingState, RungScore, check_rungs, judge, parse_rungs,
                                plan_halving, rung_score, status_lines)
 from imf.sweep.state import QueueState, SweepDir, SweepState, TrialState
 
@@ -247,3 +247,12 @@ def test_a_halved_trials_own_interrupted_summary_is_recorded_as_stopped_early(tm
     RunSummary(id="t2", status="stopped_early", note="patience").write(tmp_path / "t2")
     c.state = "stopped_early"  # stopped by its own patience, not by halving: left as it is
     assert final_summary(c, state, tmp_path / "t2").note == "patience"
+
+
+def test_status_prints_the_reasons_of_the_latest_stops_only():
+    state = sweep_state(n=14)
+    for i, trial in enumerate(state.trials[:12]):
+        state.halving.decisions.append(Decision(trial.id, 2, "stopped", f"reason {i}"))
+    lines = status_lines(state)
+    assert lines[0].endswith("12 stopped, 0 kept at a rung") and "the last 10 stops" in lines[1]
+    assert lines[2] == "t2 running: reason 2" and lines[-1] == "t11 running: reason 11" and len(lines) == 12

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from imf.sweep.state import SweepState, TrialState
 
 RUNGS_RE = re.compile(r"^\s*\d+(\s*,\s*\d+)*\s*$")
+STATUS_STOPS = 10  # stops whose reason ``imf status`` prints (the latest)
 
 
 @dataclass
@@ -274,7 +275,9 @@ def status_lines(state: "SweepState") -> list[str]:
     stops = [d for d in hv.decisions if d.outcome == "stopped"]
     lines = [f"{describe(hv)}: {len(stops)} stopped, {kept} kept at a rung"]
     by_id = {t.id: t for t in state.trials}
-    for d in stops:
+    if len(stops) > STATUS_STOPS:
+        lines.append(f"(the last {STATUS_STOPS} stops; every decision is in sweep.json's halving)")
+    for d in stops[-STATUS_STOPS:]:
         shown = by_id[d.trial].state if d.trial in by_id else "?"
         lines.append(f"{d.trial} {shown}: {d.reason}")
     return lines
