@@ -9,6 +9,7 @@ import errno
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 EXIT_DISK_FULL = 75  # sysexits' EX_TEMPFAIL: a sweep sees it and blocks the queue, not the trial
 
@@ -63,9 +64,9 @@ class QueueError(SweepError):
 class BusyError(QueueError):
     """A job folder still holds a live job of another attempt; ``holder`` is its handle."""
 
-    def __init__(self, message: str, holder: dict | None = None):
+    def __init__(self, message: str, holder: Any = None):  # holder: a scheduler.base.Handle
         super().__init__(message)
-        self.holder = dict(holder or {})
+        self.holder = holder
 
 
 class FolderInUseError(QueueError):
@@ -110,3 +111,11 @@ def _free_mb(path: Path) -> str:
 
 class ReportError(ImfError):
     """Nothing to report, or run folders that cannot be read."""
+
+
+class LoopError(ImfError):
+    """An ``imf loop`` request or its loop.json is invalid."""
+
+
+class EnsembleError(ImfError):
+    """An ensemble cannot be made from the given source, members or options."""

@@ -128,6 +128,41 @@ class ImfPolicy(nn.Module):
         self.normalizer = MinMaxNormalizer.from_state_dict(state["normalizer"])
 
 
+class ActionEnsemble(nn.Module):
+    """Policies whose action chunks are averaged: each member samples its own chunk (world
+    units, through its own normaliser) from the same observation, and the chunks' mean is
+    executed. Every member must see and act in the same spaces (checked when it is built)."""
+
+    def __init__(self, members: list[ImfPolicy]) -> None:
+        super().__init__()
+        if len(members) < 2:
+            raise ConfigError(f"an action ensemble needs at least 2 policies, got {len(members)}")
+        first = members[0]
+        for other in members[1:]:
+            for name in ("obs_type", "n_obs_steps", "n_action_steps"):
+                if getattr(other, name) != getattr(first, name):
+                    raise CheckpointError(f"action ensemble: members differ in policy.{name} "
+                                          f"({getattr(first, name)} vs {getattr(other, name)}); "
+                                          "averaged chunks need the same observations and chunk length")
+        self.members = nn.ModuleList(members)
+        self.obs_type, self.n_obs_steps = first.obs_type, first.n_obs_steps
+        self.n_action_steps = first.n_action_steps
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    @torch.no_grad()
+    def predict_action(self, obs: Obs, generator: torch.Generator | None = None,
+                       n_steps: int | None = None) -> torch.Tensor:
+        """(B, n_action_steps, 2): the mean of the members' world-unit chunks."""
+        chunks = [m.predict_action(obs, generator=generator, n_steps=n_steps) for m in self.members]
+        return torch.stack(chunks).mean(dim=0)
+
+    def forward(self, obs: Obs) -> torch.Tensor:
+        return self.predict_action(obs)
+
+
 @dataclass
 class LoadReport:
     loaded: list[str] = field(default_factory=list)

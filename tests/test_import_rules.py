@@ -13,17 +13,20 @@ PACKAGE = Path(__file__).resolve().parents[1] / "imf"
 # objectives, data), and cli -> store for `imf log`, which edits ITERATION_LOG.md through its store.
 ALLOWED = {
     "__main__": {"cli"},
-    "cli": {"sweep", "scheduler", "train", "report", "suggest", "pusht", "data", "config", "registry", "store"},
+    "cli": {"sweep", "scheduler", "train", "report", "suggest", "pusht", "data", "config", "registry", "store",
+            "ensemble"},
     "sweep": {"scheduler", "store", "report", "config", "registry"},
     "scheduler": {"store", "config", "registry"},
     "train": {"objectives", "model", "pusht", "data", "trackers", "store", "config", "registry", "policy"},
     "trackers": {"store", "config", "registry"},  # run-folder names from the store's layout
+    # imf ensemble: members from the run files, checkpoints and scoring through train's eval path
+    "ensemble": {"train", "pusht", "data", "store", "config"},
     "policy": {"model", "objectives", "data", "registry"},
     "objectives": {"model"},
     "model": {"attention", "registry"},
     "pusht": {"data"},
     "report": {"store"},
-    "suggest": {"report", "store", "config"},  # reads results, proposes commands: never runs them
+    "suggest": {"sweep", "report", "store", "config"},  # the loop runs its proposals as sweeps
     # plugin options are config values: the registry coerces them with the config's rules
     "registry": {"config"},
     "store": set(), "data": set(), "attention": set(), "config": set(),

@@ -33,7 +33,7 @@ def test_stop_kills_the_whole_process_tree(tmp_path):
     handle = sch.start(make_job(tmp_path, "sleep 300 & echo $! > child; sleep 300; wait"))
     child = int(wait_for(lambda: (tmp_path / "j" / "child").is_file()
                          and (tmp_path / "j" / "child").read_text().strip()))
-    assert os.getpgid(child) == handle["pid"]  # the job is its own process group
+    assert os.getpgid(child) == handle.pid  # the job is its own process group
     sch.stop(handle)
     assert sch.poll(handle).state == "lost"
     wait_for(lambda: not _alive(child), timeout=5)
@@ -65,11 +65,11 @@ def test_progress_is_read_from_the_offset_and_a_new_attempt_archives_the_old(tmp
 def test_reattach_checks_the_start_time_of_the_pid(tmp_path):
     sch = scheduler_for("local:cpu", {})
     handle = sch.start(make_job(tmp_path, "sleep 30"))
-    assert sch.poll(dict(handle), 0).state == "running"
+    assert sch.poll(handle, 0).state == "running"
     pid_file = tmp_path / "j" / "pid"
     pid, start = pid_file.read_text().split()
     pid_file.write_text(f"{pid} {int(start) + 1}\n")  # as if the pid now named another process
-    assert sch.poll(dict(handle), 0).state == "lost"
+    assert sch.poll(handle, 0).state == "lost"
     pid_file.write_text(f"{pid} {start}\n")
     sch.stop(handle)
 

@@ -85,7 +85,7 @@ def test_remote_jobs_are_detached_reattached_and_stopped_as_a_tree(sshd, tmp_pat
     first.close()
     again = scheduler_for(sshd.spec("cpu"), options)  # a new controller: only the saved handle
     status = again.poll(handle, 0)
-    assert status.state == "running" and status.pid == handle["pid"]
+    assert status.state == "running" and status.pid == handle.pid
     status = wait_for(lambda: (s := again.poll(handle)).log_size and s)
     assert json.loads(status.new_log)["epoch"] == 0
     started = time.monotonic()
@@ -93,7 +93,7 @@ def test_remote_jobs_are_detached_reattached_and_stopped_as_a_tree(sshd, tmp_pat
     assert time.monotonic() - started < 10
     assert again.poll(handle).state == "lost"
     # the sleep in the background dies with its process group (moments after the KILL)
-    wait_for(lambda: not _live_in_group(handle["pid"]), timeout=5)
+    wait_for(lambda: not _live_in_group(handle.pid), timeout=5)
 
 
 def _live_in_group(pgid: int) -> list[str]:

@@ -2,55 +2,18 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
 
-from imf.config import load_config
 from imf.errors import ReportError
 from imf.store.iteration_log import IterationLogStore
 from imf.store.scoreboard import ScoreboardStore
 from imf.suggest import as_json, render_text, suggest, write_hypothesis
 from imf.suggest.rules import rising
 from imf.report.model import Curve
+from _suggest_runs import make_run
 from imf_process import run_imf
-
-EPISODES = 50
-
-
-def episodes(score: float, se: float) -> list[float]:
-    """50 per-episode scores whose mean is ``score`` and standard error ``se``."""
-    spread = se * math.sqrt(EPISODES - 1)
-    return [score + spread, score - spread] * (EPISODES // 2)
-
-
-def make_run(folder: Path, *, n_emb: int, n_layer: int, seed: int = 42, scores: list[float],
-             se: float | None = 0.01, status: str = "completed", init_from: str | None = None,
-             tid: str | None = None, extra: tuple[str, ...] = ()) -> Path:
-    tid = tid or f"smoke-causal-e{n_emb}-l{n_layer}-s{seed}"
-    run = folder / tid
-    (run / "checkpoints").mkdir(parents=True)
-    (run / "checkpoints" / "best.pt").write_bytes(b"not a real checkpoint")
-    overrides = [f"policy.n_emb={n_emb}", f"policy.n_layer={n_layer}", f"training.seed={seed}", *extra]
-    load_config("smoke", overrides + ["training.num_epochs=6"]).save(run / "config.yaml")
-    rows = []
-    for epoch, score in enumerate(scores):
-        rows.append({"epoch": epoch, "global_step": 10 * (epoch + 1), "train_loss": 0.5,
-                     "val_loss": 0.6, "lr": 1e-4, "test_mean_score": score, "test_success_rate": 0.0})
-        if se is not None:
-            rows[-1]["test_per_seed"] = {str(100000 + i): v for i, v in enumerate(episodes(score, se))}
-    (run / "logs.json.txt").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    best = max(range(len(scores)), key=lambda i: scores[i], default=None)
-    summary = {"id": tid, "status": status, "epochs_done": len(scores), "num_epochs": 6,
-               "best_score": None if best is None else scores[best], "best_epoch": best, "seed": seed, "note": "",
-               "overrides": overrides, "init_from": init_from, "warm_started": bool(init_from),
-               "params": {"mask": "causal", "n_emb": n_emb, "n_layer": n_layer, "n_head": 2,
-                          "objective": "imf"},
-               "checkpoints": {"latest": None, "best": "checkpoints/best.pt", "topk": []}}
-    (run / "summary.json").write_text(json.dumps(summary))
-    return run
-
 
 FLAT = [0.8] * 6
 
@@ -239,3 +202,37 @@ def test_bad_folders_are_one_line(tmp_path, make, words):
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], lines
+
+
+def _with_topk(run: Path, epochs: list[int], scores: list[float]) -> None:
+    for epoch in epochs:
+        name = f"epoch={epoch:04d}-test_mean_score={scores[epoch]:.3f}.pt"
+        (run / "checkpoints" / name).write_bytes(b"not a real checkpoint")
+
+
+def test_tied_top_checkpoints_of_the_best_run_get_one_ensemble_proposal(tmp_path):
+    scores = [0.5, 0.7, 0.8, 0.81, 0.79, 0.8]
+    run = make_run(tmp_path, n_emb=128, n_layer=6, scores=scores, se=0.02)
+    _with_topk(run, [2, 3, 4, 5, 1], scores)  # 0.7 is clear of the best 0.81 at SE 0.02
+    found = suggest(tmp_path)
+    [proposal] = [p for p in found.proposals if p.kind == "ensemble"]
+    assert proposal.id == "smoke-causal-e128-l6-s42-top4-weights"
+    assert proposal.argv[1:] == ["ensemble", str(run.resolve()), "--top", "4", "--mode", "weights"]
+    assert "top 4 checkpoints of the best run smoke-causal-e128-l6-s42 (0.810, 0.800, 0.800, 0.790)" \
+        in proposal.reason and "tied within noise" in proposal.reason
+    ScoreboardStore(tmp_path).record({"id": proposal.id, "kind": "ensemble", "score": 0.82,
+                                      "members": [], "status": "ensemble"})
+    again = suggest(tmp_path)
+    assert not [p for p in again.proposals if p.kind == "ensemble"]
+    assert f"ensemble of smoke-causal-e128-l6-s42's top 4 already made ({proposal.id})" in again.notes
+    assert [p.kind for p in again.proposals] == [p.kind for p in found.proposals if p.kind != "ensemble"]
+
+
+def test_a_best_checkpoint_clear_of_the_next_gets_no_ensemble(tmp_path):
+    scores = [0.5, 0.6, 0.9]
+    run = make_run(tmp_path, n_emb=128, n_layer=6, scores=scores, se=0.01)
+    _with_topk(run, [2, 1], scores)
+    found = suggest(tmp_path)
+    assert not [p for p in found.proposals if p.kind == "ensemble"]
+    assert any(n.startswith("no ensemble of smoke-causal-e128-l6-s42: its best checkpoint 0.9000 ± 0.0100 "
+                            "is clear of the next 0.6000 ± 0.0100") for n in found.notes)

@@ -225,10 +225,10 @@ def test_a_host_lost_mid_sweep_goes_down_and_its_trials_finish_on_the_live_queue
     try:
         engine.run()
     finally:
-        if getattr(lost, "started", None) and _alive(lost.started["pid"]):
-            os.killpg(lost.started["pid"], signal.SIGKILL)
+        if getattr(lost, "started", None) and _alive(lost.started.pid):
+            os.killpg(lost.started.pid, signal.SIGKILL)
     # the live queue shares its folder: the lost job there is stopped before the trial restarts
-    assert not _alive(lost.started["pid"])
+    assert not _alive(lost.started.pid)
     assert "killed the orphan" in (sdir.path / "sweep.log").read_text()
     data = assert_finished(sdir.path)
     assert data["queues"][1]["state"] == "down" and "unreachable" in data["queues"][1]["reason"]

@@ -96,7 +96,7 @@ def test_a_stop_decided_before_the_controller_stopped_is_carried_out_after_resum
     calls: list[str] = []
 
     def unreachable(self, handle):
-        calls.append(handle["token"])
+        calls.append(handle.token)
         raise QueueError("host does not answer (injected)")
 
     def interrupt_once_refused(seconds: float) -> None:

@@ -1,6 +1,7 @@
 """Jobs left on a host that went down (orphans) and attempt tokens, against a real sshd."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -12,6 +13,7 @@ from _sweep_helpers import SSHD, fake_command, wait_for
 from imf.errors import BusyError
 from imf.scheduler.base import Job, scheduler_for
 from imf.sweep.engine import Engine
+from imf.sweep.state import Orphan
 from imf.sweep.status import render_status
 from imf.sweep.launch import SweepRequest, plan_sweep, resume_sweep
 from imf.store.scoreboard import ScoreboardStore
@@ -49,13 +51,13 @@ def _job(tmp_path: Path, argv: list[str], token: str, tid: str = "j") -> Job:
 def test_a_probe_ignores_the_pid_and_exit_files_of_another_attempt(sshd, tmp_path):
     sch = scheduler_for(sshd.spec("cpu"), sshd.host_options(tmp_path / "remote"))
     first = sch.start(_job(tmp_path, ["true"], "aaa"))
-    assert first["token"] == "aaa"
+    assert first.token == "aaa"
     wait_for(lambda: sch.poll(first).state == "exited")
-    assert sch.poll({**first, "token": "bbb"}).state == "absent"  # not that attempt's folder
+    assert sch.poll(dataclasses.replace(first, token="bbb")).state == "absent"  # not that attempt's folder
     second = sch.start(_job(tmp_path, ["sleep", "60"], "ccc"))
     try:
         # an exit file the first attempt's wrapper writes late is not the second attempt's end
-        (Path(second["dir"]) / "exit_code").write_text("0 aaa\n")
+        (Path(second.dir) / "exit_code").write_text("0 aaa\n")
         status = sch.poll(second)
         assert status.state == "running" and status.exit_code is None
     finally:
@@ -67,16 +69,16 @@ def test_the_files_of_a_live_job_are_never_moved(sshd, tmp_path):
     sch = scheduler_for(sshd.spec("cpu"), sshd.host_options(tmp_path / "remote"))
     live = sch.start(_job(tmp_path, ["sleep", "60"], "one"))
     try:
-        with pytest.raises(BusyError, match=f"pid {live['pid']}") as caught:
+        with pytest.raises(BusyError, match=f"pid {live.pid}") as caught:
             sch.start(_job(tmp_path, ["true"], "two"))
-        assert caught.value.holder["token"] == "one"
-        assert caught.value.holder["pid"] == live["pid"]
-        assert not (Path(live["dir"]) / "attempts").exists()
+        assert caught.value.holder.token == "one"
+        assert caught.value.holder.pid == live.pid
+        assert not (Path(live.dir) / "attempts").exists()
         assert sch.poll(live).state == "running"
     finally:
         sch.stop(live)
     sch.start(_job(tmp_path, ["true"], "three"))  # once it ended, a new attempt moves it aside
-    assert (Path(live["dir"]) / "attempts" / "1" / "pid").is_file()
+    assert (Path(live.dir) / "attempts" / "1" / "pid").is_file()
 
 
 def _orphan_sweep(sshd, tmp_path, monkeypatch, trial_args: tuple[str, ...]):
@@ -94,8 +96,8 @@ def _orphan_sweep(sshd, tmp_path, monkeypatch, trial_args: tuple[str, ...]):
     job.token = "attempt1"
     handle = engine.scheduler(ssh_queue.name).start(job)
     trial.attempts, trial.queue = 1, "local:cpu"
-    trial.orphans = [{"queue": ssh_queue.name, "attempt": 1, "handle": handle}]
-    trial.history = [{"attempt": 1, "queue": ssh_queue.name, "pid": handle["pid"],
+    trial.orphans = [Orphan(ssh_queue.name, handle, 1)]
+    trial.history = [{"attempt": 1, "queue": ssh_queue.name, "pid": handle.pid,
                       "outcome": "queue down", "exit_code": None, "reason": "gone"}]
     sdir.save(state)
     return sdir, engine, handle
@@ -104,12 +106,12 @@ def _orphan_sweep(sshd, tmp_path, monkeypatch, trial_args: tuple[str, ...]):
 def test_a_live_orphan_is_killed_when_its_host_answers_and_the_trial_runs_once(
         sshd, tmp_path, monkeypatch):
     sdir, engine, handle = _orphan_sweep(sshd, tmp_path, monkeypatch, ("--epoch-s", "20"))
-    remote = Path(handle["dir"])
+    remote = Path(handle.dir)
     pid = int(wait_for(lambda: (remote / "fake.pid").is_file() and (remote / "fake.pid").read_text()))
     assert f"orphan of {engine.state.trials[0].id} on " in render_status(sdir)
     engine.state.trial_command = shlex.split(fake_command("--epoch-s", "0.05"))  # the rerun
     engine.run()
-    assert not _alive(pid) and not _alive(handle["pid"])
+    assert not _alive(pid) and not _alive(handle.pid)
     data = json.loads(sdir.state_file.read_text())
     trial = data["trials"][0]
     assert trial["state"] == "completed" and trial["orphans"] == [] and trial["attempts"] == 2
@@ -211,8 +213,9 @@ class _Polls:
 
 
 def _resolve(polls):
+    from imf.scheduler.base import Handle
     from imf.sweep.recovery import Recovery
-    from imf.sweep.state import TrialState
+    from imf.sweep.state import Orphan, TrialState
 
     class Resolver(Recovery):
         def __init__(self):
@@ -225,7 +228,7 @@ def _resolve(polls):
             self.lines.append(message)
 
     trial = TrialState(id="t", overrides=[], seed=42, epochs=1, params={}, cost=1.0, queue="local:cpu")
-    orphan = {"queue": "ssh://h/cpu", "handle": {"pid": 5, "token": "a"}, "attempt": 1}
+    orphan = Orphan("ssh://h/cpu", Handle(pid=5, token="a"), 1)
     resolver = Resolver()
     resolver._resolve(trial, orphan)
     return trial, resolver.lines

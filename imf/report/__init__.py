@@ -42,9 +42,10 @@ def build_report(paths: list[Path], last_k: int = LAST_K) -> Report:
     if not any(r.best_score is not None for r in rows):
         raise ReportError(f"no {METRIC} in any of the {len(rows)} trial(s) under "
                           f"{', '.join(str(p) for p in paths)}; nothing to rank yet")
-    cells = build_cells(runs)
+    trained = [r for r in runs if not r.row.is_ensemble]  # ensembles: ranked, never counted
+    cells = build_cells(trained)
     rank_trials(rows)
-    return Report(trials=rows, trends=compute_trends(cells, rows),
+    return Report(trials=rows, trends=compute_trends(cells, [r.row for r in trained]),
                   sources=[str(Path(p)) for p in paths], notices=notices, last_k=last_k,
                   curves=[r.curve for r in runs], config=shared_config(runs))
 

@@ -16,6 +16,7 @@ from imf.store.runs import (CONFIG, HYDRA_CONFIG, LOGS, SUMMARY, find_run_dirs, 
                             is_epoch_row, is_run_dir, log_segments, model_size, read_json_object,
                             read_log, read_sweep_trials, read_yaml_mapping, row_episode_scores,
                             row_score, row_success)
+from imf.store.base import ENSEMBLE, is_ensemble
 from imf.store.scoreboard import ScoreboardStore
 from imf.store.summary import RunSummary, observed_status
 
@@ -222,7 +223,25 @@ def _summary_seed(summary: dict[str, Any] | None, trial_id: str) -> int | None:
     return seed if isinstance(seed, int) and not isinstance(seed, bool) else seed_from_id(trial_id)
 
 
+def _from_ensemble(record: dict[str, Any]) -> RunRead:
+    """An ``imf ensemble`` entry: its one score is the fresh-seed mean (no max over rollouts),
+    shown as its max and its fresh score; it has no seed, cell or curve."""
+    config = record.get("config") if isinstance(record.get("config"), dict) else {}
+    score, se = first_number(record, ("score",)), first_number(record, ("se",))
+    episodes = record.get("episodes") if isinstance(record.get("episodes"), int) else None
+    members = [f"{m.get('trial')}@{m.get('epoch')}" for m in record.get("members") or []
+               if isinstance(m, dict)]
+    row = TrialRow(id=record["id"], run_dir=None, source=ENSEMBLE, status=ENSEMBLE,
+                   n_emb=config.get("n_emb"), n_layer=config.get("n_layer"), best_score=score,
+                   best_se=se, episodes=episodes, fresh=score, fresh_se=se, fresh_episodes=episodes,
+                   fresh_success=first_number(record, ("success_rate",)),
+                   note=str(record.get("note") or ""), members=members)
+    return RunRead(row, Curve(row.id, None), None)
+
+
 def _from_scoreboard(record: dict[str, Any], sweep: dict[str, dict[str, Any]]) -> RunRead:
+    if is_ensemble(record):
+        return _from_ensemble(record)
     config = record.get("config") if isinstance(record.get("config"), dict) else {}
     row = TrialRow(id=record["id"], run_dir=record.get("run_dir"), source="scoreboard",
                    status=str(record.get("status") or "unknown"),

@@ -14,7 +14,7 @@ LAST_K = 3  # rollouts averaged by the "last K" score
 class TrialRow:
     id: str
     run_dir: str | None
-    source: str  # "imf", "diffusion_policy" or "scoreboard" (a record without its folder)
+    source: str  # "imf", "diffusion_policy", "scoreboard" (a record without its folder), "ensemble"
     status: str
     n_emb: int | None = None
     n_layer: int | None = None
@@ -39,6 +39,12 @@ class TrialRow:
     cell: str | None = None  # the cell: this trial's config without training.seed
     tied: bool | None = None  # tied within noise with rank 1; None: noise unknown
     restarts: int = 0  # times the log restarted (global_step went back)
+    members: list[str] = field(default_factory=list)  # an ensemble's members, trial@epoch
+
+    @property
+    def is_ensemble(self) -> bool:
+        """An ``imf ensemble`` result: ranked beside the trials, never counted as one."""
+        return self.source == "ensemble"
 
 
 @dataclass

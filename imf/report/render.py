@@ -16,6 +16,8 @@ CSV_FIELDS = ("rank", "id", "status", "n_emb", "n_layer", "seed", "cell", "final
               "restarts", "queue", "source", "run_dir", "note")
 NO_SIZES = "no trial has a known n_emb or n_layer: no trends"
 MAX_SETTING_COLUMNS = 3  # settings that vary between cells shown as columns of their own
+ENSEMBLE_RULE = ("status ensemble: an imf ensemble of trained checkpoints, ranked by its one "
+                 "fresh-seed score (shown as its max: no max over rollouts); no trial, cell, trend or seed")
 NOISE_RULE = ("± is one standard error; an effect or a gap is claimed only when it is larger "
               "than 1.96 standard errors (a 95% interval that excludes 0)")
 
@@ -168,14 +170,19 @@ def stopped_lines(report: Report) -> list[str]:
 
 
 def counts(report: Report) -> str:
-    scored = sum(t.rank is not None for t in report.trials)
+    trials = [t for t in report.trials if not t.is_ensemble]
+    scored = sum(t.rank is not None for t in trials)
     cells = sum(c.n > 0 for c in report.trends.cells)
-    return f"{len(report.trials)} trial(s), {scored} scored, in {cells} scored cell(s)"
+    text = f"{len(trials)} trial(s), {scored} scored, in {cells} scored cell(s)"
+    ensembles = len(report.trials) - len(trials)
+    return text + (f", and {ensembles} ensemble(s) ranked beside them" if ensembles else "")
 
 
 def render_text(report: Report) -> str:
     """Ranking, cells, trends and the text heatmap, for the terminal."""
     out = [f"{counts(report)}; score = max {METRIC}; {NOISE_RULE}", ""]
+    if any(t.is_ensemble for t in report.trials):
+        out[-1:] = [ENSEMBLE_RULE, ""]
     out += to_text(table(*ranking_rows(report))).splitlines()
     out += ["", "cells (trials that differ only in training.seed):"]
     out += to_text(table(*cell_rows(report))).splitlines()
@@ -194,6 +201,7 @@ def render_markdown(report: Report, figures: list[str]) -> str:
            "of noisy rollouts), ± the SE of that rollout from its per-episode scores",
            f"- **last-{report.last_k} mean**: mean of the last {report.last_k} rollouts",
            "- **fresh**: best.pt re-scored on seeds the selection never saw (final_eval.json)",
+           f"- {ENSEMBLE_RULE}",
            f"- {NOISE_RULE}", "", "## Ranking", ""]
     out += markdown_table(*ranking_rows(report))
     out += ["", "## Cells", "", "Trials that differ only in `training.seed`: mean ± sd of their "

@@ -9,7 +9,9 @@ of the job's files in its run folder: ``pid`` ("PID STARTTIME TOKEN"), ``stdout.
 ``exit_code`` ("CODE TOKEN"), and ``attempts/K/`` for earlier attempts; the trial writes
 ``logs.json.txt``. The token is the attempt's (``Job.token``, kept in the handle): a poll
 ignores files of another attempt, and a start refuses (``BusyError``) while the folder's job
-of another attempt is alive. docs/INTERFACES.md, "Schedulers", is the whole protocol.
+of another attempt is alive. ``start`` returns a ``Handle`` that the engine keeps in sweep.json
+and hands back to ``poll``, ``stop`` and ``fetch``. docs/INTERFACES.md, "Schedulers", is the
+whole protocol.
 """
 from __future__ import annotations
 
@@ -46,6 +48,45 @@ class Job:
 
 
 @dataclass
+class Handle:
+    """Where one attempt's job is. Kept in sweep.json as one flat object (``to_dict``): the
+    fields below, which every scheduler fills, beside the keys its scheduler declares in
+    ``Scheduler.handle_keys`` (``extra``: ssh's ``host``, Slurm's ``job_id``)."""
+    queue: str = ""  # the queue's spec
+    dir: str = ""  # the job's folder on the machine that runs it
+    local_dir: str = ""  # the trial's folder on the controller's machine
+    token: str = ""  # the attempt's token, written into its pid and exit files
+    pid: int | None = None
+    start_time: str | None = None  # the pid's start time: a reused pid is not the job
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        core = {k: getattr(self, k) for k in HANDLE_FIELDS}
+        return {**self.extra, **core}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Handle":
+        """Read back a handle of sweep.json (sweeps of older imf may lack dir and token)."""
+        extra = {k: v for k, v in data.items() if k not in HANDLE_FIELDS}
+        core = {k: data[k] for k in HANDLE_FIELDS if data.get(k) is not None}
+        return cls(**core, extra=extra)
+
+    def label(self) -> str:
+        """The job in log lines: its batch job id, else its pid."""
+        job_id = self.extra.get("job_id")
+        return f"job {job_id}" if job_id else f"pid {self.pid}"
+
+    def where(self, queue: str) -> str:
+        """The job's machine, pid and token, for lines about an orphan."""
+        return f"{self.extra.get('host') or queue} (pid {self.pid}, token {self.token or '-'})"
+
+
+# the keys every handle has, with their JSON types (a scheduler adds its own: handle_keys)
+HANDLE_FIELDS = {"queue": str, "dir": str, "local_dir": str, "token": str, "pid": int,
+                 "start_time": str}
+
+
+@dataclass
 class JobStatus:
     """What one poll saw: the process state and the trial's log growth since ``offset``."""
     state: str  # "queued" (waiting in a batch queue), "running", "exited" (exit_code set),
@@ -65,12 +106,12 @@ class JobStatus:
 
 
 class Scheduler(ABC):
-    """Runs jobs on one queue slot. Handles are JSON-able dicts kept in sweep.json."""
+    """Runs jobs on one queue slot; each job it starts is known by its ``Handle``."""
 
     query_keys: tuple[str, ...] = ()  # options a spec may carry after "?" besides speed
     # the hosts-file keys it reads (an entry may hold these; "defaults" gives it only these)
     option_keys: tuple[str, ...] = ("python", "env")
-    handle_keys: dict[str, type] = {}  # keys it adds to a handle, with their JSON types
+    handle_keys: dict[str, type] = {}  # keys it adds to a handle's extra, with their JSON types
     default_python = sys.executable  # the interpreter of its jobs without a "python" option
 
     def __init__(self, spec: str, options: dict[str, Any] | None = None):
@@ -103,18 +144,18 @@ class Scheduler(ABC):
         """The job's folder on the machine that runs it."""
 
     @abstractmethod
-    def start(self, job: Job) -> dict[str, Any]:
+    def start(self, job: Job) -> Handle:
         """Start ``job`` detached from the controller; return its handle."""
 
     @abstractmethod
-    def poll(self, handle: dict[str, Any], offset: int = 0) -> JobStatus:
+    def poll(self, handle: Handle, offset: int = 0) -> JobStatus:
         """The job's state and progress; raises QueueError when the slot cannot be reached."""
 
     def batch_key(self) -> Any:
         """Slots with one key are polled together by one ``poll_many`` (default: alone)."""
         return id(self)
 
-    def poll_many(self, jobs: list[tuple[dict[str, Any], int]]) -> list[JobStatus | QueueError]:
+    def poll_many(self, jobs: list[tuple[Handle, int]]) -> list[JobStatus | QueueError]:
         """``poll`` of each (handle, offset); a slot that cannot be reached gives its QueueError."""
         results: list[JobStatus | QueueError] = []
         for handle, offset in jobs:
@@ -125,10 +166,10 @@ class Scheduler(ABC):
         return results
 
     @abstractmethod
-    def stop(self, handle: dict[str, Any]) -> None:
+    def stop(self, handle: Handle) -> None:
         """Stop the job's whole process tree (TERM, then KILL after a grace period)."""
 
-    def fetch(self, handle: dict[str, Any]) -> None:
+    def fetch(self, handle: Handle) -> None:
         """Bring the job's results home into its local run folder (local slots: nothing to do)."""
 
     def describe(self, job: Job) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from imf.errors import FolderInUseError, QueueError
-from imf.scheduler.base import Job, JobStatus, Scheduler, fill_argv
+from imf.scheduler.base import Handle, Job, JobStatus, Scheduler, fill_argv
 from imf.scheduler.job import STARTED
 from imf.scheduler.slurm_status import QUEUED, RUNNING, read_progress, slurm_status
 from imf.store.layout import RunLayout
@@ -204,7 +204,7 @@ class SlurmScheduler(Scheduler):
         executor.update_parameters(**kwargs)
         return executor
 
-    def start(self, job: Job) -> dict[str, Any]:
+    def start(self, job: Job) -> Handle:
         from imf.scheduler.slurm_job import TrialCommand
 
         run_dir = Path(self.job_dir(job))
@@ -224,9 +224,8 @@ class SlurmScheduler(Scheduler):
             text = " ".join(str(exc).split())
             raise QueueError(f"queue '{self.spec}': sbatch of {job.trial_id} failed: "
                              f"{text[-300:]}") from None
-        return {"queue": self.spec, "dir": str(run_dir), "local_dir": str(job.run_dir),
-                "job_id": str(submitted.job_id), "pid": None, "start_time": None,
-                "token": job.token}
+        return Handle(self.spec, str(run_dir), str(job.run_dir), job.token,
+                      extra={"job_id": str(submitted.job_id)})
 
     # ------------------------------------------------------------------ status
     def _squeue(self) -> dict[str, tuple[str, str, str]]:
@@ -255,19 +254,19 @@ class SlurmScheduler(Scheduler):
                 states[job_id.strip()] = state.split()[0]
         return states
 
-    def _find(self, handle: dict[str, Any], jobs: dict[str, tuple[str, str, str]]) -> str | None:
+    def _find(self, handle: Handle, jobs: dict[str, tuple[str, str, str]]) -> str | None:
         """The handle's job id, or the id of the job carrying its token (a submission whose id
         the controller did not get to save); the handle learns it."""
-        if handle.get("job_id"):
-            return str(handle["job_id"])
-        token = handle.get("token")
+        if handle.extra.get("job_id"):
+            return str(handle.extra["job_id"])
+        token = handle.token
         for job_id, (_, _, comment) in jobs.items():
             if token and comment == f"imf:{token}":
-                handle["job_id"] = job_id
+                handle.extra["job_id"] = job_id
                 return job_id
         return None
 
-    def poll_many(self, jobs: list[tuple[dict[str, Any], int]]) -> list[JobStatus | QueueError]:
+    def poll_many(self, jobs: list[tuple[Handle, int]]) -> list[JobStatus | QueueError]:
         listed = self._squeue()
         ids = [self._find(h, listed) for h, _ in jobs]
         accounted = self._sacct([i for i in ids if i and i not in listed])
@@ -275,18 +274,17 @@ class SlurmScheduler(Scheduler):
         for (handle, offset), job_id in zip(jobs, ids):
             state, reason = (listed[job_id][:2] if job_id in listed else
                              (accounted.get(job_id or ""), ""))
-            progress = read_progress(Path(handle.get("dir") or handle.get("local_dir") or "."),
-                                     offset, handle.get("token") or "")
+            progress = read_progress(Path(handle.dir or handle.local_dir or "."), offset, handle.token)
             results.append(slurm_status(job_id, state, reason, progress))
         return results
 
-    def poll(self, handle: dict[str, Any], offset: int = 0) -> JobStatus:
+    def poll(self, handle: Handle, offset: int = 0) -> JobStatus:
         result = self.poll_many([(handle, offset)])[0]
         if isinstance(result, QueueError):
             raise result
         return result
 
-    def stop(self, handle: dict[str, Any]) -> None:
+    def stop(self, handle: Handle) -> None:
         """scancel the job and wait until Slurm no longer runs it (its files are then still)."""
         job_id = self._find(handle, self._squeue())
         if job_id is None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from imf.errors import QueueError
-from imf.scheduler.base import Job
+from imf.scheduler.base import Handle, Job
 from imf.scheduler.wrapped import WrappedScheduler
 from imf.store.layout import BEST, CONFIG, LOGS, STDOUT, SUMMARY, checkpoint_name
 from imf.store.summary import read_summary
@@ -196,7 +196,7 @@ class SshScheduler(WrappedScheduler):
     def describe(self, job: Job) -> str:
         return f"ssh {self.target}: {super().describe(job)}"
 
-    def start(self, job: Job) -> dict[str, Any]:
+    def start(self, job: Job) -> Handle:
         if job.config_text is not None:
             rc, _, err = self._sh(UPLOAD, [self.sweep_dir(job), Path(job.config).name],
                                   data=job.config_text.encode())
@@ -204,12 +204,12 @@ class SshScheduler(WrappedScheduler):
                 raise QueueError(f"queue '{self.spec}': cannot write the config on {self.host}: "
                                  f"{err.strip()}")
         handle = super().start(job)
-        handle["host"] = self.target
+        handle.extra["host"] = self.target
         return handle
 
-    def fetch(self, handle: dict[str, Any]) -> None:
+    def fetch(self, handle: Handle) -> None:
         self.pack(handle, list(FETCH_FILES))
-        summary = read_summary(Path(handle["local_dir"]))
+        summary = read_summary(Path(handle.local_dir))
         best = summary.checkpoints.best if summary else None
         if best and not Path(best).is_absolute() and best not in FETCH_FILES and ".." not in best:
             self.pack(handle, [best])

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from imf.errors import BusyError, FolderInUseError, QueueError
-from imf.scheduler.base import Job, JobStatus, Scheduler, fill_argv
+from imf.scheduler.base import Handle, Job, JobStatus, Scheduler, fill_argv
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: "$" lets a final newline in
@@ -76,7 +76,7 @@ class WrappedScheduler(Scheduler):
         argv = self.command(job, self.job_dir(job), self.planned_config_path(job))
         return shlex.join((["env", *env] if env else []) + argv)
 
-    def start(self, job: Job) -> dict[str, Any]:
+    def start(self, job: Job) -> Handle:
         run_dir = self.job_dir(job)
         env = {**self.slot_env(), **job.env}
         bad = [k for k in env if not _ENV_KEY.match(k)]
@@ -87,11 +87,10 @@ class WrappedScheduler(Scheduler):
         rc, out, err = self._job(args)
         fields = out.decode(errors="replace").split()
         if rc == 4 and fields[:1] == ["busy"]:
-            holder = {"queue": self.spec, "dir": run_dir, "local_dir": str(job.run_dir),
-                      "pid": int(fields[1]), "start_time": fields[2],
-                      "token": fields[3] if len(fields) > 3 else ""}
+            holder = Handle(self.spec, run_dir, str(job.run_dir), fields[3] if len(fields) > 3 else "",
+                            int(fields[1]), fields[2])
             raise BusyError(f"queue '{self.spec}': {run_dir} still holds a live job (pid "
-                            f"{holder['pid']}) of another attempt; its files stay", holder)
+                            f"{holder.pid}) of another attempt; its files stay", holder)
         if rc == 5 and fields[:1] == ["locked"] and len(fields) >= 5:
             raise FolderInUseError(f"queue '{self.spec}': {run_dir} is in use by trial "
                                    f"{' '.join(fields[4:])} (pid {fields[1]} on {fields[2]}, since "
@@ -99,30 +98,29 @@ class WrappedScheduler(Scheduler):
         if rc != 0 or len(fields) < 2 or not fields[0].isdigit():
             raise QueueError(f"queue '{self.spec}': could not start {job.trial_id} in {run_dir} "
                              f"(exit {rc}): {err.strip()[-300:] or 'no pid file written'}")
-        return {"queue": self.spec, "dir": run_dir, "pid": int(fields[0]), "start_time": fields[1],
-                "local_dir": str(job.run_dir), "token": job.token}
+        return Handle(self.spec, run_dir, str(job.run_dir), job.token, int(fields[0]), fields[1])
 
-    def poll(self, handle: dict[str, Any], offset: int = 0) -> JobStatus:
-        rc, out, err = self._job(["probe", handle["dir"], str(int(offset)), str(self.log_chunk)])
+    def poll(self, handle: Handle, offset: int = 0) -> JobStatus:
+        rc, out, err = self._job(["probe", handle.dir, str(int(offset)), str(self.log_chunk)])
         try:
             data = json.loads(out) if rc == 0 else None
         except ValueError:
             data = None
         if not isinstance(data, dict):
-            raise QueueError(f"queue '{self.spec}': probe of {handle['dir']} failed (exit {rc}): "
+            raise QueueError(f"queue '{self.spec}': probe of {handle.dir} failed (exit {rc}): "
                              f"{err.strip()[-300:] or out[-300:]!r}")
-        return parse_probe(data, handle.get("token"))
+        return parse_probe(data, handle.token)
 
-    def stop(self, handle: dict[str, Any]) -> None:
-        self._job(["stop", handle["dir"], f"{self.stop_grace_s:g}", handle.get("token") or ""],
+    def stop(self, handle: Handle) -> None:
+        self._job(["stop", handle.dir, f"{self.stop_grace_s:g}", handle.token],
                   timeout=self.stop_grace_s + 30)
 
-    def pack(self, handle: dict[str, Any], files: list[str]) -> None:
+    def pack(self, handle: Handle, files: list[str]) -> None:
         """Copy ``files`` (relative to the job's folder) home into its local folder."""
-        rc, out, err = self._job(["pack", handle["dir"], *files], timeout=3600)
+        rc, out, err = self._job(["pack", handle.dir, *files], timeout=3600)
         if rc != 0 and not out:
-            raise QueueError(f"queue '{self.spec}': fetching {handle['dir']} failed: {err.strip()[-300:]}")
-        dest = Path(handle["local_dir"])
+            raise QueueError(f"queue '{self.spec}': fetching {handle.dir} failed: {err.strip()[-300:]}")
+        dest = Path(handle.local_dir)
         dest.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=io.BytesIO(out)) as tar:
             tar.extractall(dest, filter="data")

@@ -113,12 +113,20 @@ def record_from_summary(summary: RunSummary | dict[str, Any], run_dir: Path) -> 
     }
 
 
+ENSEMBLE = "ensemble"  # an entry's ``kind`` for ``imf ensemble``'s result: not a trained trial
+
+
+def is_ensemble(entry: dict[str, Any]) -> bool:
+    return entry.get("kind") == ENSEMBLE
+
+
 def best_of(trials: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The best scored trial as a scoreboard ``best`` entry; ties keep the earlier trial."""
+    """The best scored trial as a scoreboard ``best`` entry; ties keep the earlier trial.
+    Ensemble entries are never the best trial (they are no trained trial)."""
     best: dict[str, Any] | None = None
     for trial in trials:
         score = trial.get("score")
-        if score is None:
+        if score is None or is_ensemble(trial):
             continue
         if best is None or score > best["score"]:
             best = trial

@@ -10,6 +10,7 @@ these names from here.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,21 @@ BEST = "best.pt"
 ATTEMPTS = "attempts"
 HYDRA_CONFIG = Path(".hydra") / "config.yaml"  # a Diffusion Policy run folder's config
 TRIAL_FILES = (LOGS, SUMMARY, CHECKPOINTS, CONFIG, SWANLOG, TENSORBOARD, WANDB)  # what one attempt of a trial writes
+
+
+ENSEMBLES = "ensembles"  # beside the runs (where their scoreboard is): imf ensemble's checkpoints
+TOPK_FILE = re.compile(r"^epoch=(\d+)-test_mean_score=(-?\d+\.\d+)\.pt$")
+
+
+def topk_epoch_score(name: str) -> tuple[int, float] | None:
+    """(0-based epoch, test_mean_score) a top-k checkpoint's file name carries, else None."""
+    match = TOPK_FILE.match(Path(name).name)
+    return (int(match[1]), float(match[2])) if match else None
+
+
+def ensemble_id(source_name: str, top: int, mode: str) -> str:
+    """The scoreboard id of ``imf ensemble SOURCE --top K --mode MODE``."""
+    return f"{source_name}-top{top}-{mode}"
 
 
 def checkpoint_name(name: str) -> str:

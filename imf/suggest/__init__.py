@@ -4,8 +4,9 @@ Reads the report data of DIR (imf.report: trials, cells of trials that differ on
 their noise, curves), its scoreboard (the overrides each trial ran with) and ITERATION_LOG.md,
 and proposes ready-to-run ``imf trial`` commands, each with one line of reason (imf/suggest/rules.py):
 more seeds for cells tied within noise with the best, the best cell's untried neighbours along
-each grid axis, and a warm-start continuation when the best run was still rising at its end.
-Nothing already tried is proposed.
+each grid axis, a warm-start continuation when the best run was still rising at its end, and
+an ``imf ensemble`` of the best run's top checkpoints when they are tied within noise.
+Nothing already tried (or made) is proposed.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from imf.report.render import pm
 from imf.store.iteration_log import IterationLogStore
 from imf.store.layout import CONFIG
 from imf.store.runs import SWEEP_STATE, is_run_dir, read_json_object
-from imf.suggest.rules import Context, Proposal, continuation, more_seeds, neighbours
+from imf.suggest.rules import Context, Proposal, continuation, ensemble, more_seeds, neighbours
 from imf.suggest.tried import full_config, read_tried
 
 __all__ = ["Proposal", "Suggestions", "suggest", "render_text", "as_json", "write_hypothesis"]
@@ -64,6 +65,7 @@ def suggest(folder: Path) -> Suggestions:
     continuation(ctx, best)
     neighbours(ctx, best)
     more_seeds(ctx, best)
+    ensemble(ctx, best)
     top = max((t for t in report.trials if t.cell == best.label and t.best_score is not None),
               key=lambda t: t.best_score)
     summary = {"label": best.label, "mean": best.mean, "se": best.se, "n": best.n,

@@ -1,7 +1,8 @@
-"""The three rules of ``imf suggest``: more seeds for ties, neighbours of the best cell, and a
-warm-start continuation of a run that was still improving when it ended.
+"""The rules of ``imf suggest``: more seeds for ties, neighbours of the best cell, a
+warm-start continuation of a run that was still improving when it ended, and an ensemble of
+the best run's top checkpoints when they are tied within noise.
 
-Every proposal is one ``imf trial`` run built on the config.yaml of a run already in the folder
+Every proposal but the ensemble is one ``imf trial`` run built on the config.yaml of a run already in the folder
 (so everything not named in the command stays as it was) and written into that folder, where
 the next ``imf suggest`` sees it as tried.
 """
@@ -17,8 +18,8 @@ from imf.config import load_config
 from imf.errors import ConfigError
 from imf.report.model import Cell, Curve, Report, TrialRow
 from imf.report.render import pm
-from imf.stats import clear_difference, difference_se, standard_error
-from imf.store.layout import CONFIG, RunLayout
+from imf.stats import clear_difference, difference_se, standard_error, tied_within_noise
+from imf.store.layout import CHECKPOINTS, CONFIG, RunLayout, ensemble_id, topk_epoch_score
 from imf.suggest.tried import Tried, full_config, norm_value, settings_of
 
 STEPS = {"policy.n_emb": 128, "policy.n_layer": 6}  # the reference grid's spacing (one value tried)
@@ -27,11 +28,15 @@ NEW_SEEDS = 2  # replicates proposed per tied cell
 MAX_TIED = 3  # tied cells besides the best that get seeds
 MAX_SEEDS = 3  # seeds of the best cell a neighbour is run with
 RISING_K = 3  # rollouts in each window of the rising test
+MAX_MEMBERS = 5  # top checkpoints an ensemble proposal takes
+# benchmarks/RESULTS.md, "Ensembles": on the low-dim run, the top-5 weight soup tied the best
+# checkpoint at one model's latency; averaging the top-5 action chunks scored lower.
+ENSEMBLE_MODE = "weights"
 
 
 @dataclass
 class Proposal:
-    kind: str  # "seeds", "neighbour" or "continue"
+    kind: str  # "seeds", "neighbour", "continue" or "ensemble"
     id: str
     reason: str
     argv: list[str]
@@ -250,13 +255,21 @@ def rising(curve: Curve | None, k: int = RISING_K) -> tuple[bool, str]:
     return last > prev and clear_difference(last, last_se, prev, prev_se), words
 
 
-def continuation(ctx: Context, best: Cell) -> None:
-    """A warm start from the best run's best.pt when its curve was still rising at its end."""
+def _best_run(ctx: Context, best: Cell) -> tuple[TrialRow, Curve | None] | None:
+    """The best cell's best scored run with a folder, and its curve."""
     rows = [t for t in ctx.trials_of(best) if t.best_score is not None and t.run_dir]
     if not rows:
-        return
+        return None
     top = max(rows, key=lambda t: t.best_score)
-    curve = next((c for c in ctx.report.curves if c.id == top.id), None)
+    return top, next((c for c in ctx.report.curves if c.id == top.id), None)
+
+
+def continuation(ctx: Context, best: Cell) -> None:
+    """A warm start from the best run's best.pt when its curve was still rising at its end."""
+    found = _best_run(ctx, best)
+    if found is None:
+        return
+    top, curve = found
     is_rising, words = rising(curve)
     if not is_rising:
         ctx.notes.append(f"no continuation of {top.id}: not clearly rising at its end ({words})")
@@ -280,3 +293,51 @@ def continuation(ctx: Context, best: Cell) -> None:
              f"the best run {top.id} was still rising at its end: {words}; warm-start from its "
              f"best.pt for another {epochs} epochs",
              extra=["--init-from", _shown(best_pt)], tid=f"{top.id}-cont")
+
+
+# ensemble -------------------------------------------------------------------
+def _top_checkpoints(run_dir: Path, curve: Curve | None) -> list[tuple[int, float, float | None]]:
+    """(0-based epoch, score, SE) of the run's top-k checkpoint files, best first; score and SE
+    from the rollout of that epoch (the file name rounds the score), else the name's score."""
+    points = {p[0]: p for p in (curve.rollouts if curve else []) if p[1] is not None}
+    found = []
+    for path in (run_dir / CHECKPOINTS).glob("epoch=*-test_mean_score=*.pt"):
+        parsed = topk_epoch_score(path.name)
+        if parsed is None:
+            continue
+        point = points.get(parsed[0] + 1)  # the curve counts epochs from 1
+        found.append((parsed[0], point[1], point[2]) if point else (parsed[0], parsed[1], None))
+    return sorted(found, key=lambda f: (-f[1], f[0]))
+
+
+def ensemble(ctx: Context, best: Cell) -> None:
+    """An ensemble of the best run's top checkpoints when they are tied within noise."""
+    found = _best_run(ctx, best)
+    if found is None:
+        return
+    top, curve = found
+    checkpoints = _top_checkpoints(Path(top.run_dir), curve)
+    if len(checkpoints) < 2 or any(se is None for _, _, se in checkpoints[:2]):
+        why = "fewer than 2 top-k checkpoints" if len(checkpoints) < 2 else "no per-episode scores"
+        ctx.notes.append(f"no ensemble of {top.id}: {why}")
+        return
+    _, lead, lead_se = checkpoints[0]
+    tied = [c for c in checkpoints if c[2] is not None and tied_within_noise(lead, lead_se, c[1], c[2])]
+    members = tied[:MAX_MEMBERS]
+    if len(members) < 2:
+        _, score, se = checkpoints[1]
+        ctx.notes.append(f"no ensemble of {top.id}: its best checkpoint {pm(lead, lead_se)} is clear "
+                         f"of the next {pm(score, se)}")
+        return
+    tid = ensemble_id(top.id, len(members), ENSEMBLE_MODE)
+    if tid in ctx.tried.ids:
+        ctx.notes.append(f"ensemble of {top.id}'s top {len(members)} already made ({tid})")
+        return
+    scores = ", ".join(f"{score:.3f}" for _, score, _ in members)
+    reason = (f"the top {len(members)} checkpoints of the best run {top.id} ({scores}) are tied "
+              f"within noise with its best ({pm(lead, lead_se)}): their {ENSEMBLE_MODE} ensemble "
+              "costs no training and one model's latency")
+    argv = ["imf", "ensemble", _shown(Path(top.run_dir)), "--top", str(len(members)), "--mode", ENSEMBLE_MODE]
+    ctx.proposals.append(Proposal("ensemble", tid, reason, argv,
+                                  {"top": len(members), "mode": ENSEMBLE_MODE},
+                                  top.seed if isinstance(top.seed, int) else 0))

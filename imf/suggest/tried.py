@@ -119,6 +119,8 @@ def read_tried(folder: Path, trials: list[Any]) -> Tried:
     records = {r["id"]: r for r in ScoreboardStore(folder).read()}
     for row in trials:
         tried.ids.add(row.id)
+        if row.is_ensemble:  # made of trained runs, so it has no settings of its own to match
+            continue
         run_dir = Path(row.run_dir) if row.run_dir else None
         settings = settings_of(run_dir) if run_dir is not None else None
         if settings is None:

@@ -11,12 +11,12 @@ import os
 import signal
 import socket
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from filelock import FileLock, Timeout
 
 from imf.errors import QueueError, SweepError
-from imf.scheduler.base import Scheduler, scheduler_for
+from imf.scheduler.base import Handle, Scheduler, scheduler_for
 from imf.sweep.state import ACTIVE, SweepDir, SweepState
 
 CONTROLLER_WAIT_S = 120.0
@@ -42,7 +42,7 @@ def _stop_controller(state: SweepState, lock: FileLock, sdir: SweepDir) -> None:
 
 
 def _stop(schedulers: dict[str, Scheduler], state: SweepState, queue: str,
-          handle: dict[str, Any]) -> None:
+          handle: Handle) -> None:
     if queue not in schedulers:
         q = state.queue(queue)
         schedulers[queue] = scheduler_for(q.spec, q.options)
@@ -63,7 +63,7 @@ def cancel_sweep(path: str | Path, echo: Callable[[str], None] = print) -> int:
         state = sdir.load()  # as the controller left it
         cancelled, problems = 0, []
         for trial in [t for t in state.trials if t.state in ACTIVE or t.orphans]:
-            jobs = [(o["queue"], o["handle"]) for o in trial.orphans]
+            jobs = [(o.queue, o.handle) for o in trial.orphans]
             if trial.state in ACTIVE and trial.handle:
                 jobs.append((trial.queue, trial.handle))
             try:
@@ -75,7 +75,8 @@ def cancel_sweep(path: str | Path, echo: Callable[[str], None] = print) -> int:
             trial.orphans = []
             if trial.state in ACTIVE:
                 trial.note_attempt("cancelled", "imf sweep --cancel")
-                trial.state, trial.handle = "pending", None
+                trial.move("requeued")
+                trial.handle = None
                 cancelled += 1
                 echo(sdir.log(f"cancelled {trial.id}"))
         if state.status == "running":

@@ -7,7 +7,6 @@ trials running; ``--resume`` re-attaches to them by pid and start time.
 """
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import signal
@@ -17,17 +16,17 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from filelock import FileLock, Timeout
 
 from imf.atomic import clean_stale_temps
 from imf.errors import EXIT_DISK_FULL, BusyError, FolderInUseError, ImfError, QueueError, SweepError
-from imf.scheduler.base import Job, JobStatus, Scheduler, scheduler_for
-from imf.sweep.finish import notify, record_trial, write_report
-from imf.sweep.halving import Halving
-from imf.sweep.recovery import DOWN_AFTER, Recovery, job_label
-from imf.sweep.state import ACTIVE, FINAL, QueueState, SweepDir, SweepState, TrialState, now_iso
+from imf.scheduler.base import Handle, JobStatus, Scheduler
+from imf.sweep.engine_base import DOWN_AFTER
+from imf.sweep.finish import notify, write_report
+from imf.sweep.recovery import Recovery
+from imf.sweep.state import ACTIVE, FINAL, QueueState, SweepState, TrialState, now_iso
 from imf.store.layout import STDOUT
 from imf.store.runs import is_epoch_row, parse_log, row_score, row_success
 from imf.store.summary import read_summary
@@ -37,46 +36,7 @@ GOOD_ENDS = ("completed", "stopped_early", "diverged")
 
 
 class Engine(Recovery):
-    def __init__(self, sdir: SweepDir, state: SweepState, echo: Callable[[str], None] = print,
-                 sleep: Callable[[float], None] = time.sleep):
-        self.sdir, self.state, self.echo, self.sleep = sdir, state, echo, sleep
-        self.schedulers: dict[str, Scheduler] = {}
-        self.failures: Counter[str] = Counter()
-        self.seen: dict[str, tuple[tuple[int, int], float]] = {}  # sizes, when they last grew
-        self.orphan_tried: dict[str, float] = {}  # down queue -> when its orphans were last asked
-        self.report_path: Path | None = None
-        self.report_text: str | None = None
-        self._written = ""
-        self.halving = Halving(state)
-
-    # ------------------------------------------------------------------ plumbing
-    def log(self, message: str) -> None:
-        self.echo(self.sdir.log(message))
-
-    def save(self) -> None:
-        text = json.dumps(self.state.to_dict(), sort_keys=True)
-        if text != self._written:
-            self.sdir.save(self.state)
-            self._written = text
-
-    def scheduler(self, queue: str) -> Scheduler:
-        if queue not in self.schedulers:
-            q = self.state.queue(queue)
-            self.schedulers[queue] = scheduler_for(q.spec, q.options)
-        return self.schedulers[queue]
-
-    def job(self, trial: TrialState) -> Job:
-        s = self.state
-        argv = [*s.trial_command, "{config}", "--id", trial.id, "--out", "{run_dir}",
-                "--seed", str(trial.seed), "--store", "none", "--epochs", str(trial.epochs),
-                f"sweep.name={s.name}",  # the SwanLab group of every trial of this sweep
-                *s.overrides, *trial.overrides,
-                *(["--final-eval", str(s.final_eval)] if s.final_eval else [])]
-        job = Job(trial.id, s.name, self.sdir.trial_dir(trial.id), argv, s.config, s.config_text())
-        job.resume_argv = [*s.trial_command, "--resume", "--id", trial.id, "--out", "{run_dir}",
-                           "--store", "none"]
-        job.resume = bool(trial.history) and trial.history[-1].get("outcome") == "timeout"
-        return job
+    """The queue loop of one sweep (recovery and the shared outcomes are its bases)."""
 
     @contextmanager
     def _controller(self) -> Iterator[None]:
@@ -175,10 +135,10 @@ class Engine(Recovery):
     def _launch(self, trial: TrialState, queue: QueueState) -> None:
         job, sch = self.job(trial), self.scheduler(queue.name)
         job.token = secrets.token_hex(8)  # names this attempt in its pid and exit files
-        trial.state, trial.reason = "starting", ""
+        trial.move("launch")
+        trial.reason = ""
         trial.attempts += 1
-        trial.handle = {"queue": queue.spec, "dir": sch.job_dir(job), "local_dir": str(job.run_dir),
-                        "pid": None, "start_time": None, "token": job.token}
+        trial.handle = Handle(queue.spec, sch.job_dir(job), str(job.run_dir), job.token)
         self.save()  # before the process exists: a resume then looks before starting again
         try:
             handle = sch.start(job)
@@ -186,20 +146,22 @@ class Engine(Recovery):
             self._attempt_over(trial, "failed", None, str(exc))
             return
         except QueueError as exc:
-            trial.state, trial.attempts = "pending", trial.attempts - 1
+            trial.move("not started")
+            trial.attempts -= 1
             holder = exc.holder if isinstance(exc, BusyError) else trial.handle
             self._orphan(trial, queue.name, holder, trial.attempts)  # stopped before a retry
             trial.handle = None
             self._contact_failed(queue, exc)
             return
         self.failures[queue.name] = 0
-        trial.handle, trial.state = handle, "running"
+        trial.handle = handle
+        trial.move("started")
         trial.started, trial.started_unix, trial.finished = now_iso(), time.time(), None
         trial.log_offset, trial.epoch, trial.last_score, trial.best_score = 0, 0, None, None
         trial.best_success = None
         trial.val_mse = None
         self.seen[trial.id] = ((-1, -1), time.monotonic())
-        self.log(f"start {trial.id} on {queue.name} (attempt {trial.attempts}, {job_label(handle)})"
+        self.log(f"start {trial.id} on {queue.name} (attempt {trial.attempts}, {handle.label()})"
                  + (", resuming from its latest checkpoint" if job.resume else ""))
         self.save()
 
@@ -212,7 +174,7 @@ class Engine(Recovery):
         for members in groups.values():
             sch = self.scheduler(members[0].queue)
             try:
-                results = sch.poll_many([(t.handle or {}, t.log_offset) for t in members])
+                results = sch.poll_many([(t.handle or Handle(t.queue), t.log_offset) for t in members])
             except QueueError as exc:
                 results = [exc] * len(members)
             found.update((t.id, r) for t, r in zip(members, results))
@@ -226,18 +188,20 @@ class Engine(Recovery):
             return
         self.failures[queue.name] = 0
         if status.state == "queued":  # waiting for the batch system: no progress, no stall
-            trial.state, trial.reason = "queued", status.reason
+            trial.move("waiting")
+            trial.reason = status.reason
             self.seen[trial.id] = ((0, 0), time.monotonic())
             return
         if trial.state == "queued":
-            trial.state, trial.reason, trial.started_unix = "running", "", time.time()
+            trial.move("started")
+            trial.reason, trial.started_unix = "", time.time()
         self._progress(trial, status)
         halted = self.halving.verdict(trial, status)  # a stop at a rung, decided now or before
         if halted is not None:
             self.save()  # the decision first: after a restart it is stopped again, never retried
             try:
-                sch.stop(trial.handle or {})
-                sch.fetch(trial.handle or {})  # remote slots: its logs home for the report
+                sch.stop(trial.handle or Handle(trial.queue))
+                sch.fetch(trial.handle or Handle(trial.queue))  # remote slots: its logs home for the report
             except QueueError as exc:
                 self._contact_failed(queue, exc)
                 return
@@ -248,7 +212,7 @@ class Engine(Recovery):
             self._attempt_over(trial, "failed", None, "its folder or pid file disappeared")
         elif time.monotonic() - self.seen[trial.id][1] > self.state.stall_timeout:
             try:
-                sch.stop(trial.handle or {})
+                sch.stop(trial.handle or Handle(trial.queue))
             except QueueError as exc:
                 self._contact_failed(queue, exc)
                 return
@@ -276,7 +240,7 @@ class Engine(Recovery):
 
     def _ended(self, trial: TrialState, status: JobStatus, sch: Scheduler) -> None:
         try:
-            sch.fetch(trial.handle or {})
+            sch.fetch(trial.handle or Handle(trial.queue))
         except QueueError as exc:
             self._contact_failed(self.state.queue(trial.queue), exc)
             return
@@ -308,41 +272,14 @@ class Engine(Recovery):
         self._attempt_over(trial, "failed", status.exit_code,
                            f"{reason} in {run_dir}" + (f"; stdout.log ends: {tail}" if tail else ""))
 
-    def _attempt_over(self, trial: TrialState, outcome: str, exit_code: int | None, reason: str) -> None:
-        trial.note_attempt(outcome, reason, exit_code)
-        trial.exit_code, trial.reason = exit_code, reason
-        self.seen.pop(trial.id, None)
-        retried = ("failed", "stalled", "timeout")  # timeout: ended by a batch system's time limit
-        failures = sum(h["outcome"] in retried for h in trial.history)
-        if outcome in retried and failures <= self.state.retries:
-            trial.state = "pending"
-            orders = [t.order for t in self.state.trials if t.queue == trial.queue]
-            trial.order = min(orders) - 1  # a retry goes first on its queue
-            self.log(f"{outcome} {trial.id}: {reason}; retry {failures}/{self.state.retries}")
-        else:
-            trial.state, trial.finished = "failed" if outcome == "timeout" else outcome, now_iso()
-            score = "" if trial.best_score is None else f", best {trial.best_score:.4f}"
-            self.log(f"{outcome} {trial.id} after {trial.attempts} attempt(s){score}"
-                     + (f": {reason}" if reason else ""))
-            self._record(trial)
-        self.save()
-
     def _disk_full(self, trial: TrialState, reason: str) -> None:
         """The trial's disk is full: its queue is blocked (the next trial would fill it too), the
         trial waits for a live queue with its retries untouched; ``--resume`` unblocks."""
         trial.note_attempt("disk full", reason, EXIT_DISK_FULL)
-        trial.exit_code, trial.reason, trial.state, trial.handle = EXIT_DISK_FULL, reason, "pending", None
+        trial.move("requeued")
+        trial.exit_code, trial.reason, trial.handle = EXIT_DISK_FULL, reason, None
         self.seen.pop(trial.id, None)
         self._queue_down(self.state.queue(trial.queue), f"disk full: {reason}", state="blocked")
-
-    def _record(self, trial: TrialState) -> None:
-        try:
-            problems = record_trial(trial, self.state, self.sdir.path)
-        except (ImfError, ImportError, OSError, ValueError, KeyError) as exc:
-            problems = [f"{type(exc).__name__}: {exc}"]
-        for problem in problems:
-            self.log(f"could not record {trial.id}: {problem}")
-        trial.recorded = not problems
 
     # ------------------------------------------------------------------ the end
     def _complete(self) -> None:

@@ -16,15 +16,15 @@ import yaml
 
 from imf import registry
 from imf.atomic import atomic_write_text
-from imf.config import load_config, load_preset_dict
+from imf.config import Config, load_config, load_preset_dict
 from imf.errors import SweepError
 from imf.config.eval_seeds import final_eval_seeds
 from imf.scheduler.base import GROUP as SCHEDULERS, scheduler_for, scheme_of
 from imf.sweep.engine import Engine
 from imf.sweep.halving import check_rungs, describe as describe_halving, plan_halving
-from imf.sweep.plan import Plan, build_trials, make_plan, parse_seeds, render_plan
+from imf.sweep.plan import Plan, TrialPlan, build_trials, make_plan, parse_seeds, render_plan
 from imf.sweep.queues import load_hosts, resolve_queues
-from imf.sweep.state import SweepDir, SweepState, TrialState
+from imf.sweep.state import QueueState, SweepDir, SweepState, TrialState
 
 __all__ = ["SweepError", "SweepRequest", "describe", "dry_run", "load_plugins", "parse_seeds",
            "plan_sweep", "resume_sweep", "start_sweep"]
@@ -104,23 +104,39 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
     for tracker in base.logging.trackers:  # a missing tracker or its package fails the plan
         if tracker != "none":
             registry.requirements(registry.get("imf.trackers", tracker))
-    plan = make_plan(trials, {q.name: q.speed for q in queues})
-    state = SweepState(
-        name=name, config=req.config,
-        trial_command=shlex.split(os.environ.get(COMMAND_ENV) or DEFAULT_COMMAND),
+    state, plan = sweep_state(
+        name, req.config, trials, queues, base,
         overrides=list(req.overrides) + ([f"policy.mask={req.mask}"] if req.mask else []),
         grid=list(req.grids or defaults.grid) + seed_axis, final_eval=req.final_eval,
-        retries=int(_positive(_given(req.retries, defaults.retries), "--retries", True)),
-        stall_timeout=_positive(_given(req.stall_timeout, defaults.stall_timeout), "--stall-timeout"),
-        poll=_positive(_given(req.poll, defaults.poll_interval), "--poll"),
-        notify=req.notify, stores=list(base.logging.stores), queues=queues, halving=halving)
+        retries=req.retries, stall_timeout=req.stall_timeout, poll=req.poll, notify=req.notify)
+    state.halving = halving
+    return SweepDir(Path(req.out) / name), state, plan
+
+
+def sweep_state(name: str, config: str, trials: list[TrialPlan], queues: list[QueueState],
+                base: Config, *, overrides: list[str] | None = None, grid: list[str] | None = None,
+                final_eval: int | None = None, retries: int | None = None,
+                stall_timeout: float | None = None, poll: float | None = None,
+                notify: str | None = None) -> tuple[SweepState, Plan]:
+    """The state of a new sweep of checked ``trials`` on ``queues``, placed by the planner;
+    settings not given come from ``base.sweep``."""
+    defaults = base.sweep
+    plan = make_plan(trials, {q.name: q.speed for q in queues})
+    state = SweepState(
+        name=name, config=config,
+        trial_command=shlex.split(os.environ.get(COMMAND_ENV) or DEFAULT_COMMAND),
+        overrides=list(overrides or []), grid=list(grid or []), final_eval=final_eval,
+        retries=int(_positive(_given(retries, defaults.retries), "--retries", True)),
+        stall_timeout=_positive(_given(stall_timeout, defaults.stall_timeout), "--stall-timeout"),
+        poll=_positive(_given(poll, defaults.poll_interval), "--poll"),
+        notify=notify, stores=list(base.logging.stores), queues=queues)
     by_id = {t.id: t for t in trials}
     for queue, ids in plan.order.items():
         for position, tid in enumerate(ids):
             t = by_id[tid]
             state.trials.append(TrialState(t.id, t.overrides, t.seed, t.epochs, t.params, t.cost,
                                            queue, order=position))
-    return SweepDir(Path(req.out) / name), state, plan
+    return state, plan
 
 
 def describe(sdir: SweepDir, state: SweepState, plan: Plan) -> str:
@@ -167,19 +183,7 @@ def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print,
     """Plan ``req``, write the sweep folder and run the sweep to its end; ``on_start`` is told
     the sweep folder once it exists (the live view follows it)."""
     sdir, state, plan = plan_sweep(req)
-    if sdir.exists():
-        raise SweepError(f"{sdir.path} already holds a sweep; continue it with "
-                         f"--resume {sdir.path} or choose another --name")
-    for spec, options in {q.spec: q.options for q in state.queues}.items():
-        scheduler_for(spec, options).preflight()  # e.g. an unknown Slurm partition: nothing written
-    sdir.path.mkdir(parents=True, exist_ok=True)
-    if Path(req.config).suffix in (".yaml", ".yml"):
-        resolved = sdir.path / CONFIG_FILE  # the config with its base: chain, for every host
-        atomic_write_text(resolved, yaml.safe_dump(load_preset_dict(req.config), sort_keys=False))
-        state.config = str(resolved.resolve())
-    sdir.save(state)
-    if on_start:
-        on_start(sdir)
+    write_sweep(sdir, state, on_start)
     header = f"plan of sweep {state.name} in {sdir.path}" + (f"; {describe_halving(state.halving)}"
                                                                if state.halving else "")
     for line in sdir.log_lines(render_plan(plan, header).splitlines()):
@@ -187,6 +191,24 @@ def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print,
     engine = Engine(sdir, state, echo)
     engine.run()
     return engine
+
+
+def write_sweep(sdir: SweepDir, state: SweepState,
+                on_start: Callable[[SweepDir], None] | None = None) -> None:
+    """Write a new sweep's folder: its resolved config and sweep.json (checks first)."""
+    if sdir.exists():
+        raise SweepError(f"{sdir.path} already holds a sweep; continue it with "
+                         f"--resume {sdir.path} or choose another --name")
+    for spec, options in {q.spec: q.options for q in state.queues}.items():
+        scheduler_for(spec, options).preflight()  # e.g. an unknown Slurm partition: nothing written
+    sdir.path.mkdir(parents=True, exist_ok=True)
+    if Path(state.config).suffix in (".yaml", ".yml"):
+        resolved = sdir.path / CONFIG_FILE  # the config with its base: chain, for every host
+        atomic_write_text(resolved, yaml.safe_dump(load_preset_dict(state.config), sort_keys=False))
+        state.config = str(resolved.resolve())
+    sdir.save(state)
+    if on_start:
+        on_start(sdir)
 
 
 def resume_sweep(path: str | Path, echo: Callable[[str], None] = print, *,

@@ -1,4 +1,4 @@
-"""Recovery half of the sweep engine: queues that go down, jobs orphaned on them, re-attaching.
+"""Recovery: checking queues, jobs orphaned on hosts that went down, re-attaching on resume.
 
 A job still on a host that went down is an *orphan*: its trial starts again on a live queue,
 and the job is remembered (queue, attempt, handle with pid, start time and attempt token) in
@@ -10,24 +10,16 @@ recorded from a job whose token is not the attempt's.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from imf.errors import QueueError
-from imf.scheduler.base import JobStatus
-from imf.sweep.halving import Halving
-from imf.sweep.plan import assign
-from imf.sweep.state import ACTIVE, FINAL, QueueState, TrialState, now_iso
+from imf.scheduler.base import Handle, JobStatus
+from imf.sweep.engine_base import EngineBase
+from imf.sweep.state import ACTIVE, Orphan, QueueState, TrialState
 
-DOWN_AFTER = 3  # consecutive failed contacts with a queue's machine before it is marked down
 ORPHAN_RETRY_S = 10.0  # how often a down host is asked about its orphans
 
 
-class Recovery:
-    """Mixed into ``Engine``; uses its state, schedulers, log and save."""
-
-    orphan_tried: dict[str, float]
-    halving: Halving
-
+class Recovery(EngineBase):
     # ------------------------------------------------------------------ queues
     def _check_queues(self) -> None:
         """``check`` each spec once (the slots of one spec share its answer)."""
@@ -42,71 +34,12 @@ class Recovery:
             if problems[queue.spec]:
                 self._queue_down(queue, problems[queue.spec])
 
-    def _contact_failed(self, queue: QueueState, exc: Exception) -> None:
-        self.failures[queue.name] += 1
-        self.log(f"queue {queue.name}: {exc} ({self.failures[queue.name]}/{DOWN_AFTER})")
-        active = any(t.queue == queue.name and t.state in ACTIVE for t in self.state.trials)
-        if queue.state == "live" and self.failures[queue.name] >= DOWN_AFTER or \
-                queue.state == "down" and active:  # an orphan taken back, lost again
-            self._queue_down(queue, str(exc))
-
-    def _queue_down(self, queue: QueueState, reason: str, state: str = "down") -> None:
-        """Mark ``queue`` down (or blocked: its machine answers, but cannot take work) and move
-        its trials (waiting or lost with it) to live queues."""
-        queue.state, queue.reason = state, reason
-        self.log(f"queue {queue.name} is {state}: {reason}"
-                 + ("; its trials wait for a live queue, their retries kept; free space and continue "
-                    "with imf sweep --resume" if state == "blocked" else ""))
-        moved = [t for t in self.state.trials if t.queue == queue.name and t.state not in FINAL]
-        for trial in moved:
-            halted = self.halving.stopped(trial) if trial.state in ACTIVE else None
-            if halted:  # a stop decided at a rung: the job is an orphan, the trial never runs again
-                self._orphan(trial, queue.name, trial.handle or {}, trial.attempts)
-                self._attempt_over(trial, "stopped_early", None, halted)
-                continue
-            if trial.state in ACTIVE:
-                self._orphan(trial, queue.name, trial.handle or {}, trial.attempts)
-                self.log(f"{trial.id} was running on {queue.name}; it starts again on a live queue")
-                trial.note_attempt("queue down", reason, queue=queue.name)
-                trial.handle = None
-                self.seen.pop(trial.id, None)
-            trial.state = "pending"
-        live = self.state.live_queues()
-        moved = [t for t in moved if t.state == "pending"]
-        if moved and live:
-            self._reassign(moved, live)
-        self.save()
-
-    def _reassign(self, moved: list[TrialState], live: list[QueueState]) -> None:
-        loads = {q.name: sum(t.cost for t in self.state.trials if t.queue == q.name
-                             and t.state not in FINAL) / q.speed for q in live}
-        order = assign({t.id: t.cost for t in moved}, {q.name: q.speed for q in live}, loads)
-        for name, ids in order.items():
-            last = max([t.order for t in self.state.trials if t.queue == name], default=0)
-            for i, tid in enumerate(ids):
-                trial = self.state.trial(tid)
-                trial.queue, trial.order = name, last + 1 + i
-            if ids:
-                self.log(f"moved {', '.join(ids)} to {name}")
-
     # ------------------------------------------------------------------ orphans
-    def _orphan(self, trial: TrialState, queue: str, handle: dict[str, Any], attempt: int) -> None:
-        """Remember a job of ``trial`` that may still run on ``queue`` (once per token)."""
-        if not handle.get("dir") or not (handle.get("token") or handle.get("pid")):
-            return
-        if any(o["handle"].get("token") == handle.get("token") and o["queue"] == queue
-               for o in trial.orphans):
-            return
-        trial.orphans.append({"queue": queue, "attempt": attempt, "handle": dict(handle),
-                              "since": now_iso()})
-        if handle.get("pid"):  # else a start that failed: looked at once, in case it ran after all
-            self.log(f"orphaned {trial.id} on {_where(queue, handle)}")
-
     def _resolve_orphans(self) -> None:
         """Stop, take or drop every orphan whose host answers (down hosts: every ORPHAN_RETRY_S)."""
         for trial in [t for t in self.state.trials if t.orphans]:
             for orphan in list(trial.orphans):
-                queue = self.state.queue(orphan["queue"])
+                queue = self.state.queue(orphan.queue)
                 last = self.orphan_tried.get(queue.name)
                 if queue.state != "live" and last is not None and time.monotonic() - last < ORPHAN_RETRY_S:
                     continue
@@ -118,11 +51,11 @@ class Recovery:
                 trial.orphans.remove(orphan)
                 self.save()
 
-    def _resolve(self, trial: TrialState, orphan: dict[str, Any]) -> None:
-        sch, handle = self.scheduler(orphan["queue"]), orphan["handle"]
-        where = _where(orphan["queue"], handle)
+    def _resolve(self, trial: TrialState, orphan: Orphan) -> None:
+        sch, handle = self.scheduler(orphan.queue), orphan.handle
+        where = handle.where(orphan.queue)
         status = sch.poll(handle, 0)
-        if status.state == "absent" and not handle.get("pid"):
+        if status.state == "absent" and not handle.pid:
             return  # a start that failed left nothing
         stopped = status.state in ("queued", "running")
         if stopped:
@@ -133,7 +66,8 @@ class Recovery:
             self.log(f"killed the orphan of {trial.id} on {where}")
             outcome = "orphan killed"
         elif status.state == "exited" and status.exit_code == 0 and trial.state == "pending":
-            trial.queue, trial.state, trial.handle = orphan["queue"], "running", dict(handle)
+            trial.move("orphan result")
+            trial.queue, trial.handle = orphan.queue, handle
             trial.log_offset, trial.epoch, trial.started_unix = 0, 0, None
             self.seen[trial.id] = ((-1, -1), time.monotonic())
             self.log(f"{trial.id} takes the result of its orphan on {where} (it ended with exit 0)")
@@ -143,13 +77,13 @@ class Recovery:
             self.log(f"the orphan of {trial.id} on {where} {ended}; it is ignored: "
                      f"{trial.id} is {trial.state} elsewhere")
             outcome = "orphan ignored"
-        trial.note_attempt(outcome, where, status.exit_code, attempt=orphan["attempt"],
-                           queue=orphan["queue"], handle=handle)
+        trial.note_attempt(outcome, where, status.exit_code, attempt=orphan.attempt,
+                           queue=orphan.queue, handle=handle)
 
     def _unresolved_orphans(self) -> None:
         for trial in self.state.trials:
             for orphan in trial.orphans:
-                self.log(f"the orphan of {trial.id} on {_where(orphan['queue'], orphan['handle'])} "
+                self.log(f"the orphan of {trial.id} on {orphan.handle.where(orphan.queue)} "
                          f"is not resolved (its host does not answer); imf sweep --resume "
                          f"{self.sdir.path} stops it once the host is back")
 
@@ -158,44 +92,38 @@ class Recovery:
         for trial in [t for t in self.state.trials if t.state in ACTIVE]:
             queue = self.state.queue(trial.queue)
             sch = self.scheduler(queue.name)
-            if not (trial.handle or {}).get("dir"):  # sweeps written before handles held the dir
+            if trial.handle is None or not trial.handle.dir:  # sweeps of imf before handles held it
                 job = self.job(trial)
-                trial.handle = {"queue": queue.spec, "dir": sch.job_dir(job), "local_dir": str(job.run_dir),
-                                "pid": None, "start_time": None, "token": (trial.handle or {}).get("token", "")}
+                trial.handle = Handle(queue.spec, sch.job_dir(job), str(job.run_dir),
+                                      trial.handle.token if trial.handle else "")
             try:
                 status = sch.poll(trial.handle, 0)  # by its folder, pid and start time
             except QueueError as exc:
                 self._contact_failed(queue, exc)
-                trial.state = "running"  # polled again (or moved when the queue goes down)
+                trial.move("started")  # polled again (or moved when the queue goes down)
                 continue
             self._adopt(trial, queue, status)
         self.save()
 
     def _adopt(self, trial: TrialState, queue: QueueState, status: JobStatus) -> None:
         previous = trial.history[-1].get("pid") if trial.history else None
-        legacy = not (trial.handle or {}).get("token")  # no token: the pid tells attempts apart
+        # sweeps of imf before attempt tokens: the pid tells attempts apart
+        legacy = trial.handle is None or not trial.handle.token
         never_started = status.state == "absent" or (
             legacy and trial.state == "starting" and status.pid is not None and status.pid == previous)
         if never_started and trial.state == "starting":
-            trial.state, trial.handle = "pending", None
+            trial.move("not started")
+            trial.handle = None
             trial.attempts -= 1
             self.log(f"{trial.id} had not started when the controller stopped; it starts normally")
             return
         if never_started:
             self._attempt_over(trial, "failed", None, "its folder or pid file disappeared")
             return
-        trial.handle = {**(trial.handle or {}), "pid": status.pid, "start_time": status.start_time}
-        trial.state = "running"
+        trial.handle = trial.handle or Handle(queue.spec)
+        trial.handle.pid, trial.handle.start_time = status.pid, status.start_time
+        trial.move("started")
         trial.started_unix = trial.started_unix or time.time()
         self.seen[trial.id] = ((-1, -1), time.monotonic())
-        self.log(f"re-attached {trial.id} on {queue.name} ({job_label(trial.handle)}, {status.state})")
+        self.log(f"re-attached {trial.id} on {queue.name} ({trial.handle.label()}, {status.state})")
 
-
-def job_label(handle: dict[str, Any]) -> str:
-    """The job in log lines: job ID (a batch job) or pid PID."""
-    return f"job {handle['job_id']}" if handle.get("job_id") else f"pid {handle.get('pid')}"
-
-
-def _where(queue: str, handle: dict[str, Any]) -> str:
-    return (f"{handle.get('host') or queue} (pid {handle.get('pid')}, "
-            f"token {handle.get('token') or '-'})")

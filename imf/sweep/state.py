@@ -5,6 +5,7 @@ controller killed at any moment leaves a readable state that ``--resume`` contin
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 from dataclasses import dataclass, field
@@ -13,12 +14,45 @@ from typing import Any
 
 from imf.atomic import atomic_write_json
 from imf.errors import SweepError
+from imf.scheduler.base import Handle
 from imf.store.base import now_iso
 from imf.sweep.halving import HalvingState
 
 VERSION = 1
 FINAL = ("completed", "stopped_early", "diverged", "failed", "stalled")
 ACTIVE = ("starting", "queued", "running")  # queued: waiting in a batch system (Slurm)
+
+# A trial's life as events: the states each may happen in, and the state it leads to (None:
+# the final state the engine names). Every change of a trial's state goes through
+# ``TrialState.move``, so this table is the whole state machine.
+TRANSITIONS: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "launch": (("pending",), "starting"),  # marked before its process starts
+    "not started": (("starting",), "pending"),  # the start failed, or never happened
+    "started": (ACTIVE, "running"),  # started, out of a batch queue, or re-attached
+    "waiting": (ACTIVE, "queued"),  # waits in a batch system's queue
+    "retry": (ACTIVE, "pending"),  # the attempt failed, stalled or timed out; retries are left
+    "ended": (ACTIVE, None),  # to one of FINAL
+    "requeued": (("pending", *ACTIVE), "pending"),  # its queue went down or blocked, or cancelled
+    "orphan result": (("pending",), "running"),  # takes the result of its job on a lost host
+}
+
+
+@dataclass
+class Orphan:
+    """A job of a trial left on a queue that went down (it may still run there)."""
+    queue: str
+    handle: Handle
+    attempt: int = 0
+    since: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"queue": self.queue, "attempt": self.attempt, "handle": self.handle.to_dict(),
+                "since": self.since}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Orphan":
+        return cls(data["queue"], Handle.from_dict(data["handle"]), int(data.get("attempt") or 0),
+                   str(data.get("since") or ""))
 
 
 @dataclass
@@ -31,9 +65,9 @@ class TrialState:
     cost: float
     queue: str
     order: int = 0  # position on its queue; the lowest pending one starts next
-    state: str = "pending"  # pending, starting, running, or one of FINAL
+    state: str = "pending"  # pending, or one of ACTIVE or FINAL; changed only by ``move``
     attempts: int = 0  # launches so far
-    handle: dict[str, Any] | None = None
+    handle: Handle | None = None
     started: str | None = None
     finished: str | None = None
     exit_code: int | None = None
@@ -48,20 +82,45 @@ class TrialState:
     elapsed_s: float | None = None
     recorded: bool = False
     history: list[dict[str, Any]] = field(default_factory=list)  # one entry per ended attempt
-    orphans: list[dict[str, Any]] = field(default_factory=list)  # jobs left on down hosts
+    orphans: list[Orphan] = field(default_factory=list)  # jobs left on down hosts
+    config: str | None = None  # its own config file, when not the sweep's (the loop's proposals)
+    init_from: str | None = None  # the checkpoint it warm-starts from (imf trial --init-from)
+
+    def move(self, event: str, final: str | None = None) -> None:
+        """Change the state by ``event`` of TRANSITIONS (``final``: the state an "ended" leads to)."""
+        allowed, to = TRANSITIONS[event]
+        to = to or final
+        if self.state not in allowed or to is None or (final and to not in FINAL):
+            raise SweepError(f"internal error: trial {self.id} cannot go from {self.state} by "
+                             f"'{event}'{f' to {final}' if final else ''}")
+        self.state = to
 
     def note_attempt(self, outcome: str, reason: str, exit_code: int | None = None,
                      attempt: int | None = None, queue: str | None = None,
-                     handle: dict[str, Any] | None = None) -> None:
+                     handle: Handle | None = None) -> None:
         """Add an ended attempt to ``history`` (by default the current one, on its queue, with
         its handle's pid): the one place a history entry is made."""
+        handle = self.handle if handle is None else handle
         entry = {"attempt": self.attempts if attempt is None else attempt,
                  "queue": self.queue if queue is None else queue,
-                 "pid": ((self.handle if handle is None else handle) or {}).get("pid")}
+                 "pid": handle.pid if handle else None}
         if attempt is None and self.started is not None:
             entry["started"] = self.started
         entry.update(finished=now_iso(), exit_code=exit_code, outcome=outcome, reason=reason)
         self.history.append(entry)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        data["handle"] = self.handle.to_dict() if self.handle else None
+        data["orphans"] = [o.to_dict() for o in self.orphans]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TrialState":
+        data = dict(data)
+        data["handle"] = Handle.from_dict(data["handle"]) if data.get("handle") else None
+        data["orphans"] = [Orphan.from_dict(o) for o in data.get("orphans", [])]
+        return cls(**data)
 
 
 @dataclass
@@ -96,25 +155,31 @@ class SweepState:
     version: int = VERSION
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)
+                if f.name not in ("queues", "trials", "halving")}
+        data["halving"] = dataclasses.asdict(self.halving) if self.halving else None
+        data["queues"] = [dataclasses.asdict(q) for q in self.queues]
+        data["trials"] = [t.to_dict() for t in self.trials]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SweepState":
         data = dict(data)
         data["queues"] = [QueueState(**q) for q in data.get("queues", [])]
-        data["trials"] = [TrialState(**t) for t in data.get("trials", [])]
+        data["trials"] = [TrialState.from_dict(t) for t in data.get("trials", [])]
         if data.get("halving") is not None:
             data["halving"] = HalvingState.from_dict(data["halving"])
         return cls(**data)
 
-    def config_text(self) -> str | None:
-        """The text of the sweep's resolved config file; None when ``config`` is a preset name."""
-        if Path(self.config).suffix not in (".yaml", ".yml"):
+    def config_text(self, config: str | None = None) -> str | None:
+        """The text of the config file ``config`` (default: the sweep's); None for a preset name."""
+        config = config or self.config
+        if Path(config).suffix not in (".yaml", ".yml"):
             return None
         try:
-            return Path(self.config).read_text(encoding="utf-8")
+            return Path(config).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise SweepError(f"cannot read the sweep's config {self.config} ({exc})") from None
+            raise SweepError(f"cannot read the sweep's config {config} ({exc})") from None
 
     def trial(self, tid: str) -> TrialState:
         return next(t for t in self.trials if t.id == tid)

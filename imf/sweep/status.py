@@ -103,8 +103,8 @@ def status_view(sdir: SweepDir, state: SweepState | None = None, now: float | No
              f"{controller_line(state, sdir)}"]
     lines += [f"queue {q.name} is {q.state}: {q.reason}" for q in state.queues if q.state != "live"]
     lines += status_lines(state)
-    lines += [f"orphan of {t.id} on {o['handle'].get('host') or o['queue']} (pid "
-              f"{o['handle'].get('pid')}): stopped when its host answers" for t in state.trials
+    lines += [f"orphan of {t.id} on {o.handle.extra.get('host') or o.queue} (pid "
+              f"{o.handle.pid}): stopped when its host answers" for t in state.trials
               for o in t.orphans]
     return Group(*(Text(line) for line in lines), table(headers, rows))
 

@@ -11,15 +11,14 @@ from typing import Any
 
 from imf import registry
 from imf.errors import ImfError, SweepError
-from imf.scheduler.base import GROUP, scheme_of
+from imf.scheduler.base import GROUP, HANDLE_FIELDS, scheme_of
 from imf.sweep.halving import HalvingState
 
 TRIAL_STATES = ("pending", "starting", "queued", "running", "completed", "stopped_early",
                 "diverged", "failed", "stalled")
 QUEUE_STATES = ("live", "down", "blocked")  # blocked: a full disk
 SWEEP_STATUSES = ("planned", "running", "interrupted", "finished", "stopped")
-# what the engine puts in every handle; a scheduler declares its own (Scheduler.handle_keys)
-HANDLE_KEYS = {"queue": str, "dir": str, "local_dir": str, "pid": int, "start_time": str, "token": str}
+_STORED_AS = {"Handle": "dict", "Orphan": "dict"}  # dataclasses kept in sweep.json as objects
 _NAMES = {"str": "a string", "int": "an int", "float": "a number", "bool": "true or false",
           "dict": "an object", "list": "a list", "None": "null"}
 
@@ -54,12 +53,14 @@ def _check_fields(data: dict[str, Any], cls: type, where: str) -> None:
             continue
         kinds = [k.strip() for k in str(f.type).split("|")]
         if not any(_is(data[name], kind) for kind in kinds):
-            wanted = " or ".join(_NAMES.get(k.split("[")[0], k) for k in kinds)
+            bases = [_STORED_AS.get(k.split("[")[0], k.split("[")[0]) for k in kinds]
+            wanted = " or ".join(_NAMES.get(b, b) for b in bases)
             raise SweepError(f"{where}'{name}' must be {wanted}, got {data[name]!r:.60}")
 
 
 def _is(value: Any, kind: str) -> bool:
     base, _, inner = kind.partition("[")
+    base, inner = _STORED_AS.get(base, base), _STORED_AS.get(inner.rstrip("]"), inner)
     if base == "None":
         return value is None
     if base in ("int", "float") and isinstance(value, bool):
@@ -109,7 +110,7 @@ def _check_values(data: dict[str, Any]) -> None:
 
 def _check_handle(handle: dict[str, Any] | None, where: str) -> None:
     """The handle keys the engine reads, and those its scheduler declares."""
-    for key, kind in {**HANDLE_KEYS, **_declared_handle_keys((handle or {}).get("queue"))}.items():
+    for key, kind in {**HANDLE_FIELDS, **_declared_handle_keys((handle or {}).get("queue"))}.items():
         value = (handle or {}).get(key)
         if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
             raise SweepError(f"{where} '{key}' must be {_NAMES[kind.__name__]} or null, got {value!r:.60}")

@@ -72,10 +72,30 @@ def load_checkpoint(path: Path | str) -> dict[str, Any]:
         raise CheckpointError(f"checkpoint {path} is not readable: {_load_failure(exc)}") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise CheckpointError(f"checkpoint {path} is not an imf checkpoint (format {FORMAT} expected)")
-    for key in ("config", "policy", "normalizer"):
+    if state.get("kind") == ENSEMBLE:
+        _check_members(state, path)
+        return state
+    for key in MODEL_KEYS:
         if key not in state:
             raise CheckpointError(f"checkpoint {path} has no '{key}' entry")
     return state
+
+
+MODEL_KEYS = ("config", "policy", "normalizer")  # what one model's checkpoint must hold
+ENSEMBLE = "ensemble"  # the kind of a checkpoint holding several models (imf ensemble --mode actions)
+
+
+def _check_members(state: dict[str, Any], path: Path) -> None:
+    """An ensemble checkpoint: its config (the first member's) and two or more members, each
+    with its own config, weights and normaliser."""
+    members = state.get("members")
+    if "config" not in state or not isinstance(members, list) or len(members) < 2:
+        raise CheckpointError(f"checkpoint {path} is an ensemble without a config and 2 or more members")
+    for index, member in enumerate(members):
+        missing = [k for k in MODEL_KEYS if not isinstance(member, dict) or k not in member]
+        if missing:
+            raise CheckpointError(f"checkpoint {path}: ensemble member {index} has no "
+                                  f"'{missing[0]}' entry")
 
 
 _NOT_TORCH = "not a torch checkpoint file (or a truncated one)"
@@ -180,7 +200,11 @@ def warm_start_line(report: Any, source: Path) -> str:
 
 
 def check_compatible(ckpt: dict[str, Any], policy_cfg: Any, source: Path) -> None:
-    """Refuse a checkpoint made for another action or observation space."""
+    """Refuse a checkpoint made for another action or observation space, or several models."""
+    if ckpt.get("kind") == ENSEMBLE:
+        raise CheckpointError(f"checkpoint {source} is an action ensemble of {len(ckpt['members'])} "
+                              "models; warm start needs one model's checkpoint (a member's, or a "
+                              "weight soup from imf ensemble --mode weights)")
     old = ckpt["config"].get("policy", {})
     old_obs = old.get("obs_type", "image")  # checkpoints from before keypoints were images
     if old_obs != policy_cfg.obs_type:

@@ -20,7 +20,7 @@ from imf.config import Config, EvalConfig, from_dict
 from imf.config.eval_seeds import final_eval_seeds
 from imf.data.normalizer import MinMaxNormalizer
 from imf.errors import CheckpointError, ConfigError
-from imf.policy import ImfPolicy
+from imf.policy import ActionEnsemble, ImfPolicy
 from imf.pusht.scorer import ScoreResult, score_policy
 from imf.stats import standard_error
 from imf.store.summary import read_summary
@@ -86,8 +86,14 @@ def rollout_metrics(policy: Any, cfg: Config, device: torch.device) -> dict[str,
 MAX_SEED = 2**32 - 1  # the simulator's reset seeds are 32-bit
 
 
-def policy_from_checkpoint(state: dict[str, Any], device: torch.device) -> tuple[ImfPolicy, Config]:
-    """The EMA policy (or the raw one when EMA was off) with its own normaliser."""
+def policy_from_checkpoint(state: dict[str, Any], device: torch.device
+                           ) -> tuple[ImfPolicy | ActionEnsemble, Config]:
+    """The EMA policy (or the raw one when EMA was off) with its own normaliser; for an
+    ensemble checkpoint, its members so rebuilt, their chunks averaged, and the first
+    member's config (its eval settings and noise seed score the ensemble)."""
+    if state.get("kind") == ckpt_io.ENSEMBLE:
+        members = [policy_from_checkpoint(member, device)[0] for member in state["members"]]
+        return ActionEnsemble(members).to(device).eval(), from_dict(state["config"])
     cfg = from_dict(state["config"])
     policy = ImfPolicy(cfg, MinMaxNormalizer.from_state_dict(state["normalizer"]))
     weights = ckpt_io.weights_with_normalizer(state.get("ema") or state["policy"], state)

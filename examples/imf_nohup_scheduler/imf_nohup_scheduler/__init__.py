@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from imf.errors import QueueError
-from imf.scheduler.base import Scheduler, fill_argv
+from imf.scheduler.base import Handle, Scheduler, fill_argv
 from imf.scheduler.job import STARTED
 from imf.scheduler.wrapped import parse_probe
 from imf.store.layout import RunLayout
@@ -23,7 +23,7 @@ class NohupScheduler(Scheduler):
     def job_dir(self, job) -> str:
         return str(job.run_dir.resolve())
 
-    def start(self, job) -> dict:
+    def start(self, job) -> Handle:
         folder = Path(self.job_dir(job))
         folder.mkdir(parents=True, exist_ok=True)
         RunLayout(folder).archive_attempt(STARTED, everything=True)  # an earlier attempt's files
@@ -32,19 +32,20 @@ class NohupScheduler(Scheduler):
         subprocess.Popen(["nohup", sys.executable, "-m", "imf.scheduler.job", "run", job.token, *env, "--", *argv],
                          cwd=folder, start_new_session=True, stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        handle = {"queue": self.spec, "dir": str(folder), "local_dir": str(folder), "token": job.token}
+        handle = Handle(self.spec, str(folder), str(folder), job.token)
         for _ in range(300):  # the wrapper writes its pid file first
             status = self.poll(handle)
             if status.state != "absent":
-                return {**handle, "pid": status.pid, "start_time": status.start_time}
+                handle.pid, handle.start_time = status.pid, status.start_time
+                return handle
             time.sleep(0.1)
         raise QueueError(f"queue '{self.spec}': no pid file in {folder} after 30 s")
 
-    def poll(self, handle: dict, offset: int = 0):
-        out = wrapper("probe", handle["dir"], str(offset), str(1 << 20))
+    def poll(self, handle: Handle, offset: int = 0):
+        out = wrapper("probe", handle.dir, str(offset), str(1 << 20))
         if out.returncode != 0:
             raise QueueError(f"queue '{self.spec}': probe failed: {out.stderr.decode()[-200:]}")
-        return parse_probe(json.loads(out.stdout), handle.get("token"))
+        return parse_probe(json.loads(out.stdout), handle.token)
 
-    def stop(self, handle: dict) -> None:
-        wrapper("stop", handle["dir"], "5", handle.get("token") or "")
+    def stop(self, handle: Handle) -> None:
+        wrapper("stop", handle.dir, "5", handle.token)

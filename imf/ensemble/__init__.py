@@ -1,0 +1,65 @@
+"""``imf ensemble SOURCE --top K --mode weights|actions``: a top-K ensemble, scored and recorded.
+
+- members.py: the K best checkpoints of a run (its top-k files) or of a sweep (its runs' best.pt)
+- build.py: the weight soup (one model) or the action ensemble (K models, chunks averaged)
+- score.py: the fresh-seed score through ``imf eval``'s path, and the chunk latency
+- record.py: ``<id>.json`` beside the checkpoint and the scoreboard's ensemble entry
+
+The checkpoint is complete before it is renamed into place, and nothing is written unless the
+members load, fit together and the fresh-seed evaluation ran.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from imf.atomic import atomic_path
+from imf.ensemble.build import build_checkpoint
+from imf.ensemble.members import MODES, Selection, check_request, select
+from imf.ensemble.record import check_scoreboard, record, result_of, write_result
+from imf.ensemble.score import chunk_latency, fresh_seeds, score_fresh
+from imf.errors import EnsembleError
+from imf.train.checkpoint import save_checkpoint
+
+__all__ = ["MODES", "EnsembleResult", "check_request", "make_ensemble", "select"]
+
+
+@dataclass
+class EnsembleResult:
+    selection: Selection
+    checkpoint: Path
+    result_file: Path
+    result: dict[str, Any]
+
+
+def _params(state: dict[str, Any]) -> dict[str, Any]:
+    """The first member's mask, size and objective (the scoreboard's ``config`` entry)."""
+    policy, objective = state["config"].get("policy", {}), state["config"].get("objective", {})
+    return {"mask": policy.get("mask"), "n_emb": policy.get("n_emb"), "n_layer": policy.get("n_layer"),
+            "n_head": policy.get("n_head"), "objective": objective.get("name")}
+
+
+def make_ensemble(source: Path, top: int, mode: str, out: Path | None = None, final_eval: int = 200,
+                  device: str = "auto", echo: Callable[[str], None] = print) -> EnsembleResult:
+    selection = select(Path(source), top, mode)
+    out = Path(out) if out is not None else selection.default_out()
+    if out.suffix != ".pt" or out.is_dir():
+        raise EnsembleError(f"--out {out}: give a checkpoint file name ending in .pt")
+    check_scoreboard(selection)
+    echo(f"ensemble {selection.id}: {mode} of the top {top} of {selection.source}: "
+         + ", ".join(f"{m.checkpoint.name} ({m.score:.3f})" for m in selection.members))
+    state = build_checkpoint(selection, mode)
+    fresh_seeds(state, final_eval)  # a bad N is refused before anything is written
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out) as tmp:  # scored before it is renamed into place
+        save_checkpoint(tmp, state)
+        fresh = score_fresh(tmp, final_eval, device)
+        latency = chunk_latency(tmp, device)
+    result = result_of(selection, mode, out, fresh, latency)
+    result_file = write_result(out, result)
+    record(selection, result, _params(state))
+    echo(f"ensemble {selection.id}: {fresh.text()}")
+    echo(f"chunk latency: {latency.text()}")
+    echo(f"wrote {out} and {result_file}; recorded in {selection.root / 'scoreboard.json'}")
+    return EnsembleResult(selection, out, result_file, result)

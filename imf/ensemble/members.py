@@ -1,0 +1,98 @@
+"""Which checkpoints an ensemble is made of: a run's top-k files, or a sweep's best runs.
+
+A run folder gives its top-k checkpoints (``checkpoints/epoch=NNNN-test_mean_score=S.pt``),
+best score first; a sweep folder (or any folder of runs) gives each run's best.pt, best run
+first. The ensemble is recorded beside the runs: in the run's parent folder, or in the sweep.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from imf.errors import EnsembleError
+from imf.store.layout import CHECKPOINTS, ENSEMBLES, ensemble_id, topk_epoch_score
+from imf.store.runs import find_run_dirs, is_run_dir
+from imf.store.summary import read_summary
+
+MODES = ("weights", "actions")
+
+
+@dataclass(frozen=True)
+class Member:
+    trial: str  # the trial id of the run it comes from
+    checkpoint: Path
+    score: float  # the test_mean_score it was selected by
+    epoch: int | None  # 0-based, as logs.json.txt and the checkpoint keep it
+
+
+@dataclass(frozen=True)
+class Selection:
+    id: str  # the ensemble's scoreboard id
+    source: Path
+    kind: str  # "run" (its top-k checkpoints) or "sweep" (its runs' best checkpoints)
+    members: list[Member]
+    root: Path  # where its scoreboard is, and where ensembles/ goes
+
+    def default_out(self) -> Path:
+        return self.root / ENSEMBLES / f"{self.id}.pt"
+
+
+def check_request(top: int, mode: str) -> None:
+    """--top and --mode, before any file is read."""
+    if mode not in MODES:
+        raise EnsembleError(f"--mode {mode}: unknown ensemble mode; allowed: {', '.join(MODES)}")
+    if top < 2:
+        raise EnsembleError(f"--top {top}: an ensemble needs 2 or more members; give --top 2 or more")
+
+
+def select(source: Path, top: int, mode: str) -> Selection:
+    """The ``top`` best members of ``source`` (a run folder or a folder of runs)."""
+    check_request(top, mode)
+    source = Path(source)
+    if not source.is_dir():
+        what = "does not exist" if not source.exists() else "is not a folder"
+        raise EnsembleError(f"ensemble source {source} {what}; give a run folder (its top-k "
+                            "checkpoints) or a sweep folder (its runs' best checkpoints)")
+    if is_run_dir(source):
+        name, kind, found = _trial_id(source), "run", run_members(source)
+        root, what = source.resolve().parent, f"top-k checkpoints in {source / CHECKPOINTS}"
+    else:
+        name, kind, found = source.resolve().name, "sweep", sweep_members(source)
+        root, what = source.resolve(), f"runs with a best checkpoint under {source}"
+    if len(found) < 2:
+        raise EnsembleError(f"ensemble source {source} has {len(found)} {what}; an ensemble "
+                            "needs 2 or more")
+    if len(found) < top:
+        raise EnsembleError(f"--top {top}: {source} has only {len(found)} {what}; give --top "
+                            f"{len(found)} or fewer")
+    return Selection(ensemble_id(name, top, mode), source, kind, found[:top], root)
+
+
+def _trial_id(run_dir: Path) -> str:
+    summary = read_summary(run_dir)
+    return summary.id if summary is not None and summary.id else run_dir.resolve().name
+
+
+def run_members(run_dir: Path) -> list[Member]:
+    """The run's top-k checkpoint files, best score first (the earlier epoch first on a tie)."""
+    trial = _trial_id(run_dir)
+    found = []
+    for path in sorted((run_dir / CHECKPOINTS).glob("epoch=*-test_mean_score=*.pt")):
+        parsed = topk_epoch_score(path.name)
+        if parsed is not None and path.is_file():
+            found.append(Member(trial, path, parsed[1], parsed[0]))
+    return sorted(found, key=lambda m: (-m.score, m.epoch))
+
+
+def sweep_members(folder: Path) -> list[Member]:
+    """Each run's best checkpoint under ``folder``, best run first (then by trial id)."""
+    found = []
+    for run_dir in find_run_dirs(folder):
+        summary = read_summary(run_dir)
+        if summary is None or summary.best_score is None or not summary.checkpoints.best:
+            continue
+        path = run_dir / summary.checkpoints.best
+        if path.is_file():
+            found.append(Member(summary.id or run_dir.name, path, summary.best_score,
+                                summary.best_epoch))
+    return sorted(found, key=lambda m: (-m.score, m.trial))

@@ -1,0 +1,302 @@
+"""``imf loop DIR``: suggest -> run -> conclude, round after round.
+
+Each round takes the top ``per_round`` proposals of ``imf suggest`` on DIR, writes them as one
+hypothesis block in DIR/ITERATION_LOG.md (what is tried, why, the range the current best and
+its noise allow), runs them as one sweep in DIR/loop-rNN (the sweep engine: its planner,
+retries, stall detection and stores), then fills the block's result and conclusion: each run
+against the best before the round, better / worse / no clear difference with the difference
+± its SE. The loop stops when nothing is left to propose, its rounds or hours are spent, or
+two rounds in a row gained nothing beyond noise. Every decision is in DIR/loop.json first
+(loop_state.py), so ``imf loop --resume DIR`` after a kill finishes the round it was in.
+"""
+from __future__ import annotations
+
+import math
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from imf.errors import LoopError, ReportError
+from imf.report import build_report
+from imf.report.model import Report
+from imf.report.render import pm
+from imf.stats import Z95, clear_difference, difference_se
+from imf.store.iteration_log import IterationLogStore
+from imf.suggest import Proposal, command_text, suggest
+from imf.suggest.loop_state import LOOP_FILE, LoopState, Outcome, Planned, Round, load_loop, save_loop
+from imf.suggest.loop_sweep import round_sweep, run_round_sweep
+from imf.sweep.queues import load_hosts, resolve_queues
+
+Echo = Callable[[str], None]
+__all__ = ["LoopRequest", "check_request", "dry_run", "resume_loop", "start_loop"]
+
+
+@dataclass
+class LoopRequest:
+    folder: Path
+    queues: list[str]
+    rounds: int
+    per_round: int = 3
+    hours: float | None = None
+    hosts: str | None = None
+    final_eval: int | None = None
+
+
+def check_request(req: LoopRequest) -> LoopState:
+    """The loop's state for ``req``, every setting checked; nothing is written."""
+    if not req.folder.is_dir():
+        raise LoopError(f"{req.folder} is not a folder; give a sweep folder or a folder of runs")
+    if req.rounds < 1:
+        raise LoopError(f"--rounds {req.rounds}: give 1 or more rounds")
+    if req.per_round < 1:
+        raise LoopError(f"--per-round {req.per_round}: give 1 or more proposals per round")
+    if req.hours is not None and not 0 < req.hours < math.inf:
+        raise LoopError(f"--hours {req.hours}: give a number of hours > 0")
+    resolve_queues(req.queues, load_hosts(req.hosts))  # bad specs and hosts files fail here
+    return LoopState(list(req.queues), req.rounds, req.per_round, req.hours, req.hosts,
+                     req.final_eval, started_unix=time.time())
+
+
+def start_loop(req: LoopRequest, echo: Echo = print) -> LoopState:
+    state = check_request(req)
+    if (req.folder / LOOP_FILE).exists():
+        raise LoopError(f"{req.folder} already holds a loop ({LOOP_FILE}); continue it with "
+                        f"imf loop --resume {req.folder}")
+    suggest(req.folder)  # a folder without scored runs fails before anything is written
+    save_loop(req.folder, state)
+    return run_loop(req.folder, state, echo)
+
+
+def resume_loop(folder: Path, echo: Echo = print) -> LoopState:
+    state = load_loop(folder)
+    if state.status == "finished":
+        echo(f"the loop in {folder} finished: {state.stop_reason}")
+        return state
+    return run_loop(folder, state, echo)
+
+
+def run_loop(folder: Path, state: LoopState, echo: Echo) -> LoopState:
+    state.status = "running"
+    save_loop(folder, state)
+    try:
+        while True:
+            current = state.open_round()
+            if current is None:
+                why = stop_reason(state)
+                current = None if why else plan_round(folder, state)
+                if current is None:
+                    return _finish(folder, state, why or _nothing_left(folder), echo)
+                state.rounds.append(current)
+                save_loop(folder, state)
+            _run_round(folder, state, current, echo)
+    except KeyboardInterrupt:
+        state.status = "interrupted"
+        save_loop(folder, state)
+        echo(f"loop interrupted; running trials go on; continue with imf loop --resume {folder}")
+        raise
+
+
+def _run_round(folder: Path, state: LoopState, current: Round, echo: Echo) -> None:
+    if current.hypothesis is None:
+        current.hypothesis = write_hypothesis(folder, current)
+        save_loop(folder, state)
+        echo(f"round {current.number}: hypothesis {current.hypothesis} in {folder / 'ITERATION_LOG.md'}")
+    current.status = "running"
+    save_loop(folder, state)
+    run_round_sweep(folder, state, current, echo)
+    conclude_round(folder, current)
+    save_loop(folder, state)
+    echo(render_round(current))
+
+
+def stop_reason(state: LoopState) -> str:
+    """Why no further round starts ("" when one may)."""
+    done = [r for r in state.rounds if r.status == "concluded"]
+    if len(done) >= state.rounds_max:
+        return f"{len(done)} round(s) done (--rounds {state.rounds_max})"
+    if state.hours is not None and time.time() - state.started_unix >= state.hours * 3600:
+        return f"{state.hours:g} hour(s) spent (--hours)"
+    if len(done) >= 2 and not done[-1].gain and not done[-2].gain:
+        return "two rounds in a row brought no gain beyond noise"
+    return ""
+
+
+def _finish(folder: Path, state: LoopState, why: str, echo: Echo) -> LoopState:
+    state.status, state.stop_reason = "finished", why
+    save_loop(folder, state)
+    best = state.rounds[-1].best_after if state.rounds else {}
+    echo(f"loop finished: {why}" + (f"; best cell {best['label']} {pm(best['mean'], best['se'])}"
+                                    f" ({best['trial']})" if best else ""))
+    return state
+
+
+# planning --------------------------------------------------------------------
+def _nothing_left(folder: Path) -> str:
+    ensembles = [p for p in suggest(folder).proposals if p.argv[1:2] == ["ensemble"]]
+    return "no trial proposal is left" + (
+        f"; imf suggest proposes an ensemble: {command_text(ensembles[0])}" if ensembles else "")
+
+
+def _trial_name(proposal: Proposal, taken: set[str]) -> str:
+    """A folder-safe trial id unique in the loop (the report's id of a loop run holds its
+    round folder, loop-rNN/ID: a continuation of it is named after ID)."""
+    base = proposal.id.rsplit("/", 1)[-1]
+    name, number = base, 1
+    while name in taken:
+        number += 1
+        name = f"{base}-{number}"
+    return name
+
+
+def _planned(proposal: Proposal, name: str) -> Planned:
+    """The proposal's ``imf trial`` argv as the pieces a sweep trial is made of."""
+    argv = proposal.argv  # imf trial CONFIG [overrides] [--init-from CKPT] --seed N --id ID --out DIR
+    options = next((i for i, a in enumerate(argv) if a.startswith("--")), len(argv))
+    init_from = argv[argv.index("--init-from") + 1] if "--init-from" in argv else None
+    return Planned(name, proposal.kind, proposal.reason, str(Path(argv[2]).resolve()),
+                   list(argv[3:options]), proposal.seed,
+                   str(Path(init_from).resolve()) if init_from else None)
+
+
+def plan_round(folder: Path, state: LoopState) -> Round | None:
+    """The next round from ``imf suggest`` (its ``imf trial`` proposals), or None when it
+    proposes nothing new."""
+    found = suggest(folder)
+    # an ensemble is made from checkpoints by `imf ensemble`, not trained: a sweep does not run it
+    fresh = [p for p in found.proposals if p.id not in found.logged and p.argv[1:2] == ["trial"]]
+    fresh = fresh[: state.per_round]
+    if not fresh:
+        return None
+    taken = {p.id for r in state.rounds for p in r.proposals}
+    number = len(state.rounds) + 1
+    current = Round(number, f"loop-r{number:02d}", dict(found.best))
+    for proposal in fresh:
+        name = _trial_name(proposal, taken)
+        taken.add(name)
+        current.proposals.append(_planned(proposal, name))
+    return current
+
+
+def trial_command(folder: Path, current: Round, planned: Planned) -> str:
+    """The ``imf trial`` command the round's sweep runs for ``planned`` (for the log)."""
+    argv = ["imf", "trial", planned.config, *planned.overrides,
+            *(["--init-from", planned.init_from] if planned.init_from else []),
+            "--seed", str(planned.seed), "--id", planned.id, "--out", str(folder / current.sweep / planned.id)]
+    return shlex.join(argv)
+
+
+# the log ---------------------------------------------------------------------
+def _expected(best: dict) -> str:
+    if best.get("se") is None:
+        return (f"the best cell {best['label']} scores {best['mean']:.3f} with unknown noise; a run "
+                "is better when its score is higher by more than 1.96 SE of the difference")
+    low, high = best["mean"] - Z95 * best["se"], best["mean"] + Z95 * best["se"]
+    return (f"without a real change a run scores within {low:.3f}..{high:.3f} (the best cell "
+            f"{best['label']} {pm(best['mean'], best['se'])}, 1.96 SE); a gain is a score above the "
+            "best by more than 1.96 SE of the difference")
+
+
+def write_hypothesis(folder: Path, current: Round) -> str:
+    """The round's block in ITERATION_LOG.md: the one already there for it (a loop killed
+    after writing it), else a new one."""
+    store = IterationLogStore(folder)
+    commands = [trial_command(folder, current, p) for p in current.proposals]
+    marker = f"imf loop round {current.number} ({current.sweep})"
+    for block in store.hypotheses():
+        if (block.get("hypothesis") or "").startswith(marker):
+            return block["id"]
+    text = "\n".join([f"{marker}: {len(current.proposals)} run(s) against the best cell "
+                      f"{current.best_before['label']} ({current.best_before['trial']})."]
+                     + [f"- {p.id} ({p.kind}): {p.reason}" for p in current.proposals])
+    return store.add_hypothesis(text, _expected(current.best_before), "\n".join(commands))
+
+
+# concluding ------------------------------------------------------------------
+def _outcome(report: Report, run_dir: Path, planned: Planned, best: dict) -> Outcome:
+    row = next((t for t in report.trials if t.run_dir and Path(t.run_dir).resolve() == run_dir.resolve()), None)
+    if row is None or row.best_score is None:
+        return Outcome(planned.id, row.status if row else "missing")
+    out = Outcome(planned.id, row.status, row.best_score, row.best_se, row.success_rate, row.fresh)
+    out.diff = row.best_score - best["mean"]
+    if row.best_se is not None and best.get("se") is not None:
+        out.diff_se = difference_se(row.best_se, best["se"])
+        if clear_difference(row.best_score, row.best_se, best["mean"], best["se"]):
+            out.verdict = "better" if out.diff > 0 else "worse"
+        else:
+            out.verdict = "no clear difference"
+    else:
+        out.verdict = "no clear difference (noise unknown)"
+    return out
+
+
+def _best_now(report: Report) -> dict:
+    cells = [c for c in report.trends.cells if c.mean is not None]
+    best = max(cells, key=lambda c: c.mean)
+    top = max((t for t in report.trials if t.cell == best.label and t.best_score is not None),
+              key=lambda t: t.best_score)
+    return {"label": best.label, "mean": best.mean, "se": best.se, "n": best.n, "trial": top.id}
+
+
+def conclude_round(folder: Path, current: Round) -> None:
+    """Each run against the best before the round; the block's result and conclusion filled."""
+    try:
+        report = build_report([folder])
+    except ReportError as exc:
+        raise LoopError(f"round {current.number}: its results cannot be read ({exc})") from None
+    best = current.best_before
+    current.outcomes = [_outcome(report, folder / current.sweep / p.id, p, best)
+                        for p in current.proposals]
+    current.gain = any(o.verdict == "better" for o in current.outcomes)
+    current.best_after = _best_now(report)
+    result = "\n".join(_result_line(o) for o in current.outcomes)
+    after = current.best_after
+    moved = after["label"] != best["label"] or after["trial"] != best["trial"]
+    conclusion = "\n".join(
+        [f"{o.id}: {o.verdict}" for o in current.outcomes]
+        + [("gain beyond noise; " if current.gain else "no gain beyond noise; ")
+           + (f"the best is now {after['label']} {pm(after['mean'], after['se'])} ({after['trial']})"
+              if moved else f"the best stays {after['label']} {pm(after['mean'], after['se'])}")])
+    IterationLogStore(folder).conclude(current.hypothesis or "", result, conclusion)
+    current.status = "concluded"
+
+
+def _result_line(o: Outcome) -> str:
+    if o.score is None:
+        return f"{o.id}: no score ({o.status})"
+    success = "" if o.success is None else f", success {o.success:.0%}"
+    diff = "" if o.diff is None else f"; {o.diff:+.3f}" + (f" ± {o.diff_se:.3f}" if o.diff_se is not None else "")
+    return f"{o.id}: {pm(o.score, o.se)}{success} ({o.status}){diff} against the best before"
+
+
+def render_round(current: Round) -> str:
+    rows = [f"round {current.number} ({current.sweep}, {current.hypothesis}) against "
+            f"{current.best_before['label']} {pm(current.best_before['mean'], current.best_before['se'])}:"]
+    width = max(len(p.id) for p in current.proposals)
+    kinds = {p.id: p.kind for p in current.proposals}
+    for o in current.outcomes:
+        score = "-" if o.score is None else pm(o.score, o.se)
+        diff = "-" if o.diff is None else f"{o.diff:+.3f}" + (f" ± {o.diff_se:.3f}" if o.diff_se is not None else "")
+        rows.append(f"  {o.id:<{width}}  {kinds[o.id]:<9}  {score:<15}  {diff:<16}  {o.verdict}")
+    after = current.best_after
+    rows.append(f"  best now: {after['label']} {pm(after['mean'], after['se'])} ({after['trial']})")
+    return "\n".join(rows)
+
+
+def dry_run(folder: Path, queues: list[str], per_round: int = 3, hosts: str | None = None) -> str:
+    """The next round's proposals and commands (the open round's, when a loop stopped in one)."""
+    state = load_loop(folder) if (folder / LOOP_FILE).exists() else \
+        LoopState(list(queues), 1, per_round, hosts=hosts, started_unix=time.time())
+    current = state.open_round() or plan_round(folder, state)
+    if current is None:
+        return f"nothing new to propose in {folder}; a loop would stop here"
+    sdir, sweep, _ = round_sweep(folder, state, current)
+    lines = [f"round {current.number} in {sdir.path} on {', '.join(q.name for q in sweep.queues)} "
+             f"(against {current.best_before['label']} "
+             f"{pm(current.best_before['mean'], current.best_before['se'])}):"]
+    for p in current.proposals:
+        lines += [f"- {p.id} ({p.kind}): {p.reason}", f"  {trial_command(folder, current, p)}"]
+    return "\n".join(lines)
+
+

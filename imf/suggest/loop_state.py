@@ -1,0 +1,113 @@
+"""loop.json: what ``imf loop`` decided, round by round, so a killed loop resumes where it was.
+
+The file is rewritten whole and renamed (imf.atomic) after every decision: a round's proposals
+before its hypothesis is written, the hypothesis id before its sweep starts, the results and
+conclusions once the sweep ended. Each round's trials run in a sweep folder of their own
+(``loop-rNN`` inside the loop's folder), which resumes like any sweep.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from imf.atomic import atomic_write_json
+from imf.errors import LoopError
+
+LOOP_FILE = "loop.json"
+VERSION = 1
+
+
+@dataclass
+class Planned:
+    """One proposal of a round, as the round's sweep runs it."""
+    id: str
+    kind: str  # "seeds", "neighbour", "continue"
+    reason: str
+    config: str  # the config.yaml of the run it builds on (absolute)
+    overrides: list[str]
+    seed: int
+    init_from: str | None = None
+
+
+@dataclass
+class Outcome:
+    """A proposal's result against the best before its round."""
+    id: str
+    status: str
+    score: float | None = None
+    se: float | None = None
+    success: float | None = None
+    fresh: float | None = None
+    diff: float | None = None  # score - the best cell's mean before the round
+    diff_se: float | None = None
+    verdict: str = "no result"  # "better", "worse", "no clear difference", "no result"
+
+
+@dataclass
+class Round:
+    number: int
+    sweep: str  # its sweep folder, inside the loop's folder
+    best_before: dict[str, Any]  # label, mean, se, n, trial: the best cell when it was planned
+    proposals: list[Planned] = field(default_factory=list)
+    hypothesis: str | None = None  # its block in ITERATION_LOG.md (H<n>)
+    status: str = "planned"  # planned, running, concluded
+    outcomes: list[Outcome] = field(default_factory=list)
+    gain: bool | None = None  # a proposal beat the best beyond noise
+    best_after: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Round":
+        data = dict(data)
+        data["proposals"] = [Planned(**p) for p in data.get("proposals", [])]
+        data["outcomes"] = [Outcome(**o) for o in data.get("outcomes", [])]
+        return cls(**data)
+
+
+@dataclass
+class LoopState:
+    queues: list[str]
+    rounds_max: int
+    per_round: int = 3
+    hours: float | None = None
+    hosts: str | None = None
+    final_eval: int | None = None
+    started_unix: float = 0.0
+    status: str = "running"  # running, interrupted, finished
+    stop_reason: str = ""
+    rounds: list[Round] = field(default_factory=list)
+    version: int = VERSION
+
+    def open_round(self) -> Round | None:
+        """The round that was planned but not concluded (a loop stopped in its middle)."""
+        last = self.rounds[-1] if self.rounds else None
+        return last if last is not None and last.status != "concluded" else None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "LoopState":
+        data = dict(data)
+        data["rounds"] = [Round.from_dict(r) for r in data.get("rounds", [])]
+        return cls(**data)
+
+
+def load_loop(folder: Path) -> LoopState:
+    path = Path(folder) / LOOP_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LoopError(f"{folder}: no {LOOP_FILE} here; start a loop with imf loop {folder} "
+                           "--rounds N --queue SPEC") from None
+    except (OSError, ValueError) as exc:
+        raise LoopError(f"{path}: unreadable loop state ({exc})") from None
+    if not isinstance(data, dict) or data.get("version") != VERSION:
+        raise LoopError(f"{path}: loop state version {data.get('version') if isinstance(data, dict) else None}, "
+                           f"this imf reads {VERSION}")
+    try:
+        return LoopState.from_dict(data)
+    except (TypeError, KeyError) as exc:
+        raise LoopError(f"{path}: damaged loop state ({exc})") from None
+
+
+def save_loop(folder: Path, state: LoopState) -> None:
+    atomic_write_json(Path(folder) / LOOP_FILE, asdict(state))

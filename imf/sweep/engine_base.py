@@ -1,0 +1,157 @@
+"""What every part of the sweep engine shares: its state, its schedulers, and the outcomes.
+
+``EngineBase`` holds the sweep's state and the per-controller bookkeeping (contact failures,
+log growth, orphan retries) and makes the changes that both the queue loop (engine.py) and
+recovery (recovery.py) need: an attempt that ended, a queue that went down, a job left behind.
+A trial's state changes only through ``TrialState.move`` (the transitions of state.py).
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Callable
+
+from imf.errors import ImfError
+from imf.scheduler.base import Handle, Job, Scheduler, scheduler_for
+from imf.sweep.finish import record_trial
+from imf.sweep.halving import Halving
+from imf.sweep.plan import assign
+from imf.sweep.state import ACTIVE, FINAL, Orphan, QueueState, SweepDir, SweepState, TrialState, now_iso
+
+DOWN_AFTER = 3  # consecutive failed contacts with a queue's machine before it is marked down
+RETRIED = ("failed", "stalled", "timeout")  # timeout: ended by a batch system's time limit
+
+
+class EngineBase:
+    def __init__(self, sdir: SweepDir, state: SweepState, echo: Callable[[str], None] = print,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.sdir, self.state, self.echo, self.sleep = sdir, state, echo, sleep
+        self.schedulers: dict[str, Scheduler] = {}
+        self.failures: Counter[str] = Counter()  # queue -> failed contacts in a row
+        self.seen: dict[str, tuple[tuple[int, int], float]] = {}  # sizes, when they last grew
+        self.orphan_tried: dict[str, float] = {}  # down queue -> when its orphans were last asked
+        self.report_path: Path | None = None
+        self.report_text: str | None = None
+        self._written = ""
+        self.halving = Halving(state)  # successive halving's scores and decisions (or none)
+
+    # ------------------------------------------------------------------ plumbing
+    def log(self, message: str) -> None:
+        self.echo(self.sdir.log(message))
+
+    def save(self) -> None:
+        text = json.dumps(self.state.to_dict(), sort_keys=True)
+        if text != self._written:
+            self.sdir.save(self.state)
+            self._written = text
+
+    def scheduler(self, queue: str) -> Scheduler:
+        if queue not in self.schedulers:
+            q = self.state.queue(queue)
+            self.schedulers[queue] = scheduler_for(q.spec, q.options)
+        return self.schedulers[queue]
+
+    def job(self, trial: TrialState) -> Job:
+        s = self.state
+        argv = [*s.trial_command, "{config}", "--id", trial.id, "--out", "{run_dir}",
+                "--seed", str(trial.seed), "--store", "none", "--epochs", str(trial.epochs),
+                f"sweep.name={s.name}",  # the SwanLab group of every trial of this sweep
+                *s.overrides, *trial.overrides,
+                *(["--init-from", trial.init_from] if trial.init_from else []),
+                *(["--final-eval", str(s.final_eval)] if s.final_eval else [])]
+        config = trial.config or s.config
+        job = Job(trial.id, s.name, self.sdir.trial_dir(trial.id), argv, config, s.config_text(config))
+        job.resume_argv = [*s.trial_command, "--resume", "--id", trial.id, "--out", "{run_dir}",
+                           "--store", "none"]
+        job.resume = bool(trial.history) and trial.history[-1].get("outcome") == "timeout"
+        return job
+
+    # ------------------------------------------------------------------ attempts
+    def _attempt_over(self, trial: TrialState, outcome: str, exit_code: int | None, reason: str) -> None:
+        """The current attempt ended with ``outcome``: a retry when one is left, else the end."""
+        trial.note_attempt(outcome, reason, exit_code)
+        trial.exit_code, trial.reason = exit_code, reason
+        self.seen.pop(trial.id, None)
+        failures = sum(h["outcome"] in RETRIED for h in trial.history)
+        if outcome in RETRIED and failures <= self.state.retries:
+            trial.move("retry")
+            orders = [t.order for t in self.state.trials if t.queue == trial.queue]
+            trial.order = min(orders) - 1  # a retry goes first on its queue
+            self.log(f"{outcome} {trial.id}: {reason}; retry {failures}/{self.state.retries}")
+        else:
+            trial.move("ended", "failed" if outcome == "timeout" else outcome)
+            trial.finished = now_iso()
+            score = "" if trial.best_score is None else f", best {trial.best_score:.4f}"
+            self.log(f"{outcome} {trial.id} after {trial.attempts} attempt(s){score}"
+                     + (f": {reason}" if reason else ""))
+            self._record(trial)
+        self.save()
+
+    def _record(self, trial: TrialState) -> None:
+        try:
+            problems = record_trial(trial, self.state, self.sdir.path)
+        except (ImfError, ImportError, OSError, ValueError, KeyError) as exc:
+            problems = [f"{type(exc).__name__}: {exc}"]
+        for problem in problems:
+            self.log(f"could not record {trial.id}: {problem}")
+        trial.recorded = not problems
+
+    # ------------------------------------------------------------------ queues
+    def _contact_failed(self, queue: QueueState, exc: Exception) -> None:
+        self.failures[queue.name] += 1
+        self.log(f"queue {queue.name}: {exc} ({self.failures[queue.name]}/{DOWN_AFTER})")
+        active = any(t.queue == queue.name and t.state in ACTIVE for t in self.state.trials)
+        if queue.state == "live" and self.failures[queue.name] >= DOWN_AFTER or \
+                queue.state == "down" and active:  # an orphan taken back, lost again
+            self._queue_down(queue, str(exc))
+
+    def _queue_down(self, queue: QueueState, reason: str, state: str = "down") -> None:
+        """Mark ``queue`` down (or blocked: its machine answers, but cannot take work) and move
+        its trials (waiting or lost with it) to live queues."""
+        queue.state, queue.reason = state, reason
+        self.log(f"queue {queue.name} is {state}: {reason}"
+                 + ("; its trials wait for a live queue, their retries kept; free space and continue "
+                    "with imf sweep --resume" if state == "blocked" else ""))
+        moved = [t for t in self.state.trials if t.queue == queue.name and t.state not in FINAL]
+        for trial in moved:
+            halted = self.halving.stopped(trial) if trial.state in ACTIVE else None
+            if halted:  # a stop decided at a rung: the job is an orphan, the trial never runs again
+                self._orphan(trial, queue.name, trial.handle, trial.attempts)
+                self._attempt_over(trial, "stopped_early", None, halted)
+                continue
+            if trial.state in ACTIVE:
+                self._orphan(trial, queue.name, trial.handle, trial.attempts)
+                self.log(f"{trial.id} was running on {queue.name}; it starts again on a live queue")
+                trial.note_attempt("queue down", reason, queue=queue.name)
+                trial.handle = None
+                self.seen.pop(trial.id, None)
+            trial.move("requeued")
+        live = self.state.live_queues()
+        moved = [t for t in moved if t.state == "pending"]
+        if moved and live:
+            self._reassign(moved, live)
+        self.save()
+
+    def _reassign(self, moved: list[TrialState], live: list[QueueState]) -> None:
+        loads = {q.name: sum(t.cost for t in self.state.trials if t.queue == q.name
+                             and t.state not in FINAL) / q.speed for q in live}
+        order = assign({t.id: t.cost for t in moved}, {q.name: q.speed for q in live}, loads)
+        for name, ids in order.items():
+            last = max([t.order for t in self.state.trials if t.queue == name], default=0)
+            for i, tid in enumerate(ids):
+                trial = self.state.trial(tid)
+                trial.queue, trial.order = name, last + 1 + i
+            if ids:
+                self.log(f"moved {', '.join(ids)} to {name}")
+
+    def _orphan(self, trial: TrialState, queue: str, handle: Handle | None, attempt: int) -> None:
+        """Remember a job of ``trial`` that may still run on ``queue`` (once per token)."""
+        if handle is None or not handle.dir or not (handle.token or handle.pid):
+            return
+        if any(o.handle.token == handle.token and o.queue == queue for o in trial.orphans):
+            return
+        trial.orphans.append(Orphan(queue, Handle.from_dict(handle.to_dict()), attempt, now_iso()))
+        if handle.pid:  # else a start that failed: looked at once, in case it ran after all
+            self.log(f"orphaned {trial.id} on {handle.where(queue)}")

@@ -1,0 +1,192 @@
+"""``imf loop``: rounds planned from imf suggest, logged, concluded against the best (synthetic
+run folders whose right answer is known); stopping rules; bad inputs; loop.json."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from _suggest_runs import make_run
+
+from imf.config import load_config
+from imf.errors import ImfError, LoopError
+from imf.store.iteration_log import IterationLogStore
+from imf.suggest import suggest
+from imf.suggest.loop import (LoopRequest, check_request, conclude_round, dry_run, plan_round,
+                              stop_reason, write_hypothesis)
+from imf.suggest.loop_state import LOOP_FILE, LoopState, Round, load_loop, save_loop
+
+
+def _folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "exp"
+    make_run(folder, n_emb=64, n_layer=2, scores=[0.6] * 6, se=0.01)  # flat: no continuation
+    make_run(folder, n_emb=32, n_layer=2, scores=[0.4] * 6, se=0.01)
+    return folder
+
+
+def _state(**kw) -> LoopState:
+    return LoopState(["local:cpu"], kw.pop("rounds_max", 3), kw.pop("per_round", 2),
+                     started_unix=time.time(), **kw)
+
+
+def test_a_round_takes_the_top_proposals_and_logs_one_block_for_them(tmp_path):
+    folder = _folder(tmp_path)
+    current = plan_round(folder, _state(per_round=2))
+    assert current is not None and current.number == 1 and current.sweep == "loop-r01"
+    assert len(current.proposals) == 2 and current.best_before["label"].endswith("e64-l2")
+    for p in current.proposals:
+        assert Path(p.config).is_absolute() and p.config.endswith("config.yaml") and p.reason
+    first = write_hypothesis(folder, current)
+    assert write_hypothesis(folder, current) == first  # a loop killed after writing it: reused
+    blocks = IterationLogStore(folder).hypotheses()
+    assert [b["id"] for b in blocks] == [first]
+    assert blocks[0]["hypothesis"].startswith("imf loop round 1 (loop-r01)")
+    assert "within 0.5" in blocks[0]["expectation"] and "1.96 SE" in blocks[0]["expectation"]
+    assert all(f"--out {folder / 'loop-r01' / p.id}" in blocks[0]["command"] for p in current.proposals)
+
+
+def _conclude(folder: Path, current: Round, scores: dict[str, float]) -> Round:
+    current.hypothesis = write_hypothesis(folder, current)
+    for p in current.proposals:  # each run as the round's sweep would have left it
+        policy = load_config(p.config, p.overrides).policy
+        make_run(folder / current.sweep, n_emb=policy.n_emb, n_layer=policy.n_layer, tid=p.id,
+                 scores=[scores[p.id]] * 6, se=0.01)
+    conclude_round(folder, current)
+    return current
+
+
+def test_a_round_concludes_each_run_against_the_best_before_it(tmp_path):
+    folder = _folder(tmp_path)
+    current = plan_round(folder, _state(per_round=2))
+    better, tie = (p.id for p in current.proposals)
+    _conclude(folder, current, {better: 0.7, tie: 0.605})
+    verdicts = {o.id: o.verdict for o in current.outcomes}
+    assert verdicts == {better: "better", tie: "no clear difference"}
+    gain = next(o for o in current.outcomes if o.id == better)
+    assert gain.diff == pytest.approx(0.1) and gain.diff_se == pytest.approx(0.01 * 2 ** 0.5)
+    assert current.gain and current.status == "concluded"
+    assert current.best_after["trial"].endswith(better) and current.best_after["mean"] == pytest.approx(0.7)
+    block = IterationLogStore(folder).hypotheses()[0]
+    assert f"{better}: 0.7000 ± 0.0100" in block["result"] and "+0.100 ± 0.014" in block["result"]
+    assert f"{better}: better" in block["conclusion"] and "the best is now" in block["conclusion"]
+
+
+def test_a_worse_run_is_worse_and_the_best_stays(tmp_path):
+    folder = _folder(tmp_path)
+    current = plan_round(folder, _state(per_round=2))
+    worse, tie = (p.id for p in current.proposals)
+    _conclude(folder, current, {worse: 0.45, tie: 0.59})
+    assert {o.id: o.verdict for o in current.outcomes} == {worse: "worse", tie: "no clear difference"}
+    assert not current.gain and current.best_after["label"] == current.best_before["label"]
+    assert "no gain beyond noise; the best stays" in IterationLogStore(folder).hypotheses()[0]["conclusion"]
+
+
+def test_what_ran_is_not_proposed_again(tmp_path):
+    folder = _folder(tmp_path)
+    state = _state(per_round=2)
+    state.rounds.append(plan_round(folder, state))
+    first = state.rounds[0]
+    _conclude(folder, first, {p.id: 0.6 for p in first.proposals})
+    second = plan_round(folder, state)
+    ran = {(p.config, tuple(p.overrides), p.seed) for p in first.proposals}
+    assert second is None or not ran & {(p.config, tuple(p.overrides), p.seed) for p in second.proposals}
+    assert second is None or second.number == 2
+
+
+def _concluded(gain: bool) -> Round:
+    return Round(1, "loop-r01", {}, status="concluded", gain=gain)
+
+
+@pytest.mark.parametrize("rounds,hours,started,words", [
+    ([_concluded(True)] * 3, None, 0, "3 round(s) done (--rounds 3)"),
+    ([_concluded(True)], 1.0, 3601, "1 hour(s) spent (--hours)"),
+    ([_concluded(True), _concluded(False), _concluded(False)], None, 0,
+     "two rounds in a row brought no gain beyond noise"),
+    ([_concluded(False), _concluded(True)], None, 0, ""),
+    ([_concluded(False)], 1.0, 10, ""),
+])
+def test_the_loop_stops_for_the_first_reason_that_holds(rounds, hours, started, words):
+    state = _state(rounds_max=3 if "--rounds" in words else 9, hours=hours)
+    state.started_unix, state.rounds = time.time() - started, list(rounds)
+    assert stop_reason(state) == words
+
+
+@pytest.mark.parametrize("change,words", [
+    (dict(rounds=0), "--rounds 0: give 1 or more rounds"),
+    (dict(per_round=0), "--per-round 0: give 1 or more proposals per round"),
+    (dict(hours=-1.0), "--hours -1.0: give a number of hours > 0"),
+    (dict(queues=["nowhere"]), "queue spec 'nowhere'"),
+    (dict(folder=Path("missing")), "missing is not a folder"),
+])
+def test_bad_requests_are_one_error_each(tmp_path, change, words):
+    req = LoopRequest(**{"folder": _folder(tmp_path), "queues": ["local:cpu"], "rounds": 2, **change})
+    if "folder" in change:
+        req.folder = tmp_path / change["folder"]
+    with pytest.raises(ImfError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        check_request(req)
+    assert not (req.folder / LOOP_FILE).exists()
+
+
+def test_loop_json_round_trips_and_a_damaged_one_is_named(tmp_path):
+    folder = _folder(tmp_path)
+    state = _state()
+    state.rounds.append(plan_round(folder, state))
+    save_loop(folder, state)
+    again = load_loop(folder)
+    assert again == state and again.open_round() is again.rounds[0]
+    (folder / LOOP_FILE).write_text(json.dumps({"version": 7}))
+    with pytest.raises(LoopError, match="loop state version 7, this imf reads 1"):
+        load_loop(folder)
+    (folder / LOOP_FILE).write_text("{not json")
+    with pytest.raises(LoopError, match="unreadable loop state"):
+        load_loop(folder)
+    with pytest.raises(LoopError, match="no loop.json here"):
+        load_loop(tmp_path)
+
+
+def test_dry_run_prints_the_next_round_and_writes_nothing(tmp_path):
+    folder = _folder(tmp_path)
+    before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+    text = dry_run(folder, ["local:cpu"], per_round=2)
+    assert text.startswith("round 1 in ") and text.count("  imf trial ") == 2
+    assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == before
+
+
+def test_an_ensemble_proposal_is_left_to_imf_ensemble(tmp_path):
+    folder = tmp_path / "exp"
+    scores = [0.5, 0.7, 0.8, 0.81, 0.79, 0.8]
+    run = make_run(folder, n_emb=64, n_layer=2, scores=scores, se=0.02)
+    for epoch in (2, 3, 4, 5):  # four top checkpoints tied within noise
+        (run / "checkpoints" / f"epoch={epoch:04d}-test_mean_score={scores[epoch]:.3f}.pt").write_bytes(b"x")
+    assert any(p.kind == "ensemble" for p in suggest(folder).proposals)
+    current = plan_round(folder, _state(per_round=9))
+    assert current is not None and current.proposals
+    assert all(p.kind != "ensemble" for p in current.proposals)
+
+
+RISING = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
+
+
+def test_warm_starts_chain_and_a_tried_one_never_repeats(tmp_path):
+    folder = tmp_path / "exp"
+    base = make_run(folder, n_emb=64, n_layer=2, scores=RISING, se=0.01)
+    state = _state(per_round=1)
+    first = plan_round(folder, state)
+    (cont,) = first.proposals
+    assert cont.kind == "continue" and cont.init_from == str((base / "checkpoints" / "best.pt").resolve())
+    state.rounds.append(first)
+    # its run, still rising: the next round continues the continuation
+    run = make_run(folder / first.sweep, n_emb=64, n_layer=2, tid=cont.id, init_from=cont.init_from,
+                   scores=[s + 0.1 for s in RISING], se=0.01)
+    first.status = "concluded"
+    second = plan_round(folder, state)
+    (again,) = second.proposals
+    assert again.kind == "continue" and again.id == f"{cont.id}-cont"
+    assert again.init_from == str((run / "checkpoints" / "best.pt").resolve())
+    state.rounds.append(second)
+    make_run(folder / second.sweep, n_emb=64, n_layer=2, tid=again.id, init_from=again.init_from,
+             scores=[0.9] * 6, se=0.01)  # flat: it ends the chain
+    second.status = "concluded"
+    third = plan_round(folder, state)
+    assert third is None or all(p.init_from not in (cont.init_from, again.init_from) for p in third.proposals)
