@@ -11,6 +11,9 @@ Options (before the trial's own arguments, so a sweep's IMF_TRIAL_COMMAND prefix
   --hang-on S         stop writing anything (sleep) after the first epoch, same attempt rule
   --ledger FILE       append "ID PID" to FILE when the trial completes (drills count completions)
   --disk-full-while F after its first epoch, fail like imf trial on a full disk (exit 75) while F exists
+  --plant FILE        planted rollouts: FILE is JSON {trial id: {epoch counted from 1: [per-episode
+                      scores]}}; a planted trial rolls out at exactly those epochs, with
+                      test_mean_score their mean and test_per_seed the scores (seeds 100000..)
 It writes fake.pid, config.yaml, one logs.json.txt line per epoch (test_mean_score every 2 and
 at the end), checkpoints/latest.pt ("epoch N") after every epoch, summary.json in the
 documented format and checkpoints/best.pt; exits 0. With ``--resume --out DIR`` (no config),
@@ -35,6 +38,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.Namespace]:
     fake.add_argument("--fail-times", type=int, default=1)
     fake.add_argument("--ledger", default=None)
     fake.add_argument("--disk-full-while", default=None)
+    fake.add_argument("--plant", default=None)
     opts, rest = fake.parse_known_args(argv)
     trial = argparse.ArgumentParser(allow_abbrev=False)
     trial.add_argument("config", nargs="?")
@@ -94,12 +98,20 @@ def main(argv: list[str]) -> int:
     started = time.time()
     base = 0.5 + params["n_emb"] / 2000 + params["n_layer"] / 100 + (args.seed % 7) / 1000
     best = last = None
+    planted = json.loads(Path(opts.plant).read_text()).get(args.id) if opts.plant else None
     with open(out / "logs.json.txt", "a") as log:
         for epoch in range(first, args.epochs):
             time.sleep(epoch_s)
             row = {"epoch": epoch, "global_step": (epoch + 1) * 10, "train_loss": 1.0 / (epoch + 1),
                    "val_loss": 1.1 / (epoch + 1), "val_mse": round(0.5 / (epoch + 1), 4), "lr": 1e-4}
-            if epoch % 2 == 1 or epoch == args.epochs - 1:
+            if planted is not None:
+                episodes = planted.get(str(epoch + 1))
+                if episodes:
+                    last = sum(episodes) / len(episodes)
+                    row["test_mean_score"] = last
+                    row["test_per_seed"] = {str(100000 + i): v for i, v in enumerate(episodes)}
+                    best = last if best is None else max(best, last)
+            elif epoch % 2 == 1 or epoch == args.epochs - 1:
                 last = round(min(1.0, base * (1 + epoch) / args.epochs), 4)
                 row["test_mean_score"] = last
                 best = last if best is None else max(best, last)

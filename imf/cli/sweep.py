@@ -35,6 +35,8 @@ def sweep(
     resume: Path = typer.Option(None, "--resume", help="Continue the sweep in this folder (re-attach, skip ended trials)."),
     cancel: Path = typer.Option(None, "--cancel", help="Cancel the live jobs of the sweep in this folder on every queue (its controller is stopped first)."),
     notify: str = typer.Option(None, "--notify", help="Command run with the report's path when the sweep ends."),
+    halving: int = typer.Option(None, "--halving", help="Successive halving: at each --rungs epoch keep the top 1/ETA (ETA >= 2); a trial below them by more than 1.96 SE of the difference is stopped, a tie never."),
+    rungs: str = typer.Option(None, "--rungs", help="Epochs (counted from 1, strictly increasing, e.g. 2,4,8) at which --halving compares the trials."),
     tracker: list[str] = typer.Option(None, "--tracker", help="Tracker of every trial (an imf.trackers plugin: swanlab, tensorboard, wandb; none); repeatable.", autocompletion=complete_tracker),
 ) -> None:
     """Run a grid of trials on GPU queues (local, SSH or Slurm), watch them, recover, then report."""
@@ -42,14 +44,12 @@ def sweep(
     from imf.sweep.live import sweep_view
     fixed = {"CONFIG/overrides": args, "--mask": mask, "--grid": grid, "--queue": queue, "--hosts": hosts,
              "--name": name, "--epochs": epochs is not None, "--seed": seed is not None, "--dry-run": dry_run,
-             "--seeds": seeds, "--final-eval": final_eval is not None, "--tracker": tracker}
+             "--seeds": seeds, "--final-eval": final_eval is not None, "--tracker": tracker,
+             "--halving": halving is not None, "--rungs": rungs}
     try:
         if cancel is not None:
-            tuning = {"--resume": resume, "--retries": retries is not None, "--notify": notify,
-                      "--stall-timeout": stall_timeout is not None, "--poll": poll is not None}
-            refuse_flags({**fixed, **tuning}, "--cancel DIR takes no other sweep arguments")
-            from imf.sweep.cancel import cancel_sweep
-            cancel_sweep(cancel, typer.echo)
+            _cancel(cancel, {**fixed, "--resume": resume, "--retries": retries is not None, "--notify": notify,
+                             "--stall-timeout": stall_timeout is not None, "--poll": poll is not None})
             return
         if resume is not None:
             refuse_flags(fixed, "--resume continues a sweep as it was planned")
@@ -63,7 +63,8 @@ def sweep(
             config=config, grids=grid or [], queues=queue or [], hosts=str(hosts) if hosts else None,
             name=name, out=out, epochs=epochs, seed=seed, mask=mask, retries=retries,
             stall_timeout=stall_timeout, poll=poll, notify=notify, overrides=items,
-            seeds=sweep_lib.parse_seeds(seeds) if seeds is not None else None, final_eval=final_eval)
+            seeds=sweep_lib.parse_seeds(seeds) if seeds is not None else None, final_eval=final_eval,
+            halving=halving, rungs=rungs)
         if dry_run:
             typer.echo(sweep_lib.dry_run(request))
             return
@@ -72,6 +73,13 @@ def sweep(
     except KeyboardInterrupt:
         typer.echo("imf: interrupted; running trials go on; continue with imf sweep --resume DIR", err=True)
         raise typer.Exit(130)
+
+
+def _cancel(folder: Path, flags: dict[str, object]) -> None:
+    """``--cancel DIR``, which takes no other sweep flag (``flags``: those given or not)."""
+    refuse_flags(flags, "--cancel DIR takes no other sweep arguments")
+    from imf.sweep.cancel import cancel_sweep
+    cancel_sweep(folder, typer.echo)
 
 
 @app.command(cls=Command)

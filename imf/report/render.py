@@ -163,6 +163,12 @@ def heatmap_text(trends: Trends) -> str:
     return "\n".join(lines)
 
 
+def stopped_lines(report: Report) -> list[str]:
+    """Why each stopped_early trial stopped (successive halving or its own patience)."""
+    return [f"{t.id} at epoch {fmt(t.final_epoch)}: {t.note or 'no reason recorded'}"
+            for t in report.trials if t.status == "stopped_early"]
+
+
 def counts(report: Report) -> str:
     trials = [t for t in report.trials if not t.is_ensemble]
     scored = sum(t.rank is not None for t in trials)
@@ -180,6 +186,8 @@ def render_text(report: Report) -> str:
     out += to_text(table(*ranking_rows(report))).splitlines()
     out += ["", "cells (trials that differ only in training.seed):"]
     out += to_text(table(*cell_rows(report))).splitlines()
+    stopped = stopped_lines(report)
+    out += ["", "stopped early:"] + [f"  {line}" for line in stopped] if stopped else []
     out += ["", "trends:"] + [f"  {line}" for line in trend_lines(report.trends)]
     out += ["", heatmap_text(report.trends)]
     return "\n".join(out) + "\n"
@@ -199,6 +207,8 @@ def render_markdown(report: Report, figures: list[str]) -> str:
     out += ["", "## Cells", "", "Trials that differ only in `training.seed`: mean ± sd of their "
             "max over seeds, n, min-max.", ""]
     out += markdown_table(*cell_rows(report))
+    stopped = stopped_lines(report)
+    out += ["", "## Stopped early", ""] + [f"- {line}" for line in stopped] if stopped else []
     out += ["", "## Trends", ""] + [f"- {line}" for line in trend_lines(report.trends)]
     out += ["", "## Heatmap", ""]
     if "heatmap.png" in figures:

@@ -196,7 +196,17 @@ class Engine(Recovery):
             trial.move("started")
             trial.reason, trial.started_unix = "", time.time()
         self._progress(trial, status)
-        if status.done:
+        halted = self.halving.verdict(trial, status)  # a stop at a rung, decided now or before
+        if halted is not None:
+            self.save()  # the decision first: after a restart it is stopped again, never retried
+            try:
+                sch.stop(trial.handle or Handle(trial.queue))
+                sch.fetch(trial.handle or Handle(trial.queue))  # remote slots: its logs home for the report
+            except QueueError as exc:
+                self._contact_failed(queue, exc)
+                return
+            self._attempt_over(trial, "stopped_early", None, halted)
+        elif status.done:
             self._ended(trial, status, sch)
         elif status.state == "absent":
             self._attempt_over(trial, "failed", None, "its folder or pid file disappeared")

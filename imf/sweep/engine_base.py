@@ -16,6 +16,7 @@ from typing import Callable
 from imf.errors import ImfError
 from imf.scheduler.base import Handle, Job, Scheduler, scheduler_for
 from imf.sweep.finish import record_trial
+from imf.sweep.halving import Halving
 from imf.sweep.plan import assign
 from imf.sweep.state import ACTIVE, FINAL, Orphan, QueueState, SweepDir, SweepState, TrialState, now_iso
 
@@ -34,6 +35,7 @@ class EngineBase:
         self.report_path: Path | None = None
         self.report_text: str | None = None
         self._written = ""
+        self.halving = Halving(state)  # successive halving's scores and decisions (or none)
 
     # ------------------------------------------------------------------ plumbing
     def log(self, message: str) -> None:
@@ -114,6 +116,11 @@ class EngineBase:
                     "with imf sweep --resume" if state == "blocked" else ""))
         moved = [t for t in self.state.trials if t.queue == queue.name and t.state not in FINAL]
         for trial in moved:
+            halted = self.halving.stopped(trial) if trial.state in ACTIVE else None
+            if halted:  # a stop decided at a rung: the job is an orphan, the trial never runs again
+                self._orphan(trial, queue.name, trial.handle, trial.attempts)
+                self._attempt_over(trial, "stopped_early", None, halted)
+                continue
             if trial.state in ACTIVE:
                 self._orphan(trial, queue.name, trial.handle, trial.attempts)
                 self.log(f"{trial.id} was running on {queue.name}; it starts again on a live queue")
@@ -122,6 +129,7 @@ class EngineBase:
                 self.seen.pop(trial.id, None)
             trial.move("requeued")
         live = self.state.live_queues()
+        moved = [t for t in moved if t.state == "pending"]
         if moved and live:
             self._reassign(moved, live)
         self.save()

@@ -27,14 +27,20 @@ def _synthesized(trial: TrialState, state: SweepState) -> RunSummary:
 
 
 def final_summary(trial: TrialState, state: SweepState, run_dir: Path) -> RunSummary:
-    """The trial's summary with the sweep's verdict; written back for failed/stalled trials."""
+    """The trial's summary with the sweep's verdict; written back for failed/stalled trials and
+    for those successive halving stopped (the trial itself saw a SIGTERM: "interrupted")."""
     summary = read_summary(run_dir) or _synthesized(trial, state)
-    if trial.state in ("failed", "stalled"):
+    halted = state.halving.stop_of(trial.id) if state.halving and trial.state == "stopped_early" else None
+    if trial.state in ("failed", "stalled") or halted:
         summary.status, summary.finished = trial.state, trial.finished or now_iso()
-        summary.note = summary.note or trial.reason
+        summary.note = _with(summary.note, halted.reason) if halted else summary.note or trial.reason
         run_dir.mkdir(parents=True, exist_ok=True)
         summary.write(run_dir)
     return summary
+
+
+def _with(note: str, reason: str) -> str:
+    return note if reason in note else f"{note}; {reason}" if note else reason
 
 
 def record_trial(trial: TrialState, state: SweepState, sweep_dir: Path) -> list[str]:

@@ -21,6 +21,7 @@ from imf.errors import SweepError
 from imf.config.eval_seeds import final_eval_seeds
 from imf.scheduler.base import GROUP as SCHEDULERS, scheduler_for, scheme_of
 from imf.sweep.engine import Engine
+from imf.sweep.halving import check_rungs, describe as describe_halving, plan_halving
 from imf.sweep.plan import Plan, TrialPlan, build_trials, make_plan, parse_seeds, render_plan
 from imf.sweep.queues import load_hosts, resolve_queues
 from imf.sweep.state import QueueState, SweepDir, SweepState, TrialState
@@ -58,6 +59,8 @@ class SweepRequest:
     overrides: list[str] = field(default_factory=list)
     seeds: list[int] | None = None  # every grid point once per seed (two or more)
     final_eval: int | None = None  # fresh episodes re-scoring each trial's best.pt
+    halving: int | None = None  # successive halving's ETA (--halving), with --rungs
+    rungs: str | None = None  # "E1,E2,...": the epochs at which trials are compared
 
 
 def _check_plugins(group: str, wanted: set[str]) -> None:
@@ -81,6 +84,7 @@ def _given(value: float | None, default: float) -> float:
 
 def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
     """Check everything ``req`` names and plan it; nothing is written."""
+    halving = plan_halving(req.halving, req.rungs)
     base = load_config(req.config, req.overrides)
     defaults = base.sweep
     name = req.name if req.name is not None else defaults.name
@@ -88,6 +92,9 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
                           mask=req.mask, seed=req.seed, epochs=req.epochs, seeds=req.seeds)
     if req.final_eval is not None:
         final_eval_seeds(req.final_eval, base.eval)
+    if halving is not None:  # a grid of rollout_every: each trial's rollouts are its own
+        varied = any(o.startswith("training.rollout_every=") for t in trials for o in t.overrides)
+        check_rungs(halving, {t.id: t.epochs for t in trials}, None if varied else base.training.rollout_every)
     seed_axis = [f"training.seed={','.join(map(str, req.seeds))}"] if len(req.seeds or []) > 1 else []
     _check_plugins("imf.masks", {t.params["mask"] for t in trials})
     _check_plugins("imf.objectives", {t.params["objective"] for t in trials})
@@ -102,6 +109,7 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
         overrides=list(req.overrides) + ([f"policy.mask={req.mask}"] if req.mask else []),
         grid=list(req.grids or defaults.grid) + seed_axis, final_eval=req.final_eval,
         retries=req.retries, stall_timeout=req.stall_timeout, poll=req.poll, notify=req.notify)
+    state.halving = halving
     return SweepDir(Path(req.out) / name), state, plan
 
 
@@ -136,6 +144,7 @@ def describe(sdir: SweepDir, state: SweepState, plan: Plan) -> str:
     header = (f"sweep '{state.name}' in {sdir.path}: {len(state.trials)} trials on "
               f"{len(state.queues)} queues (config {state.config}, retries {state.retries}, "
               f"stall timeout {state.stall_timeout:g}s)")
+    header += f"; {describe_halving(state.halving)}" if state.halving else ""
     lines = [render_plan(plan, header), "commands:"]
     engine = Engine(sdir, state)
     planned = str((sdir.path / CONFIG_FILE).resolve())  # start_sweep writes a YAML config there
@@ -175,7 +184,9 @@ def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print,
     the sweep folder once it exists (the live view follows it)."""
     sdir, state, plan = plan_sweep(req)
     write_sweep(sdir, state, on_start)
-    for line in sdir.log_lines(render_plan(plan, f"plan of sweep {state.name} in {sdir.path}").splitlines()):
+    header = f"plan of sweep {state.name} in {sdir.path}" + (f"; {describe_halving(state.halving)}"
+                                                               if state.halving else "")
+    for line in sdir.log_lines(render_plan(plan, header).splitlines()):
         echo(line)
     engine = Engine(sdir, state, echo)
     engine.run()

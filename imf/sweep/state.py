@@ -16,6 +16,7 @@ from imf.atomic import atomic_write_json
 from imf.errors import SweepError
 from imf.scheduler.base import Handle
 from imf.store.base import now_iso
+from imf.sweep.halving import HalvingState
 
 VERSION = 1
 FINAL = ("completed", "stopped_early", "diverged", "failed", "stalled")
@@ -145,6 +146,7 @@ class SweepState:
     notify: str | None = None
     stores: list[str] = field(default_factory=list)
     final_eval: int | None = None  # imf trial --final-eval N for every trial
+    halving: HalvingState | None = None  # --halving ETA --rungs ...: the rule and its decisions
     queues: list[QueueState] = field(default_factory=list)
     trials: list[TrialState] = field(default_factory=list)
     status: str = "planned"  # planned, running, interrupted, finished, stopped
@@ -154,7 +156,8 @@ class SweepState:
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)
-                if f.name not in ("queues", "trials")}
+                if f.name not in ("queues", "trials", "halving")}
+        data["halving"] = dataclasses.asdict(self.halving) if self.halving else None
         data["queues"] = [dataclasses.asdict(q) for q in self.queues]
         data["trials"] = [t.to_dict() for t in self.trials]
         return data
@@ -164,6 +167,8 @@ class SweepState:
         data = dict(data)
         data["queues"] = [QueueState(**q) for q in data.get("queues", [])]
         data["trials"] = [TrialState.from_dict(t) for t in data.get("trials", [])]
+        if data.get("halving") is not None:
+            data["halving"] = HalvingState.from_dict(data["halving"])
         return cls(**data)
 
     def config_text(self, config: str | None = None) -> str | None:

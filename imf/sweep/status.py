@@ -11,6 +11,7 @@ from rich.progress_bar import ProgressBar
 from rich.text import Text
 
 from imf.errors import SweepError
+from imf.sweep.halving import status_lines
 from imf.sweep.state import ACTIVE, FINAL, SweepDir, SweepState, TrialState
 from imf.tables import table, to_text
 
@@ -101,6 +102,7 @@ def status_view(sdir: SweepDir, state: SweepState | None = None, now: float | No
     lines = [f"sweep {state.name} ({sdir.path}): {done}/{len(state.trials)} ended; "
              f"{controller_line(state, sdir)}"]
     lines += [f"queue {q.name} is {q.state}: {q.reason}" for q in state.queues if q.state != "live"]
+    lines += status_lines(state)
     lines += [f"orphan of {t.id} on {o.handle.extra.get('host') or o.queue} (pid "
               f"{o.handle.pid}): stopped when its host answers" for t in state.trials
               for o in t.orphans]

@@ -12,6 +12,7 @@ from typing import Any
 from imf import registry
 from imf.errors import ImfError, SweepError
 from imf.scheduler.base import GROUP, HANDLE_FIELDS, scheme_of
+from imf.sweep.halving import HalvingState
 
 TRIAL_STATES = ("pending", "starting", "queued", "running", "completed", "stopped_early",
                 "diverged", "failed", "stalled")
@@ -81,6 +82,8 @@ def _check_values(data: dict[str, Any]) -> None:
             raise SweepError(f"'{key}' must be a finite number > 0, got {data[key]}")
     if data.get("retries", 0) < 0:
         raise SweepError(f"'retries' must be >= 0, got {data['retries']}")
+    if data.get("halving") is not None:
+        HalvingState.from_dict(data["halving"])  # SweepError naming the field
     installed = registry.names(GROUP)
     for i, queue in enumerate(data["queues"]):
         if queue.get("state", "live") not in QUEUE_STATES:

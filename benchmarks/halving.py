@@ -1,0 +1,199 @@
+"""Successive halving on planted curves: is the best ever stopped, and how many slot-hours go?
+
+Each planting is a sweep of stand-in trials (tests/fake_trial.py --plant) whose rollouts are
+drawn from known curves: a trial's true mean score at epoch e is m * (0.4 + 0.6 e / E), with
+m = 0.85 for the planted best, uniform in [0.2, 0.75] for the others, and two of the others
+planted as a tie (the same m). With ``--twin`` the best has a twin (a second trial at 0.85: a
+true tie at the top). Each rollout is --episodes per-episode scores drawn from Beta(2 mu,
+2 (1 - mu)) (mean mu, a spread like PushT's coverage scores); which seeds get which curve is
+random. The real engine runs every planting with ``--halving ETA --rungs ...`` on local:cpu
+slots; the first --full plantings also run without it, on the same drawn scores (the full
+sweep's slot time does not depend on the scores). Slot time is the sum over trials of the
+time a slot held the trial (sweep.json ``elapsed_s``).
+
+    python benchmarks/halving.py [--plantings 20] [--twin] [--full 3] [--trials 9] [--slots 3]
+        [--eta 3] [--rungs 2,4] [--epochs 8] [--epoch-s 0.3] [--episodes 50] [--no-write]
+
+Writes its section of benchmarks/RESULTS.md (one section per variant, with and without --twin).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from _sweep_helpers import fake_command  # noqa: E402
+from results_file import write_section  # noqa: E402
+
+from imf.sweep.launch import SweepRequest, plan_sweep, start_sweep  # noqa: E402
+
+SECTION = "## Successive halving (benchmarks/halving.py)"
+TWIN_SECTION = "## Successive halving, the best with a planted twin (benchmarks/halving.py --twin)"
+BEST = 0.85
+
+
+@dataclass
+class Outcome:
+    stopped: int
+    best_stopped: bool  # the planted best (the first of the two at 0.85 with --twin)
+    twin_stopped: bool | None  # its twin, with --twin
+    tie_split: bool  # one of the planted tie pair stopped, the other not
+    min_gap_stopped: float | None  # smallest planted final gap to the best among stopped trials
+    slot_s: float
+    epochs: int
+    full_epochs: int
+    wall_s: float
+    top_is_best: bool  # the halving sweep's best scored trial is planted at 0.85
+    full_slot_s: float | None = None
+    full_wall_s: float | None = None
+
+
+def request(args: argparse.Namespace, out: Path, name: str, halving: bool) -> SweepRequest:
+    seeds = ",".join(str(i) for i in range(1, args.trials + 1))
+    return SweepRequest(config="smoke", grids=[f"seed={seeds}"], queues=["local:cpu"] * args.slots,
+                        name=name, out=out, epochs=args.epochs, poll=0.1, stall_timeout=120.0,
+                        halving=args.eta if halving else None, rungs=args.rungs if halving else None)
+
+
+@dataclass
+class Planting:
+    means: dict[str, float]  # true final mean by trial id
+    best: str
+    twin: str | None
+    tie: tuple[str, str]
+    rollouts: dict[str, dict[str, list[float]]]  # trial id -> epoch -> per-episode scores
+
+
+def planting(rng: random.Random, ids: list[str], args: argparse.Namespace) -> Planting:
+    picked = rng.sample(ids, 4)
+    best, twin, tie = picked[0], picked[1] if args.twin else None, (picked[2], picked[3])
+    means = {tid: rng.uniform(0.2, 0.75) for tid in ids}
+    means[tie[1]] = means[tie[0]]
+    means.update({tid: BEST for tid in (best, twin) if tid})
+    rollouts: dict[str, dict[str, list[float]]] = {}
+    for tid, m in means.items():
+        rollouts[tid] = {}
+        for epoch in range(2, args.epochs + 1, 2):
+            mu = m * (0.4 + 0.6 * epoch / args.epochs)
+            rollouts[tid][str(epoch)] = [round(rng.betavariate(2 * mu, 2 * (1 - mu)), 4)
+                                         for _ in range(args.episodes)]
+    return Planting(means, best, twin, tie, rollouts)
+
+
+def run_sweep(req: SweepRequest, plant: Path, epoch_s: float) -> tuple[dict, float]:
+    os.environ["IMF_TRIAL_COMMAND"] = fake_command("--epoch-s", str(epoch_s), "--plant", str(plant))
+    t0 = time.perf_counter()
+    start_sweep(req, lambda line: None)
+    wall = time.perf_counter() - t0
+    return json.loads((Path(req.out) / str(req.name) / "sweep.json").read_text()), wall
+
+
+def one(args: argparse.Namespace, folder: Path, index: int) -> Outcome:
+    rng = random.Random((2000 if args.twin else 1000) + index)
+    halved_req = request(args, folder, f"p{index}-h", True)
+    _, state, _ = plan_sweep(halved_req)
+    p = planting(rng, [t.id for t in state.trials], args)
+    # the full sweep's ids differ only in the sweep name: the same draws under both names
+    full_ids = {tid.replace(f"p{index}-h-", f"p{index}-f-", 1): r for tid, r in p.rollouts.items()}
+    plant = folder / f"p{index}.json"
+    plant.write_text(json.dumps({**p.rollouts, **full_ids}))
+    halved, wall = run_sweep(halved_req, plant, args.epoch_s)
+    trials = {t["id"]: t for t in halved["trials"]}
+    stopped = {tid for tid, t in trials.items() if t["state"] == "stopped_early"}
+    gaps = [BEST - p.means[tid] for tid in stopped]
+    top = max((t for t in trials.values() if t["best_score"] is not None), key=lambda t: t["best_score"])
+    out = Outcome(stopped=len(stopped), best_stopped=p.best in stopped,
+                  twin_stopped=(p.twin in stopped) if p.twin else None,
+                  tie_split=(p.tie[0] in stopped) != (p.tie[1] in stopped),
+                  min_gap_stopped=min(gaps) if gaps else None,
+                  slot_s=sum(t["elapsed_s"] or 0 for t in trials.values()),
+                  epochs=sum(t["epoch"] for t in trials.values()), full_epochs=args.trials * args.epochs,
+                  wall_s=wall, top_is_best=p.means[top["id"]] == BEST)
+    if index < args.full:
+        full, out.full_wall_s = run_sweep(request(args, folder, f"p{index}-f", False), plant, args.epoch_s)
+        out.full_slot_s = sum(t["elapsed_s"] or 0 for t in full["trials"])
+    return out
+
+
+def _yes(flag: bool | None) -> str:
+    return "-" if flag is None else "yes" if flag else "no"
+
+
+def section(args: argparse.Namespace, results: list[Outcome]) -> list[str]:
+    n = len(results)
+    fulls = [r for r in results if r.full_slot_s is not None]
+    full_slot = sum(r.full_slot_s for r in fulls) / len(fulls)
+    full_wall = sum(r.full_wall_s for r in fulls) / len(fulls)
+    slot, wall = sum(r.slot_s for r in results) / n, sum(r.wall_s for r in results) / n
+    epochs, full_epochs = sum(r.epochs for r in results), sum(r.full_epochs for r in results)
+    gaps = [r.min_gap_stopped for r in results if r.min_gap_stopped is not None]
+    lines = [TWIN_SECTION if args.twin else SECTION, "",
+             f"{n} plantings of {args.trials} stand-in trials on {args.slots} local:cpu slots, "
+             f"{args.epochs} epochs of {args.epoch_s:g} s, rollouts of {args.episodes} episodes at "
+             f"every 2nd epoch, `--halving {args.eta} --rungs {args.rungs}`; the full sweep (no "
+             f"halving, same scores) measured on the first {len(fulls)}; planted curves as the "
+             f"module docstring says{' (the best has a twin at 0.85)' if args.twin else ''}; "
+             f"`python benchmarks/halving.py{' --twin' if args.twin else ''}`; "
+             f"{time.strftime('%Y-%m-%d')}, 2 cores shared with other work.", "",
+             "| planting | stopped | best stopped | twin stopped | tie pair split | smallest true gap "
+             "stopped | epochs run | slot s | wall s | top is a planted best |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for i, r in enumerate(results):
+        gap = "-" if r.min_gap_stopped is None else f"{r.min_gap_stopped:.3f}"
+        lines.append(f"| {i} | {r.stopped} | {_yes(r.best_stopped)} | {_yes(r.twin_stopped)} | "
+                     f"{_yes(r.tie_split)} | {gap} | {r.epochs}/{r.full_epochs} | {r.slot_s:.1f} | "
+                     f"{r.wall_s:.1f} | {_yes(r.top_is_best)} |")
+    twins = [r.twin_stopped for r in results if r.twin_stopped is not None]
+    lines += ["",
+              f"- the planted best was stopped in {sum(r.best_stopped for r in results)} of {n} plantings"
+              + (f", its twin in {sum(twins)} of {n}" if twins else "")
+              + f"; halving's top trial was planted at {BEST} in {sum(r.top_is_best for r in results)} of {n}",
+              f"- the planted tie pair was split (one stopped, one kept) in {sum(r.tie_split for r in results)} of {n}",
+              (f"- {sum(r.stopped for r in results)} of {n * args.trials} trials stopped; the smallest "
+               f"true final gap to the best among them: {min(gaps):.3f}") if gaps else "- nothing stopped",
+              f"- slot time per sweep: {slot:.1f} s with halving against {full_slot:.1f} s for the full "
+              f"sweep, {100 * (1 - slot / full_slot):.0f}% saved; epochs run "
+              f"{100 * (1 - epochs / full_epochs):.0f}% fewer; wall time {wall:.1f} s against {full_wall:.1f} s"]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--plantings", type=int, default=20)
+    parser.add_argument("--twin", action="store_true", help="the best gets a planted twin (a tie at the top)")
+    parser.add_argument("--full", type=int, default=3, help="plantings also run without halving")
+    parser.add_argument("--trials", type=int, default=9)
+    parser.add_argument("--slots", type=int, default=3)
+    parser.add_argument("--eta", type=int, default=3)
+    parser.add_argument("--rungs", default="2,4")
+    parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--epoch-s", type=float, default=0.3)
+    parser.add_argument("--episodes", type=int, default=50)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    args.full = max(1, min(args.full, args.plantings))
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.plantings):
+            results.append(one(args, Path(tmp), i))
+            r = results[-1]
+            print(f"planting {i}: stopped {r.stopped}, best stopped {r.best_stopped}, "
+                  f"twin stopped {r.twin_stopped}, slot {r.slot_s:.1f} s", flush=True)
+    lines = section(args, results)
+    print("\n".join(lines))
+    if not args.no_write:
+        write_section(lines[0], lines)
+
+
+if __name__ == "__main__":
+    main()
