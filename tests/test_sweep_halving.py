@@ -153,7 +153,7 @@ def test_a_half_written_rung_line_waits_for_its_end_and_other_epochs_are_ignored
 
 def test_a_restarted_controller_reads_the_decisions_back_and_never_decides_again(tmp_path):
     state = sweep_state()
-    hv, (a, b, c) = Halving(state), state.trials
+    hv, (a, b, _) = Halving(state), state.trials
     a.epoch = b.epoch = 1
     poll(hv, a, rung_row(2, LOW))
     poll(hv, b, rung_row(2, LOW))  # a and b tie: both kept at rung 2 (b now, a at its next poll)
