@@ -190,3 +190,22 @@ def test_warm_starts_chain_and_a_tried_one_never_repeats(tmp_path):
     second.status = "concluded"
     third = plan_round(folder, state)
     assert third is None or all(p.init_from not in (cont.init_from, again.init_from) for p in third.proposals)
+
+
+def test_seeds_of_a_tied_cell_are_concluded_as_the_cell_over_its_seeds(tmp_path):
+    folder = tmp_path / "exp"
+    make_run(folder, n_emb=64, n_layer=2, scores=[0.6] * 6, se=0.01)
+    make_run(folder, n_emb=32, n_layer=2, scores=[0.59] * 6, se=0.01)  # tied with the best
+    current = plan_round(folder, _state(per_round=9))
+    current.proposals = [p for p in current.proposals if p.kind == "seeds"]
+    assert len(current.proposals) == 4  # two more seeds for each of the two tied cells
+    current.hypothesis = write_hypothesis(folder, current)
+    for p in current.proposals:
+        n_emb = load_config(p.config).policy.n_emb
+        make_run(folder / current.sweep, n_emb=n_emb, n_layer=2, seed=p.seed, tid=p.id,
+                 scores=[0.6 if n_emb == 64 else 0.5] * 6)
+    conclude_round(folder, current)
+    assert {o.cell for o in current.outcomes} == {"smoke-causal-e64-l2", "smoke-causal-e32-l2"}
+    conclusion = IterationLogStore(folder).hypotheses()[0]["conclusion"]
+    assert "cell smoke-causal-e64-l2 over 3 seeds: 0.6000 ± " in conclusion
+    assert "cell smoke-causal-e32-l2 over 3 seeds: 0.5300 ± 0.0300" in conclusion

@@ -218,7 +218,8 @@ def _outcome(report: Report, run_dir: Path, planned: Planned, best: dict) -> Out
     row = next((t for t in report.trials if t.run_dir and Path(t.run_dir).resolve() == run_dir.resolve()), None)
     if row is None or row.best_score is None:
         return Outcome(planned.id, row.status if row else "missing")
-    out = Outcome(planned.id, row.status, row.best_score, row.best_se, row.success_rate, row.fresh)
+    out = Outcome(planned.id, row.status, row.best_score, row.best_se, row.success_rate, row.fresh,
+                  cell=row.cell)
     out.diff = row.best_score - best["mean"]
     if row.best_se is not None and best.get("se") is not None:
         out.diff_se = difference_se(row.best_se, best["se"])
@@ -254,12 +255,22 @@ def conclude_round(folder: Path, current: Round) -> None:
     after = current.best_after
     moved = after["label"] != best["label"] or after["trial"] != best["trial"]
     conclusion = "\n".join(
-        [f"{o.id}: {o.verdict}" for o in current.outcomes]
+        [f"{o.id}: {o.verdict}" for o in current.outcomes] + _seed_cells(report, current)
         + [("gain beyond noise; " if current.gain else "no gain beyond noise; ")
            + (f"the best is now {after['label']} {pm(after['mean'], after['se'])} ({after['trial']})"
               if moved else f"the best stays {after['label']} {pm(after['mean'], after['se'])}")])
     IterationLogStore(folder).conclude(current.hypothesis or "", result, conclusion)
     current.status = "concluded"
+
+
+def _seed_cells(report: Report, current: Round) -> list[str]:
+    """For the cells this round gave more seeds: their mean over the seeds now (one run of a
+    seed is the cell's noise, not a change)."""
+    kinds = {p.id: p.kind for p in current.proposals}
+    labels = dict.fromkeys(o.cell for o in current.outcomes if kinds[o.id] == "seeds" and o.cell)
+    cells = {c.label: c for c in report.trends.cells if c.mean is not None}
+    return [f"cell {label} over {cells[label].n} seeds: {pm(cells[label].mean, cells[label].se)}"
+            for label in labels if label in cells]
 
 
 def _result_line(o: Outcome) -> str:

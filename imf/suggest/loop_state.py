@@ -43,6 +43,7 @@ class Outcome:
     diff: float | None = None  # score - the best cell's mean before the round
     diff_se: float | None = None
     verdict: str = "no result"  # "better", "worse", "no clear difference", "no result"
+    cell: str | None = None  # the report's cell of the run (its seeds' mean is the cell's)
 
 
 @dataclass
