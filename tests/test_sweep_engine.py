@@ -193,6 +193,27 @@ def test_the_controller_killed_mid_sweep_and_resumed_runs_every_trial_once(tmp_p
     assert all(f"re-attached {tid}" in log for tid in running)
 
 
+def test_a_sweep_json_of_an_older_imf_without_handle_dir_and_token_resumes(tmp_path):
+    # imf before attempt tokens kept only queue, pid and start time in a handle: a controller
+    # killed then must still re-attach its running trial, not start it again
+    controller = sweep_controller(tmp_path, "t", ["--epoch-s", "0.5"], "--grid", "64x1", "--queue",
+                                  "local:cpu", "--epochs", "4", "--poll", "0.1")
+    sweep_dir = tmp_path / "t"
+    wait_for(lambda: (sweep_dir / "sweep.json").is_file() and
+             [t for t in sweep_json(sweep_dir)["trials"] if t["state"] == "running"], timeout=60)
+    controller.kill()
+    controller.wait()
+    data = sweep_json(sweep_dir)
+    for trial in data["trials"]:
+        trial["handle"] = {k: trial["handle"][k] for k in ("queue", "pid", "start_time")}
+    (sweep_dir / "sweep.json").write_text(json.dumps(data))
+    resume_sweep(sweep_dir, lambda s: None)
+    data = assert_finished(sweep_dir, n=1)
+    (trial,) = data["trials"]
+    assert trial["attempts"] == 1 and not (sweep_dir / trial["id"] / "attempts").exists()
+    assert f"re-attached {trial['id']}" in (sweep_dir / "sweep.log").read_text()
+
+
 def test_resume_of_a_finished_sweep_starts_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.01"))
     start_sweep(request(tmp_path, grids=["64x1"], queues=["local:cpu"]), lambda s: None)
