@@ -12,7 +12,7 @@ from typing import Any
 from imf import registry
 from imf.errors import ImfError, SweepError
 from imf.scheduler.base import GROUP, HANDLE_FIELDS, scheme_of
-from imf.sweep.halving import HalvingState
+from imf.sweep.halving import Decision, HalvingState, RungScore
 
 TRIAL_STATES = ("pending", "starting", "queued", "running", "completed", "stopped_early",
                 "diverged", "failed", "stalled")
@@ -83,7 +83,7 @@ def _check_values(data: dict[str, Any]) -> None:
     if data.get("retries", 0) < 0:
         raise SweepError(f"'retries' must be >= 0, got {data['retries']}")
     if data.get("halving") is not None:
-        HalvingState.from_dict(data["halving"])  # SweepError naming the field
+        _check_halving(data["halving"])
     installed = registry.names(GROUP)
     for i, queue in enumerate(data["queues"]):
         if queue.get("state", "live") not in QUEUE_STATES:
@@ -121,3 +121,22 @@ def _declared_handle_keys(spec: Any) -> dict[str, type]:
         return dict(getattr(registry.get(GROUP, scheme_of(spec)), "handle_keys", {}) or {})
     except (ImfError, TypeError):
         return {}  # no queue or an unknown scheme: validated where the queue is
+
+
+def _check_halving(data: Any) -> None:
+    """sweep.json's ``halving``: every field of the right type, then the rule's values."""
+    if not isinstance(data, dict):
+        raise SweepError(f"'halving' must be an object, got {data!r:.60}")
+    _check_fields(data, HalvingState, "halving ")
+    eta, rungs = data["eta"], data["rungs"]
+    if eta < 2:
+        raise SweepError(f"halving 'eta' must be an int >= 2, got {eta!r:.60}")
+    if not (rungs and all(_is(r, "int") and r >= 1 for r in rungs) and rungs == sorted(set(rungs))):
+        raise SweepError(f"halving 'rungs' must be strictly increasing epochs >= 1, got {rungs!r:.60}")
+    for i, score in enumerate(data.get("scores", [])):
+        _check_item(score, RungScore, f"halving scores[{i}]")
+    for i, decision in enumerate(data.get("decisions", [])):
+        _check_item(decision, Decision, f"halving decisions[{i}]")
+        if decision["outcome"] not in ("kept", "stopped"):
+            raise SweepError(f"halving decisions[{i}] outcome must be kept or stopped, "
+                             f"got {decision['outcome']!r:.60}")
