@@ -187,9 +187,11 @@ def test_the_controller_killed_mid_sweep_and_resumed_runs_every_trial_once(tmp_p
         assert t["attempts"] == 1 and not t["history"][1:], t
         assert not (sweep_dir / t["id"] / "attempts").exists()
     log = (sweep_dir / "sweep.log").read_text()
-    # a trial killed between "starting" and its start line is re-attached, not started again
-    adopted = [t["id"] for t in killed if t["state"] == "starting" and f"re-attached {t['id']}" in log]
-    assert log.count(" start ") == 3 - len(adopted)
+    # each trial started once: a trial killed while "starting" is re-attached, not started again
+    # (its start line may be in the log already: the controller logs it just before saving)
+    for t in data["trials"]:
+        assert log.count(f" start {t['id']} ") <= 1
+        assert f" start {t['id']} " in log or f"re-attached {t['id']}" in log
     assert all(f"re-attached {tid}" in log for tid in running)
 
 
