@@ -202,6 +202,27 @@ def test_members_are_the_run_top_k_best_first_and_a_sweep_needs_two_runs(tmp_pat
         select(tmp_path / "sweep", 2, "actions")
 
 
+def _sweep_run(folder: Path, tid: str, score: float, n_emb: int) -> None:
+    run = folder / tid
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "best.pt").write_bytes(b"x")
+    (run / "summary.json").write_text(json.dumps({"id": tid, "best_score": score, "best_epoch": 3,
+                                                  "checkpoints": {"best": "checkpoints/best.pt"}}))
+    (run / "config.yaml").write_text(f"policy:\n  n_emb: {n_emb}\n  n_layer: 2\nobjective:\n  name: imf\n")
+
+
+def test_a_sweep_soup_takes_the_best_runs_of_the_best_runs_architecture(tmp_path):
+    sweep = tmp_path / "sweep"
+    for tid, score, n_emb in [("a", 0.9, 64), ("b", 0.85, 32), ("c", 0.8, 64), ("d", 0.7, 64)]:
+        _sweep_run(sweep, tid, score, n_emb)
+    assert [m.trial for m in select(sweep, 2, "weights").members] == ["a", "c"]
+    assert [m.trial for m in select(sweep, 2, "actions").members] == ["a", "b"]  # any architecture
+    with pytest.raises(EnsembleError, match=r"only 3 of the runs under .* share the architecture of "
+                                            r"the best run a; b and the others differ in architecture "
+                                            r"\(policy.n_emb 64 vs 32\)"):
+        select(sweep, 4, "weights")
+
+
 def test_an_ensemble_entry_is_ranked_by_its_fresh_score_and_counted_nowhere(tmp_path):
     from test_suggest import make_run
     make_run(tmp_path, n_emb=128, n_layer=6, seed=42, scores=[0.7, 0.8])

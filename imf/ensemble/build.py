@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from imf.errors import EnsembleError
-from imf.ensemble.members import Member, Selection
+from imf.ensemble.members import Member, Selection, first_difference
 from imf.train import checkpoint as ckpt_io
 from imf.version import code_version
 
@@ -46,20 +46,13 @@ def _describe(member: Member) -> str:
     return f"{member.trial}{epoch} ({member.checkpoint.name})"
 
 
-def _first_difference(a: dict[str, Any], b: dict[str, Any], prefix: str) -> str | None:
-    for key in sorted(set(a) | set(b)):
-        if json.dumps(a.get(key), sort_keys=True) != json.dumps(b.get(key), sort_keys=True):
-            return f"{prefix}{key} {a.get(key)!r} vs {b.get(key)!r}"
-    return None
-
-
 def check_soup(loaded: list[Loaded]) -> None:
     """One architecture, one objective, one normaliser, and weights of the same shapes."""
     first = loaded[0]
     for other in loaded[1:]:
         pair = f"{_describe(first.member)} and {_describe(other.member)}"
-        diff = (_first_difference(first.policy_config, other.policy_config, "policy.")
-                or _first_difference({"name": first.state["config"].get("objective", {}).get("name")},
+        diff = (first_difference(first.policy_config, other.policy_config, "policy.")
+                or first_difference({"name": first.state["config"].get("objective", {}).get("name")},
                                      {"name": other.state["config"].get("objective", {}).get("name")},
                                      "objective."))
         if diff:

@@ -6,12 +6,14 @@ first. The ensemble is recorded beside the runs: in the run's parent folder, or 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from imf.errors import EnsembleError
-from imf.store.layout import CHECKPOINTS, ENSEMBLES, ensemble_id, topk_epoch_score
-from imf.store.runs import find_run_dirs, is_run_dir
+from imf.store.layout import CHECKPOINTS, CONFIG, ENSEMBLES, ensemble_id, topk_epoch_score
+from imf.store.runs import find_run_dirs, is_run_dir, read_yaml_mapping
 from imf.store.summary import read_summary
 
 MODES = ("weights", "actions")
@@ -23,6 +25,8 @@ class Member:
     checkpoint: Path
     score: float  # the test_mean_score it was selected by
     epoch: int | None  # 0-based, as logs.json.txt and the checkpoint keep it
+    # its run's policy settings and objective (config.yaml), what a weight soup must share
+    architecture: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,14 @@ class Selection:
 
     def default_out(self) -> Path:
         return self.root / ENSEMBLES / f"{self.id}.pt"
+
+
+def first_difference(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> str | None:
+    """The first key (sorted) whose values differ, as ``KEY A vs B``; None when none does."""
+    for key in sorted(set(a) | set(b)):
+        if json.dumps(a.get(key), sort_keys=True) != json.dumps(b.get(key), sort_keys=True):
+            return f"{prefix}{key} {a.get(key)!r} vs {b.get(key)!r}"
+    return None
 
 
 def check_request(top: int, mode: str) -> None:
@@ -59,6 +71,8 @@ def select(source: Path, top: int, mode: str) -> Selection:
     else:
         name, kind, found = source.resolve().name, "sweep", sweep_members(source)
         root, what = source.resolve(), f"runs with a best checkpoint under {source}"
+        if mode == "weights" and found:  # a soup of the best runs of the best run's architecture
+            found = _same_architecture(found, top, source)
     if len(found) < 2:
         raise EnsembleError(f"ensemble source {source} has {len(found)} {what}; an ensemble "
                             "needs 2 or more")
@@ -66,6 +80,27 @@ def select(source: Path, top: int, mode: str) -> Selection:
         raise EnsembleError(f"--top {top}: {source} has only {len(found)} {what}; give --top "
                             f"{len(found)} or fewer")
     return Selection(ensemble_id(name, top, mode), source, kind, found[:top], root)
+
+
+def _same_architecture(found: list[Member], top: int, source: Path) -> list[Member]:
+    best = found[0]
+    same = [m for m in found if first_difference(m.architecture, best.architecture) is None]
+    if len(same) < min(top, len(found)):
+        other = next(m for m in found if m not in same)
+        raise EnsembleError(
+            f"--mode weights: only {len(same)} of the runs under {source} share the architecture of "
+            f"the best run {best.trial}; {other.trial} and the others differ in architecture "
+            f"({first_difference(best.architecture, other.architecture)}); a weight soup needs "
+            f"--top {len(same)} of one architecture, or use --mode actions")
+    return same
+
+
+def architecture(run_dir: Path) -> dict[str, Any]:
+    """The run's policy settings and objective name, from its config.yaml."""
+    config = read_yaml_mapping(run_dir / CONFIG)
+    policy = config.get("policy") if isinstance(config.get("policy"), dict) else {}
+    objective = config.get("objective") if isinstance(config.get("objective"), dict) else {}
+    return {**{f"policy.{k}": v for k, v in policy.items()}, "objective.name": objective.get("name")}
 
 
 def _trial_id(run_dir: Path) -> str:
@@ -94,5 +129,5 @@ def sweep_members(folder: Path) -> list[Member]:
         path = run_dir / summary.checkpoints.best
         if path.is_file():
             found.append(Member(summary.id or run_dir.name, path, summary.best_score,
-                                summary.best_epoch))
+                                summary.best_epoch, architecture(run_dir)))
     return sorted(found, key=lambda m: (-m.score, m.trial))

@@ -22,7 +22,6 @@ from imf.store.scoreboard import ScoreboardStore
 from imf.version import code_version
 
 
-
 def _shown(path: Path, root: Path) -> str:
     """``path`` relative to ``root`` when inside it (the scoreboard's own convention)."""
     path = Path(path).resolve()
