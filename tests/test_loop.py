@@ -14,7 +14,7 @@ from imf.errors import ImfError, LoopError
 from imf.store.iteration_log import IterationLogStore
 from imf.suggest import suggest
 from imf.suggest.loop import (LoopRequest, check_request, conclude_round, dry_run, plan_round,
-                              stop_reason, write_hypothesis)
+                              start_loop, stop_reason, write_hypothesis)
 from imf.suggest.loop_state import LOOP_FILE, LoopState, Round, load_loop, save_loop
 
 
@@ -118,6 +118,7 @@ def test_the_loop_stops_for_the_first_reason_that_holds(rounds, hours, started, 
     (dict(hours=-1.0), "--hours -1.0: give a number of hours > 0"),
     (dict(queues=["nowhere"]), "queue spec 'nowhere'"),
     (dict(folder=Path("missing")), "missing is not a folder"),
+    (dict(final_eval=0), "--final-eval 0: the number of fresh episodes must be an integer from 1"),
 ])
 def test_bad_requests_are_one_error_each(tmp_path, change, words):
     req = LoopRequest(**{"folder": _folder(tmp_path), "queues": ["local:cpu"], "rounds": 2, **change})
@@ -209,3 +210,14 @@ def test_seeds_of_a_tied_cell_are_concluded_as_the_cell_over_its_seeds(tmp_path)
     conclusion = IterationLogStore(folder).hypotheses()[0]["conclusion"]
     assert "cell smoke-causal-e64-l2 over 3 seeds: 0.6000 ± " in conclusion
     assert "cell smoke-causal-e32-l2 over 3 seeds: 0.5300 ± 0.0300" in conclusion
+
+
+def test_dry_run_checks_its_flags_and_a_folder_without_scores_starts_no_loop(tmp_path):
+    folder = _folder(tmp_path)
+    with pytest.raises(LoopError, match="--per-round 0: give 1 or more"):
+        dry_run(folder, ["local:cpu"], per_round=0)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ImfError, match="no run folders in"):
+        start_loop(LoopRequest(empty, ["local:cpu"], 2))
+    assert list(empty.iterdir()) == []

@@ -85,7 +85,10 @@ def loop(
         if any(given.values()):
             raise LoopError(f"--resume continues a loop as it was started; drop "
                             f"{', '.join(k for k, v in given.items() if v)}")
-        loop_lib.resume_loop(resume, typer.echo)
+        if dry_run:  # the round it would go on with, nothing run
+            typer.echo(loop_lib.dry_run(resume, [], per_round))
+        else:
+            loop_lib.resume_loop(resume, typer.echo)
         return
     if folder is None:
         raise LoopError("give the folder of the loop (a sweep folder or a folder of runs), or --resume FOLDER")

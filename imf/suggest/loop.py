@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from imf.config.eval_seeds import check_episodes
 from imf.errors import LoopError, ReportError
 from imf.report import build_report
 from imf.report.model import Report
@@ -54,6 +55,8 @@ def check_request(req: LoopRequest) -> LoopState:
         raise LoopError(f"--per-round {req.per_round}: give 1 or more proposals per round")
     if req.hours is not None and not 0 < req.hours < math.inf:
         raise LoopError(f"--hours {req.hours}: give a number of hours > 0")
+    if req.final_eval is not None:
+        check_episodes(req.final_eval)  # the seeds against each run's eval settings: its trial
     resolve_queues(req.queues, load_hosts(req.hosts))  # bad specs and hosts files fail here
     return LoopState(list(req.queues), req.rounds, req.per_round, req.hours, req.hosts,
                      req.final_eval, started_unix=time.time())
@@ -64,7 +67,8 @@ def start_loop(req: LoopRequest, echo: Echo = print) -> LoopState:
     if (req.folder / LOOP_FILE).exists():
         raise LoopError(f"{req.folder} already holds a loop ({LOOP_FILE}); continue it with "
                         f"imf loop --resume {req.folder}")
-    suggest(req.folder)  # a folder without scored runs fails before anything is written
+    first = plan_round(req.folder, state)  # a folder without scored runs fails before any write
+    state.rounds.extend([first] if first else [])
     save_loop(req.folder, state)
     return run_loop(req.folder, state, echo)
 
@@ -298,7 +302,7 @@ def render_round(current: Round) -> str:
 def dry_run(folder: Path, queues: list[str], per_round: int = 3, hosts: str | None = None) -> str:
     """The next round's proposals and commands (the open round's, when a loop stopped in one)."""
     state = load_loop(folder) if (folder / LOOP_FILE).exists() else \
-        LoopState(list(queues), 1, per_round, hosts=hosts, started_unix=time.time())
+        check_request(LoopRequest(folder, list(queues), 1, per_round, hosts=hosts))
     current = state.open_round() or plan_round(folder, state)
     if current is None:
         return f"nothing new to propose in {folder}; a loop would stop here"
