@@ -217,10 +217,14 @@ def test_a_sweep_soup_takes_the_best_runs_of_the_best_runs_architecture(tmp_path
         _sweep_run(sweep, tid, score, n_emb)
     assert [m.trial for m in select(sweep, 2, "weights").members] == ["a", "c"]
     assert [m.trial for m in select(sweep, 2, "actions").members] == ["a", "b"]  # any architecture
-    with pytest.raises(EnsembleError, match=r"only 3 of the runs under .* share the architecture of "
-                                            r"the best run a; b and the others differ in architecture "
-                                            r"\(policy.n_emb 64 vs 32\)"):
+    with pytest.raises(EnsembleError, match=r"3 of the runs under .* \(the best run a included\) share "
+                                            r"its architecture; b and the others differ in architecture "
+                                            r"\(policy.n_emb 64 vs 32\); give --top 3 or fewer"):
         select(sweep, 4, "weights")
+    (sweep / "c").rename(tmp_path / "c")
+    (sweep / "d").rename(tmp_path / "d")
+    with pytest.raises(EnsembleError, match="needs 2 or more runs of one architecture: use --mode actions"):
+        select(sweep, 2, "weights")
 
 
 def test_an_ensemble_entry_is_ranked_by_its_fresh_score_and_counted_nowhere(tmp_path):

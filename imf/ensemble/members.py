@@ -87,11 +87,12 @@ def _same_architecture(found: list[Member], top: int, source: Path) -> list[Memb
     same = [m for m in found if first_difference(m.architecture, best.architecture) is None]
     if len(same) < min(top, len(found)):
         other = next(m for m in found if m not in same)
+        fix = (f"give --top {len(same)} or fewer, or use --mode actions" if len(same) >= 2 else
+               "a weight soup needs 2 or more runs of one architecture: use --mode actions")
         raise EnsembleError(
-            f"--mode weights: only {len(same)} of the runs under {source} share the architecture of "
-            f"the best run {best.trial}; {other.trial} and the others differ in architecture "
-            f"({first_difference(best.architecture, other.architecture)}); a weight soup needs "
-            f"--top {len(same)} of one architecture, or use --mode actions")
+            f"--mode weights: {len(same)} of the runs under {source} (the best run {best.trial} "
+            f"included) share its architecture; {other.trial} and the others differ in "
+            f"architecture ({first_difference(best.architecture, other.architecture)}); {fix}")
     return same
 
 
