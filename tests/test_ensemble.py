@@ -1,4 +1,4 @@
-"""``imf ensemble``: weight soups and action ensembles of real tiny checkpoints, scored on fresh
+"""``imf ensemble``: weight soups and action ensembles of real tiny checkpoints, scored on selection
 seeds, recorded in the scoreboard, ranked by the report beside the trials but never counted."""
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ TINY = ["policy.obs_type=keypoints", "training.max_train_steps=6", "training.bat
         "eval.n_test=3", "eval.n_train=0", "eval.max_steps=24", "eval.n_workers=1",
         "data.demo_episodes=4", "logging.swanlab=false", "training.val_probe_windows=64",
         "training.rollout_every=1", "training.checkpoint_topk=3", "training.lr=1e-3"]
-FRESH = 4  # fresh episodes of the tiny ensembles' scores
+FRESH = 4  # selection episodes of the tiny ensembles' scores
 
 
 def _train(folder: Path, tid: str, demo_cache: str, extra: list[str]) -> Path:
@@ -61,10 +61,10 @@ def test_weight_soup_is_the_mean_of_the_members_ema_weights_and_scores_as_record
         if torch.is_tensor(value) and value.is_floating_point():
             torch.testing.assert_close(value, torch.stack([m["ema"][key] for m in members]).mean(0))
     assert soup["normalizer"] == members[0]["normalizer"]
-    fresh = result.result["fresh"]
+    selection = result.result["selection"]
     again = evaluate_checkpoint(result.checkpoint, n_test=FRESH, start_seed=500000, device="cpu")
-    assert again["test_mean_score"] == pytest.approx(fresh["mean"]) and fresh["seed_start"] == 500000
-    assert json.loads(result.result_file.read_text())["fresh"]["per_seed"] == fresh["per_seed"]
+    assert again["test_mean_score"] == pytest.approx(selection["mean"]) and selection["seed_start"] == 500000
+    assert json.loads(result.result_file.read_text())["selection"]["per_seed"] == selection["per_seed"]
     assert result.result["latency"]["median_ms"] > 0 and result.result["latency"]["threads"] >= 1
 
 
@@ -84,7 +84,7 @@ def test_action_ensemble_executes_the_mean_of_its_members_chunks(made):
     torch.testing.assert_close(chunk, expected)
     assert chunk.shape == (1, cfg.policy.n_action_steps, 2)
     again = evaluate_checkpoint(result.checkpoint, n_test=FRESH, start_seed=500000, device="cpu")
-    assert again["test_mean_score"] == pytest.approx(result.result["fresh"]["mean"])
+    assert again["test_mean_score"] == pytest.approx(result.result["selection"]["mean"])
 
 
 @pytest.mark.slow
@@ -96,7 +96,7 @@ def test_scoreboard_lists_members_and_keeps_a_trained_trial_best(made):
     assert entry["kind"] == "ensemble" and entry["mode"] == "actions" and entry["top"] == 3
     assert [m["checkpoint"] for m in entry["members"]] == [
         m.checkpoint.relative_to(folder).as_posix() for m in ens["actions"].selection.members]
-    assert entry["score"] == pytest.approx(ens["actions"].result["fresh"]["mean"])
+    assert entry["score"] == pytest.approx(ens["actions"].result["selection"]["mean"])
     assert Path(entry["checkpoint"]) == ens["actions"].checkpoint.resolve()
     assert board.best()["trial"] in ("kp-e64-s1", "kp-e32-s2")
 
@@ -111,7 +111,7 @@ def test_report_ranks_ensembles_beside_trials_but_counts_none(made):
     assert sorted(t.rank for t in report.trials if t.rank) == list(range(1, len(report.trials) + 1))
     for i in ids:
         assert rows[i].cell is None and rows[i].seed is None and rows[i].status == "ensemble"
-        assert rows[i].fresh == pytest.approx(ens_mean(ens, i))
+        assert rows[i].selection == pytest.approx(ens_mean(ens, i))
     assert sorted(t for c in report.trends.cells for t in c.trials) == ["kp-e32-s2", "kp-e64-s1"]
     assert sum(g.trials for g in report.trends.by_n_emb) == 2
     assert {s for c in report.trends.cells for s in c.seeds} == {1, 2}
@@ -120,7 +120,7 @@ def test_report_ranks_ensembles_beside_trials_but_counts_none(made):
 
 
 def ens_mean(ens, tid: str) -> float:
-    return next(e.result["fresh"]["mean"] for e in ens.values() if e.selection.id == tid)
+    return next(e.result["selection"]["mean"] for e in ens.values() if e.selection.id == tid)
 
 
 @pytest.mark.slow
@@ -162,7 +162,7 @@ def test_the_command_line_makes_one_and_refuses_bad_inputs_in_one_line(made, tmp
     assert "ensemble kp-e64-s1-top2-weights: mean " in proc.stdout and "chunk latency: " in proc.stdout
     ev = run_imf("eval", "soup.pt", "--json", "--n-test", str(FRESH), "--start-seed", "500000", cwd=tmp_path)
     assert ev.returncode == 0, ev.stderr
-    recorded = json.loads((tmp_path / "soup.json").read_text())["fresh"]["mean"]
+    recorded = json.loads((tmp_path / "soup.json").read_text())["selection"]["mean"]
     assert json.loads(ev.stdout)["test_mean_score"] == pytest.approx(recorded)
     assert [e["id"] for e in ScoreboardStore(runs).read()] == ["kp-e64-s1-top2-weights"]
 
@@ -227,7 +227,7 @@ def test_a_sweep_soup_takes_the_best_runs_of_the_best_runs_architecture(tmp_path
         select(sweep, 2, "weights")
 
 
-def test_an_ensemble_entry_is_ranked_by_its_fresh_score_and_counted_nowhere(tmp_path):
+def test_an_ensemble_entry_is_ranked_by_its_selection_score_and_counted_nowhere(tmp_path):
     from test_suggest import make_run
     make_run(tmp_path, n_emb=128, n_layer=6, seed=42, scores=[0.7, 0.8])
     make_run(tmp_path, n_emb=128, n_layer=6, seed=43, scores=[0.6, 0.75])
@@ -241,10 +241,10 @@ def test_an_ensemble_entry_is_ranked_by_its_fresh_score_and_counted_nowhere(tmp_
         ("smoke-causal-e128-l6-s42", 1), ("smoke-causal-e128-l6-s42-top2-weights", 2),
         ("smoke-causal-e128-l6-s43", 3)]
     ensemble = report.trials[1]
-    assert (ensemble.fresh, ensemble.fresh_episodes, ensemble.fresh_success) == (0.78, 200, 0.3)
+    assert (ensemble.selection, ensemble.selection_episodes, ensemble.selection_success) == (0.78, 200, 0.3)
     assert ensemble.members == ["smoke-causal-e128-l6-s42@1", "smoke-causal-e128-l6-s42@0"]
     [cell] = report.trends.cells
     assert cell.trials == ["smoke-causal-e128-l6-s42", "smoke-causal-e128-l6-s43"] and cell.seeds == [42, 43]
     assert cell.mean == pytest.approx(0.775) and report.trends.by_n_emb[0].trials == 2
-    assert report.trends.fresh is None  # the ensemble's fresh score is no trial's
+    assert report.trends.selection is None  # the ensemble's selection score is no trial's
     assert ScoreboardStore(tmp_path).best() is None  # the trials were never recorded; an ensemble is no best

@@ -1,4 +1,4 @@
-"""``imf trial --final-eval N``: best.pt re-scored on fresh seeds into final_eval.json."""
+"""``imf trial --final-eval N``: best.pt re-scored on selection seeds into final_eval.json."""
 from __future__ import annotations
 
 import json
@@ -15,14 +15,15 @@ TINY = ["training.max_train_steps=4", "training.batch_size=16", "eval.n_test=2",
 
 
 @pytest.mark.slow
-def test_a_tiny_trial_writes_a_final_eval_on_fresh_seeds(tmp_path):
+def test_a_tiny_trial_writes_a_final_eval_on_selection_seeds(tmp_path):
     run_dir = tmp_path / "run"
     proc = run_imf("trial", "smoke", *TINY, f"data.cache_dir={tmp_path / 'cache'}", "--out",
                 str(run_dir), "--store", "none", "--final-eval", "5")
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads((run_dir / "final_eval.json").read_text())
-    assert set(result) == {"checkpoint", "episodes", "seed_start", "mean", "se", "per_seed",
+    assert set(result) == {"checkpoint", "seeds", "episodes", "seed_start", "mean", "se", "per_seed",
                            "success_rate", "success_se", "per_seed_success"}
+    assert result["seeds"] == "selection"
     assert result["success_rate"] == pytest.approx(sum(result["per_seed_success"]) / 5)
     assert result["success_se"] == pytest.approx(standard_error(result["per_seed_success"]))
     assert all(s in (0.0, 1.0) for s in result["per_seed_success"])
@@ -32,19 +33,19 @@ def test_a_tiny_trial_writes_a_final_eval_on_fresh_seeds(tmp_path):
     assert result["mean"] == pytest.approx(sum(result["per_seed"]) / 5)
     assert result["se"] == pytest.approx(standard_error(result["per_seed"]))
     ev = load_resolved(run_dir / "config.yaml").eval
-    fresh = set(range(result["seed_start"], result["seed_start"] + 5))
+    selection = set(range(result["seed_start"], result["seed_start"] + 5))
     rows = [json.loads(line) for line in (run_dir / "logs.json.txt").read_text().splitlines()]
     logged = {int(s) for r in rows for s in r.get("test_per_seed", {})}
     assert logged == set(range(ev.test_start_seed, ev.test_start_seed + ev.n_test))
-    assert not fresh & logged
-    assert not fresh & set(range(ev.train_start_seed, ev.train_start_seed + ev.n_train))
+    assert not selection & logged
+    assert not selection & set(range(ev.train_start_seed, ev.train_start_seed + ev.n_train))
     assert [p.name for p in run_dir.iterdir() if p.name.endswith(".tmp")] == []
     assert "final eval: mean" in proc.stdout and "success rate" in proc.stdout
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("args, words", [
-    (["--final-eval", "0"], "--final-eval 0: the number of fresh episodes must be an integer from 1"),
+    (["--final-eval", "0"], "--final-eval 0: the number of selection episodes must be an integer from 1"),
     (["--final-eval", "10", "eval.test_start_seed=500003"], "overlap the test rollout seeds"),
 ])
 def test_a_bad_final_eval_fails_before_training(tmp_path, args, words):

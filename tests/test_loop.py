@@ -118,7 +118,7 @@ def test_the_loop_stops_for_the_first_reason_that_holds(rounds, hours, started, 
     (dict(hours=-1.0), "--hours -1.0: give a number of hours > 0"),
     (dict(queues=["nowhere"]), "queue spec 'nowhere'"),
     (dict(folder=Path("missing")), "missing is not a folder"),
-    (dict(final_eval=0), "--final-eval 0: the number of fresh episodes must be an integer from 1"),
+    (dict(final_eval=0), "--final-eval 0: the number of selection episodes must be an integer from 1"),
 ])
 def test_bad_requests_are_one_error_each(tmp_path, change, words):
     req = LoopRequest(**{"folder": _folder(tmp_path), "queues": ["local:cpu"], "rounds": 2, **change})

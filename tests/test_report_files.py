@@ -77,7 +77,7 @@ def test_text_rendering(tmp_path):
                                "test_mean_score; ± is one standard error")
     assert lines[2].split() == ["rank", "trial", "status", "n_emb", "n_layer", "seed", "final",
                                 "epoch", "max", "±", "SE", "best", "epoch", "last-3", "mean",
-                                "fresh", "±", "SE", "success", "fresh", "success", "vs", "#1"]
+                                "selection", "±", "SE", "success", "selection", "success", "vs", "#1"]
     assert lines[3].split() == ["1", "sw-full-e256-l12-s0", "diverged", "256", "12", "0", "2",
                                 "0.9000", "±", "0.0500", "1", "0.9000", "±", "0.0500", "-",
                                 "0.450", "-", "best"]

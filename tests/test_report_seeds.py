@@ -1,4 +1,4 @@
-"""Cells over seeds, the last-K score and the fresh-seed column, worked out by hand."""
+"""Cells over seeds, the last-K score and the selection-seed column, worked out by hand."""
 from __future__ import annotations
 
 import json
@@ -75,8 +75,8 @@ def test_seeds_that_agree_by_luck_keep_the_episode_noise(tmp_path):
     # over seeds: sd 0.00707, SE 0.005; the episodes: sqrt(0.06² + 0.08²) / 2 = 0.05
     assert cell.sd == pytest.approx(0.5 ** 0.5 / 100)
     assert (cell.se, cell.noise) == (pytest.approx(0.05), "episodes")
-    # fresh: over seeds 0.005, the episodes sqrt(2 * 0.05²) / 2 = 0.0354
-    assert (cell.fresh, cell.fresh_se, cell.fresh_n) == (pytest.approx(0.305), pytest.approx(0.0354, abs=1e-4), 2)
+    # selection: over seeds 0.005, the episodes sqrt(2 * 0.05²) / 2 = 0.0354
+    assert (cell.selection, cell.selection_se, cell.selection_n) == (pytest.approx(0.305), pytest.approx(0.0354, abs=1e-4), 2)
 
 
 def test_last_k_mean_and_its_noise(tmp_path):
@@ -97,7 +97,7 @@ def _final_eval(run, mean, se, per_seed=None):
     (run / "final_eval.json").write_text(json.dumps(data))
 
 
-def test_fresh_seed_column_and_disagreement(tmp_path):
+def test_selection_seed_column_and_disagreement(tmp_path):
     lucky = make_run(tmp_path, "lucky", [0.9], spread=0.05)
     steady = make_run(tmp_path, "steady", [0.8], spread=0.05)
     third = make_run(tmp_path, "third", [0.6], spread=0.05)
@@ -106,17 +106,17 @@ def test_fresh_seed_column_and_disagreement(tmp_path):
     _final_eval(third, 0.50, None, per_seed=[0.4, 0.6])  # SE from per_seed: 0.1
     report = build_report([tmp_path])
     by_id = {t.id: t for t in report.trials}
-    assert (by_id["lucky"].fresh, by_id["lucky"].fresh_se, by_id["lucky"].fresh_episodes) == (0.55, 0.02, 200)
-    assert by_id["third"].fresh_se == pytest.approx(0.1)
-    # by max: lucky, steady, third; fresh: steady, lucky, third -> one pair of three swapped;
+    assert (by_id["lucky"].selection, by_id["lucky"].selection_se, by_id["lucky"].selection_episodes) == (0.55, 0.02, 200)
+    assert by_id["third"].selection_se == pytest.approx(0.1)
+    # by max: lucky, steady, third; selection: steady, lucky, third -> one pair of three swapped;
     # 0.70 - 0.55 = 0.15 > 1.96 * hypot(0.02, 0.02) = 0.055: beyond noise
-    assert report.trends.fresh == (
-        "max and fresh-seed rankings disagree: best by max is lucky (fresh 0.5500 ± 0.0200), best "
-        "on fresh seeds is steady (fresh 0.7000 ± 0.0200); the fresh-seed gap is beyond noise; "
+    assert report.trends.selection == (
+        "max and selection-seed rankings disagree: best by max is lucky (selection 0.5500 ± 0.0200), best "
+        "on selection seeds is steady (selection 0.7000 ± 0.0200); the selection-seed gap is beyond noise; "
         "1 of 3 pair(s) ordered differently")
     assert "0.7000 ± 0.0200 (200 ep)" in render_text(report)
-    # one cell each; a cell's fresh SE is the trial's, or its episodes' when over seeds is less
-    assert [c.fresh_se for c in report.trends.cells] == [0.02, 0.02, pytest.approx(0.1)]
+    # one cell each; a cell's selection SE is the trial's, or its episodes' when over seeds is less
+    assert [c.selection_se for c in report.trends.cells] == [0.02, 0.02, pytest.approx(0.1)]
 
 
 def test_rankings_that_agree_and_a_bad_final_eval(tmp_path):
@@ -127,6 +127,6 @@ def test_rankings_that_agree_and_a_bad_final_eval(tmp_path):
     _final_eval(b, 0.6, 0.02)
     (c / "final_eval.json").write_text('{"mean": "high"}')
     report = build_report([tmp_path])
-    assert report.trends.fresh == ("max and fresh-seed rankings agree on the best of the 2 trials "
-                                   "scored on fresh seeds (a) and order every pair alike")
+    assert report.trends.selection == ("max and selection-seed rankings agree on the best of the 2 trials "
+                                   "scored on selection seeds (a) and order every pair alike")
     assert f"ignored {c / 'final_eval.json'}: no number under 'mean'" in report.notices

@@ -9,7 +9,7 @@ import pytest
 
 from imf.config import load_config
 from imf.errors import ConfigError, SweepError
-from imf.config.eval_seeds import FINAL_EVAL_START_SEED, final_eval_seeds
+from imf.config.eval_seeds import SELECTION, final_eval_seeds
 from imf.sweep.engine import Engine
 from imf.sweep.plan import build_trials, parse_seeds
 from imf.sweep.launch import SweepRequest, dry_run, plan_sweep
@@ -91,7 +91,7 @@ def test_dry_run_shows_every_seed_trial_with_its_final_eval(tmp_path):
 def test_final_eval_seeds_are_disjoint_from_the_rollout_seeds():
     ev = load_config("pusht_image_imf").eval
     seeds = final_eval_seeds(200, ev)
-    assert seeds == list(range(FINAL_EVAL_START_SEED, FINAL_EVAL_START_SEED + 200))
+    assert seeds == list(range(SELECTION.start, SELECTION.start + 200))
     test = range(ev.test_start_seed, ev.test_start_seed + ev.n_test)
     train = range(ev.train_start_seed, ev.train_start_seed + ev.n_train)
     assert not set(seeds) & (set(test) | set(train))
@@ -107,7 +107,7 @@ def test_final_eval_seeds_are_disjoint_from_the_rollout_seeds():
 @pytest.mark.slow
 @pytest.mark.parametrize("args, words", [
     (["--seeds", "42,x"], "--seeds '42,x': expected comma-separated integers"),
-    (["--final-eval", "0"], "--final-eval 0: the number of fresh episodes"),
+    (["--final-eval", "0"], "--final-eval 0: the number of selection episodes"),
     (["--final-eval", "x"], "Invalid value for '--final-eval'"),
     (["--seeds", "1,2", "--seed", "3"], "--seeds and --seed both given"),
 ])

@@ -1,4 +1,4 @@
-"""`imf ensemble`: a top-K ensemble of a run's checkpoints or a sweep's runs, scored on fresh
+"""`imf ensemble`: a top-K ensemble of a run's checkpoints or a sweep's runs, scored on selection
 seeds and recorded in the scoreboard (the library, and torch, are imported when it runs)."""
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def ensemble(
     final_eval: int = typer.Option(200, "--final-eval", help="Fresh episodes to score it on (final_eval's seeds 500000..)."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
 ) -> None:
-    """A top-K ensemble (weight soup or action average) as a checkpoint imf eval scores; scored on fresh seeds and recorded as an ensemble entry."""
+    """A top-K ensemble (weight soup or action average) as a checkpoint imf eval scores; scored on selection seeds and recorded as an ensemble entry."""
     from imf.ensemble import make_ensemble
 
     make_ensemble(source, top, mode, out=out, final_eval=final_eval, device=device, echo=typer.echo)

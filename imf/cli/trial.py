@@ -13,7 +13,7 @@ from imf.cli.options import Command, complete_config_args, complete_store
 
 from imf.config import Config, load_config, load_resolved, split_config_args
 from imf.errors import ConfigError, ImfError, SweepError
-from imf.config.eval_seeds import final_eval_seeds
+from imf.config.eval_seeds import HOLDOUT, RECOMMENDED_EPISODES, check_episodes, final_eval_seeds, holdout_seeds
 from imf.sweep.plan import NAME_RE, trial_id as readable_id
 from imf.store.layout import CONFIG, SUMMARY
 from imf.store.runlock import RunLock
@@ -37,12 +37,13 @@ def trial(
     store: list[str] = typer.Option(None, "--store", help="Result store to record in (repeatable); 'none' for none.",
                                    autocompletion=complete_store),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its latest.pt."),
-    final_eval: int = typer.Option(None, "--final-eval", help="After training, re-score best.pt on N fresh episodes (seeds 500000..; 200 recommended) into final_eval.json."),
+    final_eval: int = typer.Option(None, "--final-eval", help="After training, re-score best.pt on N selection episodes (seeds 500000..; 200 recommended) into final_eval.json."),
+    holdout: bool = typer.Option(False, "--holdout", help="With --final-eval N: also score best.pt on N holdout seeds (900000..; for claims), one look appended to holdout.json."),
 ) -> None:
     """One run: config + overrides -> train -> score in the simulator -> checkpoints, logs, stores."""
     trial_command(args or [], trial_id=trial_id, out=out, seed=seed, epochs=epochs, init_from=init_from,
                   patience=patience, note=note, overrides=overrides, device=device, stores=store,
-                  resume=resume, final_eval=final_eval)
+                  resume=resume, final_eval=final_eval, holdout=holdout)
 
 
 @app.command("eval", cls=Command)
@@ -54,17 +55,18 @@ def eval_(
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     workers: int = typer.Option(None, "--workers", help="Simulator worker processes (default: the config's)."),
     noise_seed: int = typer.Option(None, "--noise-seed", help="Seed of the sampling noise (default: the trial's training.seed, as in its rollouts)."),
+    holdout: bool = typer.Option(False, "--holdout", help="Score on the holdout seeds (900000..; --n-test of them, default 200), for a claim; the look is appended to the run's holdout.json."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
-    """Score a checkpoint on the test seeds: test_mean_score, success rate, per-seed scores."""
+    """Score a checkpoint on the test seeds (or, with --holdout, the holdout seeds): score, success rate, per-seed scores."""
     eval_command(checkpoint, best=best, n_test=n_test, start_seed=start_seed, device=device,
-                 workers=workers, as_json=as_json, noise_seed=noise_seed)
+                 workers=workers, as_json=as_json, noise_seed=noise_seed, holdout=holdout)
 
 
 def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, seed: int | None,
                   epochs: int | None, init_from: Path | None, patience: int | None, note: str,
                   overrides: str | None, device: str | None, stores: list[str] | None,
-                  resume: bool, final_eval: int | None = None) -> None:
+                  resume: bool, final_eval: int | None = None, holdout: bool = False) -> None:
     from imf.train.trial import TrialOptions, run_trial
 
     preset, dotted = split_config_args(args)
@@ -85,8 +87,13 @@ def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, se
         if init_from is not None and not init_from.is_file():
             raise ConfigError(f"--init-from: checkpoint {init_from} does not exist")
     run_dir = out or _inside(Path("runs"), tid)
-    if final_eval is not None:
-        final_eval_seeds(final_eval, cfg.eval)  # a bad N fails before training starts
+    if holdout and final_eval is None:
+        raise ConfigError("--holdout scores best.pt on as many holdout seeds as --final-eval N "
+                          "gives selection seeds: add --final-eval N (200 recommended)")
+    if final_eval is not None:  # a bad N fails before training starts
+        final_eval_seeds(final_eval, cfg.eval)
+        if holdout:
+            holdout_seeds(final_eval, cfg.eval, flag="--final-eval (with --holdout)")
     opts = TrialOptions(trial_id=tid, run_dir=run_dir, init_from=init_from, note=note,
                         overrides=dotted, stores=stores or None, resume=resume)
     with RunLock.acquire(run_dir, tid):  # held through the final eval as well
@@ -96,7 +103,7 @@ def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, se
         if summary["status"] == "interrupted":  # 128 + the signal, as if it had killed us
             raise typer.Exit(128 + getattr(signal.Signals, summary["reason"], signal.SIGTERM).value)
         if final_eval is not None:
-            _final_eval(run_dir, final_eval, cfg)
+            _final_eval(run_dir, final_eval, cfg, holdout)
 
 
 def refuse_flags(flags: dict[str, object], why: str) -> None:
@@ -106,12 +113,15 @@ def refuse_flags(flags: dict[str, object], why: str) -> None:
         raise SweepError(f"{why}; drop {', '.join(given)}")
 
 
-def _final_eval(run_dir: Path, n: int, cfg: Config) -> None:
-    """Re-score best.pt on fresh seeds; a failure here leaves the finished training standing."""
-    from imf.train.evaluate import run_final_eval
+def _final_eval(run_dir: Path, n: int, cfg: Config, holdout: bool) -> None:
+    """Re-score best.pt on selection seeds (and with ``holdout`` on the holdout seeds); a failure
+    here leaves the finished training standing."""
+    from imf.train.evaluate import holdout_look, run_final_eval
 
     try:
-        run_final_eval(run_dir, n, cfg.eval, device=cfg.training.device, echo=typer.echo)
+        written = run_final_eval(run_dir, n, cfg.eval, device=cfg.training.device, echo=typer.echo)
+        if holdout and written is not None:
+            holdout_look(run_dir / written["checkpoint"], n, device=cfg.training.device, echo=typer.echo)
     except (ImfError, RuntimeError, OSError) as exc:
         typer.echo(f"imf: final eval of {run_dir} failed, the trial itself is complete: "
                    f"{' '.join(str(exc).split())}; rerun it with imf eval", err=True)
@@ -154,12 +164,25 @@ def _resumed_run(out: Path, trial_id: str | None, note: str,
 
 def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | None,
                  start_seed: int | None, device: str, workers: int | None, as_json: bool,
-                 noise_seed: int | None = None) -> None:
-    from imf.train.evaluate import best_checkpoint, evaluate_checkpoint
+                 noise_seed: int | None = None, holdout: bool = False) -> None:
+    from imf.train.evaluate import best_checkpoint, evaluate_checkpoint, holdout_look
 
     if (checkpoint is None) == (best is None):
         raise ConfigError("imf eval: give a checkpoint path or --best DIR (one of the two)")
+    if holdout:
+        refuse_flags({"--start-seed": start_seed is not None, "--workers": workers is not None,
+                      "--noise-seed": noise_seed is not None},
+                     "--holdout scores on the holdout seeds with the checkpoint's own settings")
+        check_episodes(RECOMMENDED_EPISODES if n_test is None else n_test, "--holdout --n-test", HOLDOUT)
     path = checkpoint if checkpoint is not None else best_checkpoint(best)
+    if not path.is_file():
+        raise ConfigError(f"imf eval: checkpoint {path} does not exist")
+    if holdout:
+        look = holdout_look(path, RECOMMENDED_EPISODES if n_test is None else n_test, device=device,
+                            echo=(lambda _: None) if as_json else typer.echo)
+        if as_json:
+            typer.echo(json.dumps(look, indent=2))
+        return
     result = evaluate_checkpoint(path, n_test=n_test, start_seed=start_seed, device=device,
                                  n_workers=workers, noise_seed=noise_seed)
     if as_json:

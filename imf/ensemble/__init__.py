@@ -2,11 +2,11 @@
 
 - members.py: the K best checkpoints of a run (its top-k files) or of a sweep (its runs' best.pt)
 - build.py: the weight soup (one model) or the action ensemble (K models, chunks averaged)
-- score.py: the fresh-seed score through ``imf eval``'s path, and the chunk latency
+- score.py: the selection-seed score through ``imf eval``'s path, and the chunk latency
 - record.py: ``<id>.json`` beside the checkpoint and the scoreboard's ensemble entry
 
 The checkpoint is complete before it is renamed into place, and nothing is written unless the
-members load, fit together and the fresh-seed evaluation ran.
+members load, fit together and the selection-seed evaluation ran.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from imf.atomic import atomic_path
 from imf.ensemble.build import build_checkpoint
 from imf.ensemble.members import MODES, Selection, check_request, select
 from imf.ensemble.record import check_scoreboard, record, result_of, write_result
-from imf.ensemble.score import chunk_latency, fresh_seeds, score_fresh
+from imf.ensemble.score import chunk_latency, selection_seeds, score_selection
 from imf.errors import EnsembleError
 from imf.train.checkpoint import save_checkpoint
 
@@ -50,16 +50,16 @@ def make_ensemble(source: Path, top: int, mode: str, out: Path | None = None, fi
     echo(f"ensemble {selection.id}: {mode} of the top {top} of {selection.source}: "
          + ", ".join(f"{m.checkpoint.name} ({m.score:.3f})" for m in selection.members))
     state = build_checkpoint(selection, mode)
-    fresh_seeds(state, final_eval)  # a bad N is refused before anything is written
+    selection_seeds(state, final_eval)  # a bad N is refused before anything is written
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(out) as tmp:  # scored before it is renamed into place
         save_checkpoint(tmp, state)
-        fresh = score_fresh(tmp, final_eval, device)
+        scored = score_selection(tmp, final_eval, device)
         latency = chunk_latency(tmp, device)
-    result = result_of(selection, mode, out, fresh, latency)
+    result = result_of(selection, mode, out, scored, latency)
     result_file = write_result(out, result)
     record(selection, result, _params(state))
-    echo(f"ensemble {selection.id}: {fresh.text()}")
+    echo(f"ensemble {selection.id}: {scored.text()}")
     echo(f"chunk latency: {latency.text()}")
     echo(f"wrote {out} and {result_file}; recorded in {selection.root / 'scoreboard.json'}")
     return EnsembleResult(selection, out, result_file, result)

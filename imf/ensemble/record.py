@@ -5,7 +5,7 @@ it its best trial, and the report ranks it beside the trials without counting it
 cell, trend or seed).
 
     <id>.json: {"id", "mode", "top", "source", "checkpoint", "members": [{"trial", "checkpoint",
-                "score", "epoch"}], "fresh": {episodes, seed_start, mean, se, success_rate,
+                "score", "epoch"}], "selection": {episodes, seed_start, mean, se, success_rate,
                 success_se, per_seed, per_seed_success, noise_seed}, "latency": {median_ms,
                 p90_ms, repeats, threads, device}, "code_version", "time"}
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 from imf.atomic import atomic_write_json
 from imf.ensemble.members import Selection
-from imf.ensemble.score import FreshScore, Latency, as_dict
+from imf.ensemble.score import SelectionScore, Latency, as_dict
 from imf.store.base import ENSEMBLE as KIND, now_iso
 from imf.store.scoreboard import ScoreboardStore
 from imf.version import code_version
@@ -28,14 +28,14 @@ def _shown(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
 
 
-def result_of(selection: Selection, mode: str, out: Path, fresh: FreshScore,
+def result_of(selection: Selection, mode: str, out: Path, scored: SelectionScore,
               latency: Latency) -> dict[str, Any]:
     root = selection.root
     return {"id": selection.id, "mode": mode, "top": len(selection.members),
             "source": str(selection.source.resolve()), "checkpoint": str(Path(out).resolve()),
             "members": [{"trial": m.trial, "checkpoint": _shown(m.checkpoint, root),
                          "score": m.score, "epoch": m.epoch} for m in selection.members],
-            "fresh": as_dict(fresh), "latency": as_dict(latency),
+            "selection": as_dict(scored), "latency": as_dict(latency),
             "code_version": code_version(), "time": now_iso()}
 
 
@@ -46,12 +46,12 @@ def write_result(out: Path, result: dict[str, Any]) -> Path:
 
 
 def scoreboard_record(result: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    """The scoreboard entry: its score is the fresh-seed mean (one evaluation, not a max)."""
-    fresh, members = result["fresh"], result["members"]
+    """The scoreboard entry: its score is the selection-seed mean (one evaluation, not a max)."""
+    scored, members = result["selection"], result["members"]
     return {"id": result["id"], "kind": KIND, "mode": result["mode"], "top": result["top"],
-            "members": members, "score": fresh["mean"], "se": fresh["se"],
-            "success_rate": fresh["success_rate"], "success_se": fresh["success_se"],
-            "episodes": fresh["episodes"], "seed_start": fresh["seed_start"],
+            "members": members, "score": scored["mean"], "se": scored["se"],
+            "success_rate": scored["success_rate"], "success_se": scored["success_se"],
+            "episodes": scored["episodes"], "seed_start": scored["seed_start"],
             "latency_ms": result["latency"]["median_ms"], "status": KIND,
             "note": f"{result['mode']} ensemble of the top {result['top']}: "
                     + ", ".join(f"{m['trial']}@{m['epoch']}" for m in members),

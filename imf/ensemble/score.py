@@ -1,4 +1,4 @@
-"""Score a checkpoint on the fresh seeds final_eval uses, and time one action chunk.
+"""Score a checkpoint on the selection seeds final_eval uses, and time one action chunk.
 
 The score goes through ``imf.train.evaluate.evaluate_checkpoint``, the path ``imf eval`` takes,
 so what is recorded is what ``imf eval`` gives. The chunk latency is the wall time of one call
@@ -43,7 +43,7 @@ class Latency:
 
 
 @dataclass
-class FreshScore:
+class SelectionScore:
     episodes: int
     seed_start: int
     mean: float
@@ -56,20 +56,20 @@ class FreshScore:
 
     def text(self) -> str:
         return (f"mean {self.mean:.4f} +- {self.se:.4f} (SE), success rate {self.success_rate:.3f} "
-                f"+- {self.success_se:.3f} over {self.episodes} fresh episodes from seed {self.seed_start}")
+                f"+- {self.success_se:.3f} over {self.episodes} selection episodes from seed {self.seed_start}")
 
 
-def fresh_seeds(state: dict[str, Any], n: int) -> list[int]:
-    """final_eval's N fresh seeds for the checkpoint's eval settings (a bad N is refused)."""
+def selection_seeds(state: dict[str, Any], n: int) -> list[int]:
+    """final_eval's N selection seeds for the checkpoint's eval settings (a bad N is refused)."""
     return final_eval_seeds(n, from_dict(state["config"]).eval)
 
 
-def score_fresh(path: Path, n: int, device: str = "auto") -> FreshScore:
-    seeds = fresh_seeds(load_checkpoint(path), n)
+def score_selection(path: Path, n: int, device: str = "auto") -> SelectionScore:
+    seeds = selection_seeds(load_checkpoint(path), n)
     result = evaluate_checkpoint(path, n_test=n, start_seed=seeds[0], device=device)
     per_seed = [float(result["per_seed"][str(s)]) for s in seeds]
     success = [float(result["per_seed_success"][str(s)]) for s in seeds]
-    return FreshScore(n, seeds[0], float(result["test_mean_score"]), standard_error(per_seed),
+    return SelectionScore(n, seeds[0], float(result["test_mean_score"]), standard_error(per_seed),
                       float(result["test_success_rate"]), standard_error(success), per_seed, success,
                       int(result["noise_seed"]))
 
@@ -102,5 +102,5 @@ def chunk_latency(path: Path, device: str = "auto", repeats: int = REPEATS) -> L
                    torch.get_num_threads(), str(dev))
 
 
-def as_dict(value: Latency | FreshScore) -> dict[str, Any]:
+def as_dict(value: Latency | SelectionScore) -> dict[str, Any]:
     return asdict(value)

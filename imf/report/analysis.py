@@ -80,12 +80,12 @@ def _cell(label: str, members: list[RunRead], varying: list[str]) -> Cell:
                 cell.se, cell.noise = only.best_se, "episodes"
     cell.last_k = _mean_of([r.last_k for r in rows if r.last_k is not None])
     cell.success = _mean_of([r.success_rate for r in rows if r.success_rate is not None])
-    cell.fresh_success = _mean_of([r.fresh_success for r in rows if r.fresh_success is not None])
-    fresh = [r for r in rows if r.fresh is not None]
-    if fresh:
-        cell.fresh_n, (cell.fresh, sd) = len(fresh), mean_sd([r.fresh for r in fresh])
-        cell.fresh_se = _at_least(sd / math.sqrt(len(fresh)) if len(fresh) >= 2 else None,
-                                  combined_se([r.fresh_se for r in fresh]))
+    cell.selection_success = _mean_of([r.selection_success for r in rows if r.selection_success is not None])
+    selection = [r for r in rows if r.selection is not None]
+    if selection:
+        cell.selection_n, (cell.selection, sd) = len(selection), mean_sd([r.selection for r in selection])
+        cell.selection_se = _at_least(sd / math.sqrt(len(selection)) if len(selection) >= 2 else None,
+                                  combined_se([r.selection_se for r in selection]))
     return cell
 
 
@@ -184,27 +184,45 @@ def _best_cell(cells: list[Cell]) -> dict[str, Any] | None:
             "mean": best.mean, "se": best.se, "best": best.high, "tied_with": tied}
 
 
-def fresh_words(rows: list[TrialRow]) -> str | None:
-    """Whether ranking by max and by the fresh-seed score pick the same best trial."""
-    both = [r for r in rows if r.fresh is not None and r.best_score is not None]
+def selection_words(rows: list[TrialRow]) -> str | None:
+    """Whether ranking by max and by the selection-seed score pick the same best trial."""
+    both = [r for r in rows if r.selection is not None and r.best_score is not None]
     if len(both) < 2:
         return None
     by_max = sorted(both, key=lambda r: -r.best_score)
-    by_fresh = sorted(both, key=lambda r: -r.fresh)
-    swapped = sum(1 for i, a in enumerate(by_max) for b in by_max[i + 1:] if b.fresh > a.fresh)
+    by_fresh = sorted(both, key=lambda r: -r.selection)
+    swapped = sum(1 for i, a in enumerate(by_max) for b in by_max[i + 1:] if b.selection > a.selection)
     pairs = len(both) * (len(both) - 1) // 2
     if by_max[0] is by_fresh[0]:
         tail = "and order every pair alike" if not swapped else f"but order {swapped} of {pairs} pair(s) differently"
-        return (f"max and fresh-seed rankings agree on the best of the {len(both)} trials scored on "
-                f"fresh seeds ({by_max[0].id}) {tail}")
+        return (f"max and selection-seed rankings agree on the best of the {len(both)} trials scored on "
+                f"selection seeds ({by_max[0].id}) {tail}")
     a, b = by_max[0], by_fresh[0]
     noise = ""
-    if a.fresh_se is not None and b.fresh_se is not None:
-        tie = tied_within_noise(a.fresh, a.fresh_se, b.fresh, b.fresh_se, Z95)
-        noise = "; the fresh-seed gap is within noise" if tie else "; the fresh-seed gap is beyond noise"
-    return (f"max and fresh-seed rankings disagree: best by max is {a.id} (fresh {_pm(a.fresh, a.fresh_se)}), "
-            f"best on fresh seeds is {b.id} (fresh {_pm(b.fresh, b.fresh_se)}){noise}; "
+    if a.selection_se is not None and b.selection_se is not None:
+        tie = tied_within_noise(a.selection, a.selection_se, b.selection, b.selection_se, Z95)
+        noise = "; the selection-seed gap is within noise" if tie else "; the selection-seed gap is beyond noise"
+    return (f"max and selection-seed rankings disagree: best by max is {a.id} (selection {_pm(a.selection, a.selection_se)}), "
+            f"best on selection seeds is {b.id} (selection {_pm(b.selection, b.selection_se)}){noise}; "
             f"{swapped} of {pairs} pair(s) ordered differently")
+
+
+def holdout_words(rows: list[TrialRow]) -> str | None:
+    """How many runs and checkpoints of the compared set were looked at on the holdout. One
+    look of one run chosen before it is a claim; the best of several looks is chosen by them."""
+    looked = [r for r in rows if r.holdout_looks and not r.is_ensemble]
+    if not looked:
+        return None
+    looks = sum(r.holdout_looks for r in looked)
+    checkpoints = sum(r.holdout_checkpoints for r in looked)
+    if len(looked) == 1 and looks == 1:
+        return (f"holdout: one look, at {looked[0].id}: a claim for that run if it was chosen "
+                f"before the look (on the selection seeds)")
+    top = max(looked, key=lambda r: r.holdout)
+    return (f"holdout: {len(looked)} run(s), {checkpoints} checkpoint(s), {looks} look(s) in all; the best "
+            f"of them on the holdout ({top.id}, {_pm(top.holdout, top.holdout_se)}) is a selection "
+            f"again, optimistic like a max: claim the run chosen on the selection seeds, not the "
+            f"holdout's best")
 
 
 def _pm(value: float, se: float | None) -> str:
@@ -214,7 +232,8 @@ def _pm(value: float, se: float | None) -> str:
 def compute_trends(cells: list[Cell], rows: list[TrialRow]) -> Trends:
     """Mean score by n_emb and by n_layer over cells, the best cell, width and depth effects."""
     trends = Trends(by_n_emb=_groups(cells, rows, "n_emb"), by_n_layer=_groups(cells, rows, "n_layer"),
-                    cells=cells, best_cell=_best_cell(cells), fresh=fresh_words(rows))
+                    cells=cells, best_cell=_best_cell(cells), selection=selection_words(rows),
+                    holdout=holdout_words(rows))
     trends.width = _effect(trends.by_n_emb, "width", "n_emb")
     trends.depth = _effect(trends.by_n_layer, "depth", "n_layer")
     return trends

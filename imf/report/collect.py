@@ -17,10 +17,11 @@ from imf.store.runs import (CONFIG, HYDRA_CONFIG, LOGS, SUMMARY, find_run_dirs, 
                             read_log, read_sweep_trials, read_yaml_mapping, row_episode_scores,
                             row_score, row_success)
 from imf.store.base import ENSEMBLE, is_ensemble
+from imf.store.holdout import read_looks
+from imf.store.layout import FINAL_EVAL
 from imf.store.scoreboard import ScoreboardStore
 from imf.store.summary import RunSummary, observed_status
 
-FINAL_EVAL = "final_eval.json"
 # Settings that say where or how a run ran, not what it learned: left out of a cell's identity.
 RUN_ONLY = ("training.seed", "training.device", "training.resume", "training.num_workers", "training.compile",
             "eval.n_workers", "data.cache_dir", "name", "logging.", "sweep.", "multi_run.",
@@ -127,7 +128,7 @@ def _fill_scores(row: TrialRow, rollouts: list[Rollout], summary: dict[str, Any]
 
 
 def read_final_eval(run_dir: Path, notices: list[str]) -> tuple[float, float | None, int | None] | None:
-    """(mean, se, episodes) of the fresh-seed evaluation in final_eval.json, if there is one."""
+    """(mean, se, episodes) of the selection-seed evaluation in final_eval.json, if there is one."""
     path = run_dir / FINAL_EVAL
     if not path.is_file():
         return None
@@ -149,6 +150,21 @@ def read_final_eval(run_dir: Path, notices: list[str]) -> tuple[float, float | N
     episodes = data.get("episodes")
     episodes = episodes if isinstance(episodes, int) and not isinstance(episodes, bool) else len(scores) or None
     return mean, se, episodes
+
+
+def read_holdout(row: TrialRow, run_dir: Path, notices: list[str]) -> None:
+    """The latest look at the run's holdout, and how many looks there were (holdout.json)."""
+    try:
+        looks = read_looks(run_dir)
+    except ValueError as exc:
+        notices.append(f"ignored {exc}")
+        return
+    latest = looks.latest
+    if latest is None:
+        return
+    row.holdout, row.holdout_se = float(latest["mean"]), first_number(latest, ("se",))
+    row.holdout_success, row.holdout_episodes = first_number(latest, ("success_rate",)), int(latest["episodes"])
+    row.holdout_looks, row.holdout_checkpoints = len(looks.looks), len(looks.checkpoints)
 
 
 def _read_summary(run_dir: Path, notices: list[str]) -> dict[str, Any] | None:
@@ -204,10 +220,11 @@ def read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
     _fill_scores(row, rollouts, summary or {}, last_k)
     epochs = [r["epoch"] for r in rows if is_epoch_row(r)]  # not a diverged epoch's marker
     row.final_epoch = _counted(max(epochs)) if epochs else (summary or {}).get("epochs_done")
-    fresh = read_final_eval(run_dir, notices)
-    if fresh:
-        row.fresh, row.fresh_se, row.fresh_episodes = fresh
-        row.fresh_success = first_number(read_json_object(run_dir / FINAL_EVAL), ("success_rate",))
+    selection = read_final_eval(run_dir, notices)
+    if selection:
+        row.selection, row.selection_se, row.selection_episodes = selection
+        row.selection_success = first_number(read_json_object(run_dir / FINAL_EVAL), ("success_rate",))
+    read_holdout(row, run_dir, notices)
     return RunRead(row, _curve(trial_id, rollouts, rows), config)
 
 
@@ -224,8 +241,8 @@ def _summary_seed(summary: dict[str, Any] | None, trial_id: str) -> int | None:
 
 
 def _from_ensemble(record: dict[str, Any]) -> RunRead:
-    """An ``imf ensemble`` entry: its one score is the fresh-seed mean (no max over rollouts),
-    shown as its max and its fresh score; it has no seed, cell or curve."""
+    """An ``imf ensemble`` entry: its one score is the selection-seed mean (no max over rollouts),
+    shown as its max and its selection score; it has no seed, cell or curve."""
     config = record.get("config") if isinstance(record.get("config"), dict) else {}
     score, se = first_number(record, ("score",)), first_number(record, ("se",))
     episodes = record.get("episodes") if isinstance(record.get("episodes"), int) else None
@@ -233,8 +250,8 @@ def _from_ensemble(record: dict[str, Any]) -> RunRead:
                if isinstance(m, dict)]
     row = TrialRow(id=record["id"], run_dir=None, source=ENSEMBLE, status=ENSEMBLE,
                    n_emb=config.get("n_emb"), n_layer=config.get("n_layer"), best_score=score,
-                   best_se=se, episodes=episodes, fresh=score, fresh_se=se, fresh_episodes=episodes,
-                   fresh_success=first_number(record, ("success_rate",)),
+                   best_se=se, episodes=episodes, selection=score, selection_se=se, selection_episodes=episodes,
+                   selection_success=first_number(record, ("success_rate",)),
                    note=str(record.get("note") or ""), members=members)
     return RunRead(row, Curve(row.id, None), None)
 

@@ -18,7 +18,7 @@ from imf.tables import csv_text, table, to_text
 
 AXES = ("n_emb", "n_layer")
 CSV_FIELDS = ("n_emb", "n_layer", "params", "cell_a", "cell_b", "a", "se_a", "n_a", "b", "se_b",
-              "n_b", "diff", "se", "clear", "fresh_diff", "fresh_se")
+              "n_b", "diff", "se", "clear", "selection_diff", "selection_se")
 
 
 @dataclass
@@ -72,14 +72,14 @@ def _names(report_a: Report, report_b: Report, a: Path, b: Path) -> tuple[str, s
 def _cell_diff(key: tuple, ca: Cell, cb: Cell, keys: list[str]) -> dict[str, Any]:
     se = difference_se(ca.se, cb.se) if ca.se is not None and cb.se is not None else None
     diff = cb.mean - ca.mean
-    fresh = cb.fresh - ca.fresh if ca.fresh is not None and cb.fresh is not None else None
-    fresh_se = (difference_se(ca.fresh_se, cb.fresh_se)
-                if fresh is not None and ca.fresh_se is not None and cb.fresh_se is not None else None)
+    selection = cb.selection - ca.selection if ca.selection is not None and cb.selection is not None else None
+    selection_se = (difference_se(ca.selection_se, cb.selection_se)
+                if selection is not None and ca.selection_se is not None and cb.selection_se is not None else None)
     return {"n_emb": ca.n_emb, "n_layer": ca.n_layer, "params": dict(zip(keys, key[2:])),
             "cell_a": ca.label, "cell_b": cb.label, "a": ca.mean, "se_a": ca.se, "n_a": ca.n,
             "b": cb.mean, "se_b": cb.se, "n_b": cb.n, "diff": diff, "se": se,
             "clear": se is not None and clear_difference(diff, se, 0.0, 0.0),
-            "fresh_diff": fresh, "fresh_se": fresh_se}
+            "selection_diff": selection, "selection_se": selection_se}
 
 
 def _verdict(diff: float, se: float | None, name_a: str, name_b: str) -> str:
@@ -147,15 +147,15 @@ def _listing(keys: Any) -> str:
 def _rows(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     a, b = comparison.name_a, comparison.name_b
     keys = sorted({k for c in comparison.cells for k in c["params"]})
-    fresh = any(c["fresh_diff"] is not None for c in comparison.cells)
+    selection = any(c["selection_diff"] is not None for c in comparison.cells)
     headers = (["n_emb", "n_layer", *keys, f"{a} (n)", f"{b} (n)", f"{b} - {a}", "verdict"]
-               + (["fresh diff"] if fresh else []))
+               + (["selection diff"] if selection else []))
     rows = []
     for c in comparison.cells:
         row = [fmt(c["n_emb"]), fmt(c["n_layer"]), *(str(c["params"][k]) for k in keys),
                f"{pm(c['a'], c['se_a'])} ({c['n_a']})", f"{pm(c['b'], c['se_b'])} ({c['n_b']})",
                signed(c["diff"], c["se"]), _verdict(c["diff"], c["se"], a, b)]
-        rows.append(row + ([signed(c["fresh_diff"], c["fresh_se"])] if fresh else []))
+        rows.append(row + ([signed(c["selection_diff"], c["selection_se"])] if selection else []))
     return headers, rows
 
 

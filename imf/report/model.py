@@ -31,10 +31,16 @@ class TrialRow:
     last_k: float | None = None  # mean of the last K rollouts
     last_k_se: float | None = None
     last_k_n: int = 0  # rollouts in that mean (fewer than K when the run had fewer)
-    fresh: float | None = None  # best.pt re-scored on fresh seeds (final_eval.json)
-    fresh_se: float | None = None
-    fresh_episodes: int | None = None
-    fresh_success: float | None = None  # success rate on the fresh seeds
+    selection: float | None = None  # best.pt re-scored on selection seeds (final_eval.json)
+    selection_se: float | None = None
+    selection_episodes: int | None = None
+    selection_success: float | None = None  # success rate on the selection seeds
+    holdout: float | None = None  # the latest look at the holdout seeds (holdout.json)
+    holdout_se: float | None = None
+    holdout_success: float | None = None
+    holdout_episodes: int | None = None
+    holdout_looks: int = 0  # every look at this run's holdout, at any checkpoint
+    holdout_checkpoints: int = 0  # distinct checkpoints looked at
     seed: int | None = None
     cell: str | None = None  # the cell: this trial's config without training.seed
     tied: bool | None = None  # tied within noise with rank 1; None: noise unknown
@@ -72,11 +78,11 @@ class Cell:
     low: float | None = None
     high: float | None = None
     last_k: float | None = None  # mean over the trials
-    fresh: float | None = None  # mean over the trials scored on fresh seeds
-    fresh_se: float | None = None
-    fresh_n: int = 0
+    selection: float | None = None  # mean over the trials scored on selection seeds
+    selection_se: float | None = None
+    selection_n: int = 0
     success: float | None = None  # mean over the trials of the best rollout's success rate
-    fresh_success: float | None = None  # mean over the trials scored on fresh seeds
+    selection_success: float | None = None  # mean over the trials scored on selection seeds
 
 
 @dataclass
@@ -99,7 +105,8 @@ class Trends:
     best_cell: dict[str, Any] | None = None  # label, n_emb, n_layer, mean, se, n, tied_with
     width: dict[str, Any] | None = None  # delta, se, clear, low, high, text
     depth: dict[str, Any] | None = None
-    fresh: str | None = None  # how the max and fresh-seed rankings relate, in words
+    selection: str | None = None  # how the max and selection-seed rankings relate, in words
+    holdout: str | None = None  # how many runs and checkpoints were looked at on the holdout
 
 
 @dataclass

@@ -12,12 +12,13 @@ from imf.tables import csv_text, table, to_text
 
 CSV_FIELDS = ("rank", "id", "status", "n_emb", "n_layer", "seed", "cell", "final_epoch",
               "best_score", "best_se", "episodes", "best_epoch", "tied", "last_k", "last_k_se",
-              "last_k_n", "fresh", "fresh_se", "fresh_episodes", "fresh_success", "success_rate", "rollouts",
+              "last_k_n", "selection", "selection_se", "selection_episodes", "selection_success", "holdout", "holdout_se",
+              "holdout_success", "holdout_episodes", "holdout_looks", "success_rate", "rollouts",
               "restarts", "queue", "source", "run_dir", "note")
 NO_SIZES = "no trial has a known n_emb or n_layer: no trends"
 MAX_SETTING_COLUMNS = 3  # settings that vary between cells shown as columns of their own
 ENSEMBLE_RULE = ("status ensemble: an imf ensemble of trained checkpoints, ranked by its one "
-                 "fresh-seed score (shown as its max: no max over rollouts); no trial, cell, trend or seed")
+                 "selection-seed score (shown as its max: no max over rollouts); no trial, cell, trend or seed")
 NOISE_RULE = ("± is one standard error; an effect or a gap is claimed only when it is larger "
               "than 1.96 standard errors (a 95% interval that excludes 0)")
 
@@ -51,20 +52,31 @@ def _vs_best(tied: bool | None, rank: int | None) -> str:
 
 
 def ranking_rows(report: Report) -> tuple[list[str], list[list[str]]]:
-    headers = ["rank", "trial", "status", "n_emb", "n_layer", "seed", "final epoch", "max ± SE",
-               "best epoch", f"last-{report.last_k} mean", "fresh ± SE", "success", "fresh success", "vs #1"]
+    holdout = any(t.holdout_looks for t in report.trials)
+    headers = (["rank", "trial", "status", "n_emb", "n_layer", "seed", "final epoch", "max ± SE",
+                "best epoch", f"last-{report.last_k} mean", "selection ± SE", "success", "selection success"]
+               + (["holdout ± SE", "holdout success"] if holdout else []) + ["vs #1"])
     rows = [[fmt(t.rank), t.id, t.status, fmt(t.n_emb), fmt(t.n_layer), fmt(t.seed),
              fmt(t.final_epoch), pm(t.best_score, t.best_se), fmt(t.best_epoch),
-             pm(t.last_k, t.last_k_se), _fresh(t.fresh, t.fresh_se, t.fresh_episodes),
-             fmt(t.success_rate, 3), fmt(t.fresh_success, 3), _vs_best(t.tied, t.rank)]
+             pm(t.last_k, t.last_k_se), _rescored(t.selection, t.selection_se, t.selection_episodes),
+             fmt(t.success_rate, 3), fmt(t.selection_success, 3)]
+            + ([_holdout(t), fmt(t.holdout_success, 3)] if holdout else []) + [_vs_best(t.tied, t.rank)]
             for t in report.trials]
     return headers, rows
 
 
-def _fresh(value: float | None, se: float | None, episodes: int | None) -> str:
+def _rescored(value: float | None, se: float | None, episodes: int | None) -> str:
     if value is None:
         return "-"
     return pm(value, se) + (f" ({episodes} ep)" if episodes else "")
+
+
+def _holdout(t) -> str:
+    """The latest look, its episodes, and how many looks the run has had."""
+    if not t.holdout_looks:
+        return "-"
+    looks = f"{t.holdout_looks} look{'s' if t.holdout_looks > 1 else ''}"
+    return pm(t.holdout, t.holdout_se) + f" ({t.holdout_episodes} ep, {looks})"
 
 
 def _settings(params: dict[str, Any], keys: list[str]) -> list[str]:
@@ -77,18 +89,18 @@ def _settings(params: dict[str, Any], keys: list[str]) -> list[str]:
 def cell_rows(report: Report) -> tuple[list[str], list[list[str]]]:
     keys = sorted({k for c in report.trends.cells for k in c.params})
     headers = (["cell", "n_emb", "n_layer"] + (keys if len(keys) <= MAX_SETTING_COLUMNS else ["settings"]) +
-               ["n", "seeds", "max: mean ± sd", "min-max", "SE (from)", f"last-{report.last_k}", "fresh",
-                "success", "fresh success"])
+               ["n", "seeds", "max: mean ± sd", "min-max", "SE (from)", f"last-{report.last_k}", "selection",
+                "success", "selection success"])
     rows = []
     for c in report.trends.cells:
         seeds = ",".join(str(s) for s in c.seeds if s is not None) or "-"
         seeds += f" ({c.unscored} not scored)" if c.unscored else ""
         spread = "-" if c.low is None else f"{c.low:.4f}-{c.high:.4f}"
         se = "-" if c.se is None else f"{c.se:.4f} ({c.noise})"
-        fresh = "-" if c.fresh is None else pm(c.fresh, c.fresh_se) + f" (n={c.fresh_n})"
+        selection = "-" if c.selection is None else pm(c.selection, c.selection_se) + f" (n={c.selection_n})"
         rows.append([c.label, fmt(c.n_emb), fmt(c.n_layer)] + _settings(c.params, keys) +
-                    [str(c.n), seeds, pm(c.mean, c.sd), spread, se, fmt(c.last_k), fresh,
-                     fmt(c.success, 3), fmt(c.fresh_success, 3)])
+                    [str(c.n), seeds, pm(c.mean, c.sd), spread, se, fmt(c.last_k), selection,
+                     fmt(c.success, 3), fmt(c.selection_success, 3)])
     return headers, rows
 
 
@@ -113,8 +125,7 @@ def trend_lines(trends: Trends) -> list[str]:
         lines.append(f"best cell: {c['label']} (n_emb {fmt(c['n_emb'])} x n_layer {fmt(c['n_layer'])}), "
                      f"mean {pm(c['mean'], c['se'])} over {c['n']} seed(s), best {c['best']:.4f}; {tied}")
     lines += [effect["text"] for effect in (trends.width, trends.depth) if effect]
-    if trends.fresh:
-        lines.append(trends.fresh)
+    lines += [text for text in (trends.selection, trends.holdout) if text]
     return lines
 
 
@@ -200,7 +211,10 @@ def render_markdown(report: Report, figures: list[str]) -> str:
            f"- **max**: max {METRIC} over the evaluated epochs (the headline; optimistic: a maximum "
            "of noisy rollouts), ± the SE of that rollout from its per-episode scores",
            f"- **last-{report.last_k} mean**: mean of the last {report.last_k} rollouts",
-           "- **fresh**: best.pt re-scored on seeds the selection never saw (final_eval.json)",
+           "- **selection**: best.pt re-scored on the selection seeds (500000.., final_eval.json), which no "
+           "rollout during training saw; they choose between runs (the ranking by them, suggest, imf loop)",
+           "- **holdout**: the latest look at the holdout seeds (900000.., holdout.json), kept for claims; "
+           "every look is counted, and the best of several runs on the holdout is a selection again",
            f"- {ENSEMBLE_RULE}",
            f"- {NOISE_RULE}", "", "## Ranking", ""]
     out += markdown_table(*ranking_rows(report))

@@ -2,6 +2,7 @@
 
 ```
 <run>/config.yaml  logs.json.txt  stdout.log  summary.json  swanlog/  tensorboard/  wandb/
+<run>/final_eval.json   best.pt on the selection seeds     holdout.json   every look at the holdout
 <run>/checkpoints/latest.pt  best.pt  epoch=NNNN-test_mean_score=S.pt
 <run>/attempts/N/   an earlier attempt's files, moved aside when the folder is used again
 ```
@@ -25,6 +26,8 @@ CHECKPOINTS = "checkpoints"
 LATEST = "latest.pt"
 BEST = "best.pt"
 ATTEMPTS = "attempts"
+FINAL_EVAL = "final_eval.json"  # best.pt re-scored on the selection seeds (imf trial --final-eval)
+HOLDOUT = "holdout.json"  # every look at the holdout seeds (imf eval --holdout), appended
 HYDRA_CONFIG = Path(".hydra") / "config.yaml"  # a Diffusion Policy run folder's config
 TRIAL_FILES = (LOGS, SUMMARY, CHECKPOINTS, CONFIG, SWANLOG, TENSORBOARD, WANDB)  # what one attempt of a trial writes
 
@@ -42,6 +45,12 @@ def topk_epoch_score(name: str) -> tuple[int, float] | None:
 def ensemble_id(source_name: str, top: int, mode: str) -> str:
     """The scoreboard id of ``imf ensemble SOURCE --top K --mode MODE``."""
     return f"{source_name}-top{top}-{mode}"
+
+
+def run_dir_of(checkpoint: Path) -> Path:
+    """The run folder a checkpoint belongs to: the folder above ``checkpoints/``, else its own."""
+    checkpoint = Path(checkpoint)
+    return checkpoint.parent.parent if checkpoint.parent.name == CHECKPOINTS else checkpoint.parent
 
 
 def checkpoint_name(name: str) -> str:

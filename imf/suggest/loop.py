@@ -169,14 +169,14 @@ def plan_round(folder: Path, state: LoopState) -> Round | None:
     proposes nothing new."""
     found = suggest(folder)
     # an ensemble is made from checkpoints by `imf ensemble`, not trained: a sweep does not run it
-    fresh = [p for p in found.proposals if p.id not in found.logged and p.argv[1:2] == ["trial"]]
-    fresh = fresh[: state.per_round]
-    if not fresh:
+    untried = [p for p in found.proposals if p.id not in found.logged and p.argv[1:2] == ["trial"]]
+    untried = untried[: state.per_round]
+    if not untried:
         return None
     taken = {p.id for r in state.rounds for p in r.proposals}
     number = len(state.rounds) + 1
     current = Round(number, f"loop-r{number:02d}", dict(found.best))
-    for proposal in fresh:
+    for proposal in untried:
         name = _trial_name(proposal, taken)
         taken.add(name)
         current.proposals.append(_planned(proposal, name))
@@ -222,7 +222,7 @@ def _outcome(report: Report, run_dir: Path, planned: Planned, best: dict) -> Out
     row = next((t for t in report.trials if t.run_dir and Path(t.run_dir).resolve() == run_dir.resolve()), None)
     if row is None or row.best_score is None:
         return Outcome(planned.id, row.status if row else "missing")
-    out = Outcome(planned.id, row.status, row.best_score, row.best_se, row.success_rate, row.fresh,
+    out = Outcome(planned.id, row.status, row.best_score, row.best_se, row.success_rate, row.selection,
                   cell=row.cell)
     out.diff = row.best_score - best["mean"]
     if row.best_se is not None and best.get("se") is not None:

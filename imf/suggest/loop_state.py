@@ -39,7 +39,7 @@ class Outcome:
     score: float | None = None
     se: float | None = None
     success: float | None = None
-    fresh: float | None = None
+    selection: float | None = None
     diff: float | None = None  # score - the best cell's mean before the round
     diff_se: float | None = None
     verdict: str = "no result"  # "better", "worse", "no clear difference", "no result"
@@ -62,7 +62,9 @@ class Round:
     def from_dict(cls, data: dict[str, Any]) -> "Round":
         data = dict(data)
         data["proposals"] = [Planned(**p) for p in data.get("proposals", [])]
-        data["outcomes"] = [Outcome(**o) for o in data.get("outcomes", [])]
+        # loop.json of an imf before the seed ranges were named kept the selection score as "fresh"
+        data["outcomes"] = [Outcome(**{("selection" if k == "fresh" else k): v for k, v in o.items()})
+                            for o in data.get("outcomes", [])]
         return cls(**data)
 
 

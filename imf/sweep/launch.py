@@ -58,7 +58,7 @@ class SweepRequest:
     notify: str | None = None
     overrides: list[str] = field(default_factory=list)
     seeds: list[int] | None = None  # every grid point once per seed (two or more)
-    final_eval: int | None = None  # fresh episodes re-scoring each trial's best.pt
+    final_eval: int | None = None  # selection episodes re-scoring each trial's best.pt
     halving: int | None = None  # successive halving's ETA (--halving), with --rungs
     rungs: str | None = None  # "E1,E2,...": the epochs at which trials are compared
 

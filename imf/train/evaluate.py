@@ -1,9 +1,10 @@
 """Rollouts of a policy in the simulator, through the scorer's small policy interface.
 
-Also ``imf eval`` (a policy rebuilt from a checkpoint, scored on the test seeds) and ``imf
-trial --final-eval N``: best.pt re-scored on N fresh seeds that no rollout used
-(imf/config/eval_seeds.py), written to final_eval.json: checkpoint, episodes, seed_start,
-mean, se, success_rate, success_se, per_seed, per_seed_success.
+Also ``imf eval`` (a policy rebuilt from a checkpoint, scored on the test seeds), ``imf trial
+--final-eval N`` (best.pt re-scored on N selection seeds that no rollout used, written to
+final_eval.json: checkpoint, seeds, episodes, seed_start, mean, se, success_rate, success_se,
+per_seed, per_seed_success) and ``imf eval --holdout`` (one look at the holdout seeds,
+appended to holdout.json). The seed ranges: imf/config/eval_seeds.py.
 """
 from __future__ import annotations
 
@@ -17,12 +18,15 @@ import torch
 
 from imf.atomic import atomic_write_json
 from imf.config import Config, EvalConfig, from_dict
-from imf.config.eval_seeds import final_eval_seeds
+from imf.config.eval_seeds import SELECTION, final_eval_seeds, holdout_seeds
 from imf.data.normalizer import MinMaxNormalizer
 from imf.errors import CheckpointError, ConfigError
 from imf.policy import ActionEnsemble, ImfPolicy
 from imf.pusht.scorer import ScoreResult, score_policy
 from imf.stats import standard_error
+from imf.store.base import now_iso
+from imf.store.holdout import append_look, read_looks
+from imf.store.layout import FINAL_EVAL, HOLDOUT, run_dir_of
 from imf.store.summary import read_summary
 from imf.train import checkpoint as ckpt_io
 from imf.train.checkpoint import load_checkpoint
@@ -148,9 +152,6 @@ def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int |
             "logged_test_mean_score": (state.get("scores") or {}).get("test_mean_score")}
 
 
-FILENAME = "final_eval.json"
-
-
 def best_checkpoint_of(run_dir: Path) -> str | None:
     """The best checkpoint named by the run's summary.json (relative to the run), if it exists."""
     summary = read_summary(run_dir)
@@ -158,30 +159,62 @@ def best_checkpoint_of(run_dir: Path) -> str | None:
     return best if best and (run_dir / best).is_file() else None
 
 
+def score_on_seeds(path: Path, seeds: list[int], device: str = "auto") -> dict[str, Any]:
+    """``path`` scored on ``seeds`` (a range of consecutive seeds): mean and success ± SE."""
+    result = evaluate_checkpoint(path, n_test=len(seeds), start_seed=seeds[0], device=device)
+    per_seed = [float(result["per_seed"][str(s)]) for s in seeds]
+    success = [float(result["per_seed_success"][str(s)]) for s in seeds]
+    return {"epoch": result["epoch"], "trial": result["trial"], "episodes": len(seeds),
+            "seed_start": seeds[0], "mean": float(result["test_mean_score"]),
+            "se": standard_error(per_seed), "success_rate": float(result["test_success_rate"]),
+            "success_se": standard_error(success), "per_seed": per_seed, "per_seed_success": success}
+
+
+def _scored_text(payload: dict[str, Any]) -> str:
+    return (f"mean {payload['mean']:.4f} +- {payload['se']:.4f} (SE), success rate "
+            f"{payload['success_rate']:.3f} +- {payload['success_se']:.3f} over {payload['episodes']} episodes")
+
+
 def run_final_eval(run_dir: Path, n: int, eval_cfg: EvalConfig, device: str = "auto",
                    echo: Callable[[str], None] = print) -> dict[str, Any] | None:
-    """Score the run's best checkpoint on ``n`` fresh seeds and write final_eval.json.
+    """Score the run's best checkpoint on ``n`` selection seeds and write final_eval.json.
 
     Returns what was written, or None (and says so) when the run has no best checkpoint.
     """
-    from imf.train.evaluate import evaluate_checkpoint  # torch only when it runs
-
     run_dir = Path(run_dir)
     seeds = final_eval_seeds(n, eval_cfg)
     best = best_checkpoint_of(run_dir)
     if best is None:
         echo(f"final eval skipped: {run_dir} has no best checkpoint (no rollout was scored)")
         return None
-    echo(f"final eval: {best} on {n} fresh episodes, seeds {seeds[0]}..{seeds[-1]}")
-    result = evaluate_checkpoint(run_dir / best, n_test=n, start_seed=seeds[0], device=device)
-    per_seed = [float(result["per_seed"][str(s)]) for s in seeds]
-    success = [float(result["per_seed_success"][str(s)]) for s in seeds]
-    payload = {"checkpoint": Path(best).as_posix(), "episodes": n, "seed_start": seeds[0],
-               "mean": float(result["test_mean_score"]), "se": standard_error(per_seed),
-               "success_rate": float(result["test_success_rate"]), "success_se": standard_error(success),
-               "per_seed": per_seed, "per_seed_success": success}
-    atomic_write_json(run_dir / FILENAME, payload)
-    echo(f"final eval: mean {payload['mean']:.4f} +- {payload['se']:.4f} (SE), success rate "
-         f"{payload['success_rate']:.3f} +- {payload['success_se']:.3f} over {n} episodes; "
-         f"wrote {run_dir / FILENAME}")
+    echo(f"final eval: {best} on {n} selection episodes, seeds {seeds[0]}..{seeds[-1]}")
+    scored = score_on_seeds(run_dir / best, seeds, device)
+    payload = {"checkpoint": Path(best).as_posix(), "seeds": SELECTION.name,
+               **{k: v for k, v in scored.items() if k not in ("epoch", "trial")}}
+    atomic_write_json(run_dir / FINAL_EVAL, payload)
+    echo(f"final eval: {_scored_text(payload)}; wrote {run_dir / FINAL_EVAL}")
     return payload
+
+
+def holdout_look(checkpoint: Path, n: int, device: str = "auto",
+                 echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """Score ``checkpoint`` on ``n`` holdout seeds and append the look to its run's holdout.json.
+
+    The seeds are checked against the checkpoint's own eval settings before anything runs."""
+    checkpoint = Path(checkpoint)
+    run_dir = run_dir_of(checkpoint)
+    try:
+        previous = len(read_looks(run_dir).looks)  # an unreadable record fails before scoring
+    except ValueError as exc:
+        raise CheckpointError(f"--holdout: {exc}; move it aside to start a new record") from None
+    state = load_checkpoint(checkpoint)
+    seeds = holdout_seeds(n, from_dict(state["config"]).eval, flag="--holdout --n-test")
+    echo(f"holdout: {checkpoint} on {n} holdout episodes, seeds {seeds[0]}..{seeds[-1]} "
+         f"(look {previous + 1} at this run's holdout)")
+    scored = score_on_seeds(checkpoint, seeds, device)
+    shown = checkpoint.resolve()
+    shown = shown.relative_to(run_dir.resolve()) if shown.is_relative_to(run_dir.resolve()) else shown
+    look = {"time": now_iso(), "checkpoint": Path(shown).as_posix(), **scored}
+    count = append_look(run_dir, look)
+    echo(f"holdout: {_scored_text(look)}; look {count} recorded in {run_dir / HOLDOUT}")
+    return look
