@@ -95,8 +95,8 @@ def test_final_eval_seeds_are_disjoint_from_the_rollout_seeds():
     test = range(ev.test_start_seed, ev.test_start_seed + ev.n_test)
     train = range(ev.train_start_seed, ev.train_start_seed + ev.n_train)
     assert not set(seeds) & (set(test) | set(train))
-    for bad in (0, -3, 400_001):
-        with pytest.raises(ConfigError, match="from 1 to 400000"):
+    for bad in (0, -3, 300_001):  # 500000..799999: below the holdout (900000..)
+        with pytest.raises(ConfigError, match="from 1 to 300000"):
             final_eval_seeds(bad, ev)
     moved = load_config("smoke", ["eval.test_start_seed=500100"]).eval
     with pytest.raises(ConfigError, match="overlap the test rollout seeds 500100..500103"):
