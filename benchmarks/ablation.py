@@ -5,17 +5,18 @@
 
 `run` trains one `imf trial` of a preset (default pusht_lowdim_cpu) with the overrides, for a
 budget on the cpu clock (CPU seconds / torch threads: the same training on a shared machine),
-nice'd, and re-scores its best.pt on 200 fresh seeds (500000..). Settings are chosen on the
-50 test seeds (the trial's rollouts); the fresh-seed columns are the report, never the choice.
+nice'd, and re-scores its best.pt on 200 selection seeds (500000..). A run's best checkpoint is
+chosen on the 50 test seeds (its rollouts); a change is adopted on the selection seeds. The holdout
+(900000..) is never looked at here: a preset chosen by this table is claimed by
+benchmarks/learning.py, on the holdout, after the choice.
 `table` reads every run folder under DIR into the ablation table of benchmarks/RESULTS.md and
 benchmarks/learning_results/ablations_<obs>.json: change, steps, samples/s, best test score and
-success (± SE over the 50 test seeds), fresh-seed coverage and success (± SE over 200).
+success (± SE over the 50 test seeds), selection-seed coverage and success (± SE over 200).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -23,16 +24,17 @@ from pathlib import Path
 
 import yaml
 from results_file import write_section
+from run_record import read_record
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "benchmarks" / "learning_results"
-FRESH = 200
+SELECTION = 200  # best.pt on this many selection seeds; ablations never look at the holdout
 
 
 def run(name: str, overrides: list[str], minutes: float, threads: int, out: Path, preset: str) -> int:
     cmd = [sys.executable, "-m", "imf", "trial", preset, f"training.time_budget_s={minutes * 60:g}",
            "training.budget_clock=cpu", "logging.trackers=none", *overrides,
-           "--out", str(out / name), "--id", name, "--store", "none", "--final-eval", str(FRESH)]
+           "--out", str(out / name), "--id", name, "--store", "none", "--final-eval", str(SELECTION)]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     out.mkdir(parents=True, exist_ok=True)
     with open(out / f"{name}.out", "w") as log:
@@ -40,47 +42,18 @@ def run(name: str, overrides: list[str], minutes: float, threads: int, out: Path
         return subprocess.call(["nice", "-n", "10", *cmd], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
 
 
-def _se(values: list[float]) -> float:
-    n = len(values)
-    if n < 2:
-        return 0.0
-    mean = sum(values) / n
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1) / n)
-
-
 def read_run(folder: Path) -> dict | None:
-    """One run folder's row: its change, speed, best test rollout and fresh-seed scores."""
+    """One run folder's record (benchmarks/run_record.py) with its name and change; None when
+    the folder holds no finished, scored run."""
     if not (folder / "summary.json").is_file():
         return None
-    summary = json.loads((folder / "summary.json").read_text())
-    config = yaml.safe_load((folder / "config.yaml").read_text())
-    rows = [json.loads(line) for line in (folder / "logs.json.txt").read_text().splitlines() if line.strip()]
-    rows = [r for r in rows if "epoch" in r and not r.get("diverged")]
-    scored = [r for r in rows if "test_mean_score" in r]
-    if not scored:
+    record = read_record(folder)
+    if record["best_test_score"] is None:
         return None
-    best = max(scored, key=lambda r: r["test_mean_score"])
-    per_seed = list(best.get("test_per_seed", {}).values())
-    p = best.get("test_success_rate") or 0.0
-    batch = config["training"]["batch_size"]
-    last = rows[-1]
-    entry = {
-        "name": summary["id"], "obs": config["policy"]["obs_type"],
-        "change": [o for o in summary.get("overrides", []) if not o.startswith(
-            ("training.time_budget_s=", "training.budget_clock=", "logging.swanlab=", "logging.trackers="))],
-        "steps": last["global_step"], "train_min": last.get("train_s", 0) / 60,
-        "samples_s": last["global_step"] * batch / max(1e-9, last.get("train_s", 0)),
-        "best": best["test_mean_score"], "best_se": _se(per_seed), "best_epoch": best["epoch"],
-        "best_success": p, "best_success_se": math.sqrt(p * (1 - p) / max(1, len(per_seed))),
-        "curve": [[r.get("train_s", 0) / 60, r["test_mean_score"], r.get("test_success_rate")] for r in scored],
-        "status": summary["status"],
-    }
-    fresh = folder / "final_eval.json"
-    if fresh.is_file():
-        f = json.loads(fresh.read_text())
-        entry.update(fresh_score=f["mean"], fresh_se=f["se"], fresh_success=f.get("success_rate"),
-                     fresh_success_se=f.get("success_se"), fresh_episodes=f["episodes"])
-    return entry
+    change = [o for o in record["overrides"] if not o.startswith(
+        ("training.time_budget_s=", "training.budget_clock=", "logging.swanlab=", "logging.trackers="))]
+    return {"name": record["id"], "change": change, **record,
+            "samples_s": record["samples"] / max(1e-9, record["train_min"] * 60)}
 
 
 def _pm(value: float | None, se: float | None, digits: int = 3) -> str:
@@ -98,16 +71,17 @@ def table(folder: Path, baseline: str | None, write: bool) -> str:
     section = f"## Ablations, {obs} (benchmarks/ablation.py)"
     lines = [section, "", f"`python benchmarks/ablation.py run NAME key=value ...` per row, then "
              f"`table`; 1 torch thread per run, budget on the cpu clock (each run's own CPU seconds, so "
-             f"runs sharing the 2 cores get the same training), best.pt re-scored on {FRESH} fresh seeds "
-             f"(500000..). Scores are mean coverage ± SE; success ± SE (binomial on the 50 test seeds).",
-             "", "| run | change | steps | samples/s | best test score | best success | fresh coverage | fresh success |",
+             f"runs sharing the 2 cores get the same training), best.pt re-scored on {SELECTION} selection seeds "
+             f"(500000..): these columns chose the settings, so they are not claims. Scores are mean coverage "
+             f"± SE; best success: the best test rollout's (50 test seeds).",
+             "", "| run | change | steps | samples/s | best test score | best success | selection coverage | selection success |",
              "|---|---|---|---|---|---|---|---|"]
     for e in entries:
         change = ", ".join(f"`{c}`" for c in e["change"]) or "(baseline)"
         lines.append(f"| {e['name']} | {change} | {e['steps']} | {e['samples_s']:.0f} | "
-                     f"{_pm(e['best'], e['best_se'])} | {_pm(e['best_success'], e['best_success_se'], 2)} | "
-                     f"{_pm(e.get('fresh_score'), e.get('fresh_se'))} | "
-                     f"{_pm(e.get('fresh_success'), e.get('fresh_success_se'), 3)} |")
+                     f"{_pm(e['best_test_score'], e['best_test_score_se'])} | {e['best_test_success']:.2f} | "
+                     f"{_pm(e.get('selection_score'), e.get('selection_score_se'))} | "
+                     f"{_pm(e.get('selection_success'), e.get('selection_success_se'), 3)} |")
     text = "\n".join(lines) + "\n"
     if write:
         write_section(section, text)

@@ -79,7 +79,7 @@ def test_text_rendering(tmp_path):
                                 "epoch", "max", "±", "SE", "best", "epoch", "last-3", "mean",
                                 "selection", "±", "SE", "success", "selection", "success", "vs", "#1"]
     assert lines[3].split() == ["1", "sw-full-e256-l12-s0", "diverged", "256", "12", "0", "2",
-                                "0.9000", "±", "0.0500", "1", "0.9000", "±", "0.0500", "-",
+                                "0.9000", "±", "0.0500", "1", "0.9000", "±", "0.0500", "(n=1)", "-",
                                 "0.450", "-", "best"]
     # last-3 mean of 0.50, 0.60, 0.55 = 0.55; the rollouts share seeds: SE = mean of SEs
     assert lines[5].split()[:2] == ["3", "sw-full-e128-l6-s0"]

@@ -161,7 +161,7 @@ def test_missing_folder_and_no_scores_are_report_errors(tmp_path):
     with pytest.raises(ReportError, match="does not exist"):
         suggest(tmp_path / "nope")
     make_run(tmp_path, n_emb=128, n_layer=6, scores=[])
-    with pytest.raises(ReportError, match="nothing to rank"):
+    with pytest.raises(ReportError, match="nothing to suggest from yet"):
         suggest(tmp_path)
 
 
@@ -195,7 +195,7 @@ def test_the_command_line_names_the_log_it_wrote_beside_a_run_folder(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("make, words", [
     (None, "imf: error: missing does not exist; give a sweep folder or run folders"),
-    ("unscored", "nothing to rank yet"),
+    ("unscored", "no rollout yet); nothing to suggest from yet"),
 ])
 def test_bad_folders_are_one_line(tmp_path, make, words):
     if make:

@@ -39,9 +39,8 @@ def build_report(paths: list[Path], last_k: int = LAST_K) -> Report:
     notices: list[str] = []
     runs = collect(list(paths), notices, last_k)
     rows = [r.row for r in runs]
-    if not any(r.best_score is not None for r in rows):
-        raise ReportError(f"no {METRIC} in any of the {len(rows)} trial(s) under "
-                          f"{', '.join(str(p) for p in paths)}; nothing to rank yet")
+    if not rows:
+        raise ReportError(f"no trial under {', '.join(str(p) for p in paths)}; nothing to report")
     trained = [r for r in runs if not r.row.is_ensemble]  # ensembles: ranked, never counted
     cells = build_cells(trained)
     rank_trials(rows)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from imf.report.basis import Basis, basis_of, reach_words, reached, with_basis
 from imf.report.collect import SEED_IN_ID, RunRead, config_key
 from imf.report.model import Cell, Group, TrialRow, Trends
 from imf.stats import Z95, clear_difference, mean_sd, tied_within_noise
@@ -142,9 +143,10 @@ def _groups(cells: list[Cell], rows: list[TrialRow], key: str) -> list[Group]:
         members = by_value[value]
         trials = [r for r in rows if r.cell in {c.label for c in members} and r.best_score is not None]
         top = max(trials, key=lambda r: r.best_score)
+        steps, samples = reached(trials)
         result.append(Group(value, len(trials), sum(c.mean for c in members) / len(members),
                             top.best_score, top.id, len(members), combined_se([c.se for c in members]),
-                            top.best_se))
+                            top.best_se, steps, samples))
     return result
 
 
@@ -157,7 +159,7 @@ def effect_words(delta: float, se: float | None, better: str, worse: str, none: 
     return f"{none}: no clear effect ({delta:+.4f} ± {se:.4f})"
 
 
-def _effect(groups: list[Group], kind: str, key: str) -> dict[str, Any] | None:
+def _effect(groups: list[Group], kind: str, key: str, rows: list[TrialRow], basis: Basis) -> dict[str, Any] | None:
     """How the mean score moves from the smallest to the largest ``key``."""
     if not groups:
         return None
@@ -169,19 +171,27 @@ def _effect(groups: list[Group], kind: str, key: str) -> dict[str, Any] | None:
     se = math.hypot(high.se, low.se) if high.se is not None and low.se is not None else None
     clear = se is not None and clear_difference(delta, se, 0.0, 0.0)
     words = effect_words(delta, se, f"{kind} helps", f"{kind} hurts", kind)
-    return {"delta": delta, "se": se, "clear": clear, "low": low.value, "high": high.value,
-            "text": f"{words}; mean score at {key} {high.value} minus {key} {low.value}"}
+    sides = [(f"{key} {g.value}", _rows_of(rows, key, g.value)) for g in (high, low)]
+    text = with_basis(f"{words}; mean score at {key} {high.value} minus {key} {low.value}", basis,
+                      reach_words(sides, "width" if key == "n_emb" else "depth"))
+    return {"delta": delta, "se": se, "clear": clear, "low": low.value, "high": high.value, "text": text}
 
 
-def _best_cell(cells: list[Cell]) -> dict[str, Any] | None:
+def _rows_of(rows: list[TrialRow], key: str, value: int) -> list[TrialRow]:
+    return [r for r in rows if getattr(r, key) == value and r.best_score is not None]
+
+
+def _best_cell(cells: list[Cell], rows: list[TrialRow], basis: Basis) -> dict[str, Any] | None:
     scored = [c for c in cells if c.mean is not None]
     if not scored:
         return None
     best = max(scored, key=lambda c: c.mean)  # the first of equal means
     tied = [c.label for c in scored if c is not best and best.se is not None and c.se is not None
             and tied_within_noise(best.mean, best.se, c.mean, c.se)]
+    sides = [(c.label, [r for r in rows if r.cell == c.label]) for c in [best] + [c for c in scored if c is not best]]
     return {"label": best.label, "n_emb": best.n_emb, "n_layer": best.n_layer, "n": best.n,
-            "mean": best.mean, "se": best.se, "best": best.high, "tied_with": tied}
+            "mean": best.mean, "se": best.se, "best": best.high, "tied_with": tied,
+            "basis": with_basis("", basis, reach_words(sides, "the settings") if len(sides) > 1 else None).lstrip("; ")}
 
 
 def selection_words(rows: list[TrialRow]) -> str | None:
@@ -231,9 +241,10 @@ def _pm(value: float, se: float | None) -> str:
 
 def compute_trends(cells: list[Cell], rows: list[TrialRow]) -> Trends:
     """Mean score by n_emb and by n_layer over cells, the best cell, width and depth effects."""
+    basis = basis_of(rows)
     trends = Trends(by_n_emb=_groups(cells, rows, "n_emb"), by_n_layer=_groups(cells, rows, "n_layer"),
-                    cells=cells, best_cell=_best_cell(cells), selection=selection_words(rows),
-                    holdout=holdout_words(rows))
-    trends.width = _effect(trends.by_n_emb, "width", "n_emb")
-    trends.depth = _effect(trends.by_n_layer, "depth", "n_layer")
+                    cells=cells, best_cell=_best_cell(cells, rows, basis), selection=selection_words(rows),
+                    holdout=holdout_words(rows), basis=basis.to_dict())
+    trends.width = _effect(trends.by_n_emb, "width", "n_emb", rows, basis)
+    trends.depth = _effect(trends.by_n_layer, "depth", "n_layer", rows, basis)
     return trends

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from imf.errors import ReportError
+from imf.report.basis import batch_size, budget_fields
 from imf.report.model import LAST_K, Curve, TrialRow
 from imf.stats import standard_error
 from imf.store.runs import (CONFIG, HYDRA_CONFIG, LOGS, SUMMARY, find_run_dirs, first_number,
@@ -220,19 +221,38 @@ def read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
     _fill_scores(row, rollouts, summary or {}, last_k)
     epochs = [r["epoch"] for r in rows if is_epoch_row(r)]  # not a diverged epoch's marker
     row.final_epoch = _counted(max(epochs)) if epochs else (summary or {}).get("epochs_done")
+    progress = _progress(rows, batch_size(config))
+    row.budget_kind, row.budget_value, row.budget_clock = budget_fields(config)
+    if progress:
+        _, row.steps, row.samples, minutes = progress[-1]
+        row.train_s = None if minutes is None else minutes * 60
     selection = read_final_eval(run_dir, notices)
     if selection:
         row.selection, row.selection_se, row.selection_episodes = selection
         row.selection_success = first_number(read_json_object(run_dir / FINAL_EVAL), ("success_rate",))
     read_holdout(row, run_dir, notices)
-    return RunRead(row, _curve(trial_id, rollouts, rows), config)
+    return RunRead(row, _curve(trial_id, rollouts, rows, progress), config)
 
 
-def _curve(trial_id: str, rollouts: list[Rollout], rows: list[dict[str, Any]]) -> Curve:
+def _curve(trial_id: str, rollouts: list[Rollout], rows: list[dict[str, Any]],
+           progress: list[list[Any]]) -> Curve:
     """Score per rollout and val loss per epoch, epochs counted from 1."""
     losses = [[_counted(r["epoch"]), float(r["val_loss"])] for r in rows
               if isinstance(r.get("epoch"), int) and first_number(r, ("val_loss",)) is not None]
-    return Curve(trial_id, None, [[_counted(r.epoch), r.score, r.se] for r in rollouts], losses)
+    return Curve(trial_id, None, [[_counted(r.epoch), r.score, r.se] for r in rollouts], losses, progress)
+
+
+def _progress(rows: list[dict[str, Any]], batch: int | None) -> list[list[Any]]:
+    """[epoch (from 1), steps, samples, training minutes] per logged epoch with a step count."""
+    out = []
+    for r in rows:
+        step = r.get("global_step")
+        if not isinstance(r.get("epoch"), int) or not isinstance(step, int) or isinstance(step, bool):
+            continue
+        seconds = first_number(r, ("train_s",))
+        out.append([_counted(r["epoch"]), step, step * batch if batch else None,
+                    None if seconds is None else seconds / 60])
+    return out
 
 
 def _summary_seed(summary: dict[str, Any] | None, trial_id: str) -> int | None:

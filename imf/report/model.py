@@ -45,6 +45,12 @@ class TrialRow:
     cell: str | None = None  # the cell: this trial's config without training.seed
     tied: bool | None = None  # tied within noise with rank 1; None: noise unknown
     restarts: int = 0  # times the log restarted (global_step went back)
+    budget_kind: str | None = None  # "time" (training.time_budget_s) or "epochs"
+    budget_value: float | None = None  # seconds or epochs
+    budget_clock: str | None = None  # wall or cpu, for a time budget
+    steps: int | None = None  # optimizer steps reached (the last logged global_step)
+    samples: int | None = None  # training samples reached: steps x batch size
+    train_s: float | None = None  # training seconds reached (rollouts excluded)
     members: list[str] = field(default_factory=list)  # an ensemble's members, trial@epoch
 
     @property
@@ -59,6 +65,7 @@ class Curve:
     cell: str | None
     rollouts: list[list[float | None]] = field(default_factory=list)  # [epoch, score, se]
     val_loss: list[list[float]] = field(default_factory=list)  # [epoch, loss]
+    progress: list[list[float]] = field(default_factory=list)  # [epoch, steps, samples, minutes] per logged epoch
 
 
 @dataclass
@@ -94,6 +101,8 @@ class Group:
     best_trial: str
     cells: int = 0
     se: float | None = None  # from the cells' SEs; None when one of them is unknown
+    steps: float | None = None  # mean optimizer steps of its trials
+    samples: float | None = None
     best_se: float | None = None  # of the best trial's best rollout
 
 
@@ -107,6 +116,7 @@ class Trends:
     depth: dict[str, Any] | None = None
     selection: str | None = None  # how the max and selection-seed rankings relate, in words
     holdout: str | None = None  # how many runs and checkpoints were looked at on the holdout
+    basis: dict[str, str] | None = None  # kind, text: what the comparison was equal in
 
 
 @dataclass
@@ -118,6 +128,7 @@ class Report:
     metric: str = METRIC
     last_k: int = LAST_K
     curves: list[Curve] = field(default_factory=list)
+    x_axis: str = "epoch"  # of curves.png: epoch, steps, samples or minutes
     config: dict[str, Any] = field(default_factory=dict)  # settings shared by every cell
     created: str = field(default_factory=now_iso)
 

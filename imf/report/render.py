@@ -57,12 +57,24 @@ def ranking_rows(report: Report) -> tuple[list[str], list[list[str]]]:
                 "best epoch", f"last-{report.last_k} mean", "selection ± SE", "success", "selection success"]
                + (["holdout ± SE", "holdout success"] if holdout else []) + ["vs #1"])
     rows = [[fmt(t.rank), t.id, t.status, fmt(t.n_emb), fmt(t.n_layer), fmt(t.seed),
-             fmt(t.final_epoch), pm(t.best_score, t.best_se), fmt(t.best_epoch),
-             pm(t.last_k, t.last_k_se), _rescored(t.selection, t.selection_se, t.selection_episodes),
+             fmt(t.final_epoch), _max(t), fmt(t.best_epoch),
+             _last_k(t, report.last_k), _rescored(t.selection, t.selection_se, t.selection_episodes),
              fmt(t.success_rate, 3), fmt(t.selection_success, 3)]
             + ([_holdout(t), fmt(t.holdout_success, 3)] if holdout else []) + [_vs_best(t.tied, t.rank)]
             for t in report.trials]
     return headers, rows
+
+
+def _max(t: Any) -> str:
+    if t.best_score is None and not t.rollouts and not t.is_ensemble:
+        return "no rollout yet"
+    return pm(t.best_score, t.best_se)
+
+
+def _last_k(t: Any, k: int) -> str:
+    """The last-K mean, with its n when the run had fewer than K rollouts."""
+    text = pm(t.last_k, t.last_k_se)
+    return text + (f" (n={t.last_k_n})" if t.last_k is not None and t.last_k_n < k else "")
 
 
 def _rescored(value: float | None, se: float | None, episodes: int | None) -> str:
@@ -123,7 +135,8 @@ def trend_lines(trends: Trends) -> list[str]:
                 else "no other cell tied within noise" if c["se"] is not None
                 else "noise unknown, ties not checked")
         lines.append(f"best cell: {c['label']} (n_emb {fmt(c['n_emb'])} x n_layer {fmt(c['n_layer'])}), "
-                     f"mean {pm(c['mean'], c['se'])} over {c['n']} seed(s), best {c['best']:.4f}; {tied}")
+                     f"mean {pm(c['mean'], c['se'])} over {c['n']} seed(s), best {c['best']:.4f}; {tied}"
+                     + (f"; {c['basis']}" if c.get("basis") else ""))
     lines += [effect["text"] for effect in (trends.width, trends.depth) if effect]
     lines += [text for text in (trends.selection, trends.holdout) if text]
     return lines
@@ -186,7 +199,9 @@ def counts(report: Report) -> str:
     cells = sum(c.n > 0 for c in report.trends.cells)
     text = f"{len(trials)} trial(s), {scored} scored, in {cells} scored cell(s)"
     ensembles = len(report.trials) - len(trials)
-    return text + (f", and {ensembles} ensemble(s) ranked beside them" if ensembles else "")
+    text += f", and {ensembles} ensemble(s) ranked beside them" if ensembles else ""
+    basis = report.trends.basis
+    return text + (f", compared {basis['text']}" if basis and basis.get("kind") != "unknown" else "")
 
 
 def render_text(report: Report) -> str:

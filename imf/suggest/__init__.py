@@ -56,8 +56,11 @@ def _prefix(folder: Path, report: Any) -> str:
 def suggest(folder: Path) -> Suggestions:
     """Proposals for the next runs in ``folder`` (a sweep folder or a folder of runs)."""
     folder = Path(folder)
-    report = build_report([folder])  # checks the folder; raises when nothing is scored
+    report = build_report([folder])  # checks the folder
     cells = [c for c in report.trends.cells if c.mean is not None]
+    if not cells:
+        raise ReportError(f"no test_mean_score in any of the {len(report.trials)} trial(s) under "
+                          f"{folder} (no rollout yet); nothing to suggest from yet")
     best = max(cells, key=lambda c: c.mean)  # the report's best cell: the first of equal means
     # Given one run folder, new runs go beside it (where its stores are), never inside it.
     root = folder.resolve().parent if is_run_dir(folder) else folder  # Path(".").parent is "."

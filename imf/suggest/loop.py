@@ -250,6 +250,8 @@ def conclude_round(folder: Path, current: Round) -> None:
         report = build_report([folder])
     except ReportError as exc:
         raise LoopError(f"round {current.number}: its results cannot be read ({exc})") from None
+    if not any(c.mean is not None for c in report.trends.cells):
+        raise LoopError(f"round {current.number}: no run in {folder} has a score yet")
     best = current.best_before
     current.outcomes = [_outcome(report, folder / current.sweep / p.id, p, best)
                         for p in current.proposals]

@@ -1,0 +1,247 @@
+"""The published numbers, written from committed JSON: README's "Does it learn?" and RESULTS'
+reading passages are generated here from benchmarks/learning_results/*.json, never typed.
+
+    python benchmarks/claims.py            # rewrite every passage between its markers
+    python benchmarks/claims.py --check    # exit 1 naming the first passage that disagrees
+
+A passage sits between ``<!-- claims:NAME -->`` and ``<!-- /claims:NAME -->``. A number edited by
+hand, or a run removed from the JSON, makes ``--check`` fail (tests/test_claims.py). Claims are
+holdout numbers (seeds 900000.., looked at once per run, settings chosen before the look);
+selection numbers are labelled as what chose a setting.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+Z = 1.96
+
+
+class ClaimError(Exception):
+    """A passage cannot be written or checked: a JSON file, a run or a marker is missing."""
+
+
+class Data:
+    """The JSON under ``root``/benchmarks/learning_results, loaded on first use."""
+
+    def __init__(self, root: Path) -> None:
+        self.folder = root / "benchmarks" / "learning_results"
+        self._files: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._files:
+            path = self.folder / f"{name}.json"
+            if not path.is_file():
+                raise ClaimError(f"{path} is missing: its passages cannot be written")
+            self._files[name] = json.loads(path.read_text())
+        return self._files[name]
+
+    def run(self, name: str, objective: str, seed: int) -> dict[str, Any]:
+        found = [r for r in self[name] if r.get("objective") == objective and r.get("seed") == seed]
+        if len(found) != 1 or "holdout_score" not in found[0]:
+            raise ClaimError(f"{self.folder / name}.json: expected one {objective} run of training seed "
+                             f"{seed} with a holdout look, found {len(found)}")
+        return found[0]
+
+    def seeds(self, name: str, objective: str = "imf") -> list[int]:
+        return sorted({r["seed"] for r in self[name] if r.get("objective") == objective})
+
+
+def pct(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def coverage_success(run: dict[str, Any], prefix: str = "holdout") -> str:
+    return (f"{run[f'{prefix}_score']:.3f} ± {run[f'{prefix}_score_se']:.3f} coverage, "
+            f"{pct(run[f'{prefix}_success'])} ± {100 * run[f'{prefix}_success_se']:.1f} success")
+
+
+def gap(a: dict[str, Any], b: dict[str, Any], key: str, points: bool = False,
+        seeds: str = "holdout") -> tuple[str, bool]:
+    """a - b on ``seeds`` with its SE and z; whether it is beyond 1.96 SE."""
+    diff = a[f"{seeds}_{key}"] - b[f"{seeds}_{key}"]
+    se = math.hypot(a[f"{seeds}_{key}_se"], b[f"{seeds}_{key}_se"])
+    z = diff / se if se > 0 else (0.0 if diff == 0 else math.inf)
+    scale, unit, digits = (100, " points", 1) if points else (1, "", 3)
+    return f"{scale * diff:+.{digits}f} ± {scale * se:.{digits}f}{unit} (z {z:+.2f})", abs(z) > Z
+
+
+def comparison(data: Data, name: str, other: str, label: str) -> list[str]:
+    """imf against ``other`` per training seed: a tie only where every seed ties."""
+    seeds = data.seeds(name)
+    parts, beyond = [], []
+    for seed in seeds:
+        a, b = data.run(name, "imf", seed), data.run(name, other, seed)
+        cov, cov_clear = gap(a, b, "score")
+        suc, suc_clear = gap(a, b, "success", points=True)
+        parts.append(f"seed {seed}: coverage {cov}, success {suc}")
+        beyond += [f"seed {seed}'s {what}" for what, clear in (("coverage", cov_clear), ("success", suc_clear)) if clear]
+    reading = ("a tie: no difference beyond 1.96 SE on any seed" if not beyond
+               else f"not a tie: {', '.join(beyond)} differ beyond 1.96 SE")
+    return [f"- imf-1 minus {label}, holdout, per training seed: {'; '.join(parts)}. Reading: {reading}."]
+
+
+def eval_seconds(data: Data, name: str, objective: str) -> str:
+    values = [r["eval_s"] for r in data[name] if r.get("objective") == objective]
+    return f"{min(values):.0f}-{max(values):.0f} s" if len(values) > 1 else f"{values[0]:.0f} s"
+
+
+def anchors_line(data: Data) -> str:
+    a = data["anchors"]
+    return (f"Anchors on the same 200 holdout seeds (benchmarks/anchors.py): holding still "
+            f"{a['hold_still']['holdout']['mean']:.3f} coverage and {pct(a['hold_still']['holdout']['success_rate'])} "
+            f"success, the scripted expert {a['expert']['holdout']['mean']:.3f} and "
+            f"{pct(a['expert']['holdout']['success_rate'])}.")
+
+
+def preset_line(data: Data, name: str, what: str) -> str:
+    runs = [data.run(name, "imf", seed) for seed in data.seeds(name)]
+    minutes = runs[0]["budget_s"] / 60
+    per_seed = "; ".join(f"seed {r['seed']}: **{coverage_success(r)}**" for r in runs)
+    samples = ", ".join(f"{r['samples'] / 1e6:.2f}M" for r in runs)
+    return (f"- `{runs[0]['preset']}` ({what}, {minutes:.0f} training minutes, its default), two training "
+            f"seeds, holdout: {per_seed} ({samples} training samples).")
+
+
+def readme_learning(data: Data) -> list[str]:
+    ref = data["references"]["lerobot_diffusion_pusht"]
+    key = data.run("keypoints", "imf", data.seeds("keypoints")[0])
+    return [
+        "Every number here is a run's best checkpoint (chosen on the 50 test seeds) scored on 200 "
+        "**holdout** seeds (900000..), once: the presets' settings were chosen before, on the test and "
+        "selection seeds, and nothing was chosen by these (imf/config/eval_seeds.py). "
+        + anchors_line(data),
+        "",
+        "Data: 500 scripted demonstrations (imf's expert, made on the machine). One torch thread a "
+        "run, its budget on the cpu clock, on a 2-core machine shared with other work "
+        "(benchmarks/learning.py; JSON in benchmarks/learning_results/).",
+        "",
+        preset_line(data, "keypoints", "the T's 9 keypoints and the agent position, 128 x 2"),
+        preset_line(data, "image", "96 x 96 images and the agent position, the small encoder"),
+        f"- Equal compute from keypoints (the same backbone and {key['budget_s'] / 60:.0f} minutes), "
+        f"imf at one sampling step against ddpm at 100 and flow at one; a difference is claimed "
+        f"beyond 1.96 SE, a tie only where every seed ties:",
+        *("  " + line for line in comparison(data, "keypoints", "ddpm", "ddpm-100")),
+        *("  " + line for line in comparison(data, "keypoints", "flow", "flow-1")),
+        f"  A 50-episode evaluation took {eval_seconds(data, 'keypoints', 'imf')} for imf-1 against "
+        f"{eval_seconds(data, 'keypoints', 'ddpm')} for ddpm-100 (one process each, the shared machine).",
+        f"- For scale, other data and compute (quoted, not re-run): {ref['what']}: {ref['coverage']:.3f} "
+        f"coverage and {pct(ref['success'])} success over {ref['episodes']} episodes after "
+        f"{ref['samples'] / 1e6:.1f}M training samples ({ref['steps'] // 1000}k steps of {ref['batch_size']}), "
+        f"trained on {ref['data']}. imf's runs above saw a tenth of those samples or less, on a CPU.",
+    ]
+
+
+def results_learning(data: Data, name: str) -> list[str]:
+    """RESULTS' reading of one learning.py table: selection beside holdout, per run."""
+    lines = [f"What the {name} runs say (written by benchmarks/claims.py from "
+             f"benchmarks/learning_results/{name}.json; holdout = the claim, selection = what a "
+             f"choice between runs would use):"]
+    for run in data[name]:
+        if "holdout_score" not in run:
+            raise ClaimError(f"benchmarks/learning_results/{name}.json: run {run.get('id')} has no holdout look")
+        best = f"{run['best_test_score']:.3f} with {pct(run['best_test_success'])} success at epoch {run['best_epoch']}"
+        lines.append(f"- {run['label']}: {run['steps']} steps ({run['samples'] / 1e6:.2f}M samples) in "
+                     f"{run['train_min']:.0f} minutes; best test rollout {best}; selection "
+                     f"{coverage_success(run, 'selection')}; holdout {coverage_success(run)}.")
+    if name == "keypoints":
+        lines += comparison(data, name, "ddpm", "ddpm-100") + comparison(data, name, "flow", "flow-1")
+    return lines
+
+
+def results_ablations(data: Data, name: str, baseline: str, adopted: dict[str, str]) -> list[str]:
+    """Each ablation against its baseline on the selection seeds: the numbers that chose."""
+    rows = data[name]
+    base = next((r for r in rows if r["name"] == baseline), None)
+    if base is None:
+        raise ClaimError(f"benchmarks/learning_results/{name}.json: no baseline run {baseline!r}")
+    lines = [f"Against {baseline} on the 200 selection seeds (written by benchmarks/claims.py from "
+             f"benchmarks/learning_results/{name}.json). These numbers chose the settings, so they are "
+             f"not claims: the shipped preset's numbers are its holdout runs (Learning).",
+             f"- {baseline}: selection {coverage_success(base, 'selection')}."]
+    for row in rows:
+        if row is base:
+            continue
+        cov, cov_clear = gap(row, base, "score", seeds="selection")
+        suc, suc_clear = gap(row, base, "success", points=True, seeds="selection")
+        beyond = [what for what, clear in (("coverage", cov_clear), ("success", suc_clear)) if clear]
+        verdict = f"beyond noise on {' and '.join(beyond)}" if beyond else "within noise on both"
+        change = ", ".join(f"`{c}`" for c in row["change"])
+        lines.append(f"- {change}: coverage {cov}, success {suc}: {verdict}. {adopted.get(row['name'], 'Not adopted.')}")
+    return lines
+
+
+KEYPOINT_CHOICES = {"lr2e3": "Adopted in `pusht_lowdim_cpu` (and so `demo`): the success gain.",
+                    "lr2e3r75": "Not adopted: its coverage gain came with less success than lr2e3 alone."}
+
+PASSAGES: dict[str, tuple[str, Callable[[Data], list[str]]]] = {
+    "readme-learning": ("README.md", readme_learning),
+    "results-learning-keypoints": ("benchmarks/RESULTS.md", lambda d: results_learning(d, "keypoints")),
+    "results-learning-image": ("benchmarks/RESULTS.md", lambda d: results_learning(d, "image")),
+    "results-ablations-keypoints": ("benchmarks/RESULTS.md",
+                                    lambda d: results_ablations(d, "ablations_keypoints", "base1800", KEYPOINT_CHOICES)),
+}
+
+
+def _span(text: str, name: str, path: Path) -> tuple[int, int]:
+    begin, end = f"<!-- claims:{name} -->\n", f"<!-- /claims:{name} -->"
+    start = text.find(begin)
+    stop = text.find(end, start + len(begin)) if start >= 0 else -1
+    if start < 0 or stop < 0:
+        raise ClaimError(f"{path}: the markers of passage {name!r} are missing ({begin.strip()} ... {end})")
+    return start + len(begin), stop
+
+
+def run(root: Path, check: bool) -> list[str]:
+    """Rewrite (or with ``check`` compare) every passage; the problems found, one line each."""
+    data, problems, texts = Data(root), [], {}
+    for name, (file, render) in PASSAGES.items():
+        path = root / file
+        texts.setdefault(path, path.read_text())
+        try:
+            start, stop = _span(texts[path], name, path)
+            wanted = "\n".join(render(data)) + "\n"
+        except (ClaimError, KeyError) as exc:
+            problems.append(f"{name}: {exc}")
+            continue
+        current = texts[path][start:stop]
+        if current != wanted:
+            if check:
+                problems.append(f"{file}, passage {name}: {_first_difference(current, wanted)}; "
+                                f"run `python benchmarks/claims.py` to write it from the JSON")
+            texts[path] = texts[path][:start] + wanted + texts[path][stop:]
+    if not check and not problems:
+        for path, text in texts.items():
+            path.write_text(text)
+    return problems
+
+
+def _first_difference(current: str, wanted: str) -> str:
+    for i, (a, b) in enumerate(zip(current.splitlines(), wanted.splitlines()), start=1):
+        if a != b:
+            word = next((x for x, y in zip(re.split(r"(\s+)", a), re.split(r"(\s+)", b)) if x != y), a)
+            return f"line {i} of the passage says {word.strip()!r} where the JSON gives {b.strip()[:120]!r}"
+    return "the passage has a different number of lines than the JSON gives"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare, write nothing; exit 1 on a difference")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to read and write (default: this one)")
+    args = parser.parse_args()
+    problems = run(args.root, args.check)
+    for line in problems:
+        print(f"claims.py: {line}", file=sys.stderr)
+    if problems:
+        sys.exit(1)
+    print("claims.py: every passage agrees with the JSON" if args.check else "claims.py: passages written")
+
+
+if __name__ == "__main__":
+    main()

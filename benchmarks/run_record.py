@@ -1,0 +1,83 @@
+"""One trained run folder as the benchmarks' JSON records it (benchmarks/learning_results/*.json).
+
+Each record holds what a claim needs and where it came from: ``obs``, ``preset``, ``objective``
+(with its sampling steps), ``seed``, ``budget_s`` and its clock, ``steps`` and ``samples``
+(optimizer steps x batch), the best checkpoint on the test seeds (its score and success: the
+rollout that chose it, not the maximum of each over rollouts), ``selection_*`` (final_eval.json:
+best.pt on the selection seeds) and ``holdout_*`` (the latest look in holdout.json), each with
+its ``_se``, and the curve: [minutes, samples, score, success] per rollout.
+
+Old records (``fresh_*``, from before the seed ranges had names, and ``best*``) read with today's keys
+(``upgrade``).
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+RENAMED = {"fresh_score": "selection_score", "fresh_se": "selection_score_se",
+           "fresh_success": "selection_success", "fresh_success_se": "selection_success_se",
+           "fresh_episodes": "selection_episodes", "best": "best_test_score", "best_se": "best_test_score_se",
+           "best_success": "best_test_success"}
+
+
+def upgrade(record: dict[str, Any]) -> dict[str, Any]:
+    """A record written before the seed ranges were named, with today's keys."""
+    return {RENAMED.get(k, k): v for k, v in record.items()}
+
+
+def _rows(run_dir: Path) -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in (run_dir / "logs.json.txt").read_text().splitlines() if line.strip()]
+    return [r for r in rows if "epoch" in r and not r.get("diverged")]
+
+
+def _episodes_se(per_seed: list[float]) -> float | None:
+    n = len(per_seed)
+    if n < 2:
+        return None
+    mean = sum(per_seed) / n
+    return math.sqrt(sum((v - mean) ** 2 for v in per_seed) / (n - 1) / n)
+
+
+def _scored(data: dict[str, Any], prefix: str) -> dict[str, Any]:
+    return {f"{prefix}_score": data["mean"], f"{prefix}_score_se": data["se"],
+            f"{prefix}_success": data["success_rate"], f"{prefix}_success_se": data["success_se"],
+            f"{prefix}_episodes": data["episodes"], f"{prefix}_seed_start": data["seed_start"]}
+
+
+def read_record(run_dir: Path) -> dict[str, Any]:
+    """The record of ``run_dir`` (a finished imf trial); KeyError/OSError when it is not one."""
+    run_dir = Path(run_dir)
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    rows = _rows(run_dir)
+    scored = [r for r in rows if "test_mean_score" in r]
+    batch = config["training"]["batch_size"]
+    objective = config["objective"]
+    steps = (objective.get("options") or {}).get("steps") if objective["name"] == "ddpm" else objective.get("sample_steps")
+    best = max(scored, key=lambda r: r["test_mean_score"]) if scored else None
+    last = rows[-1] if rows else {}
+    record: dict[str, Any] = {
+        "id": summary["id"], "obs": config["policy"]["obs_type"], "preset": config["name"],
+        "objective": objective["name"], "sample_steps": steps, "seed": config["training"]["seed"],
+        "budget_s": config["training"].get("time_budget_s"), "budget_clock": config["training"].get("budget_clock"),
+        "status": summary["status"], "steps": last.get("global_step", 0),
+        "samples": last.get("global_step", 0) * batch, "train_min": last.get("train_s", 0.0) / 60,
+        "overrides": summary.get("overrides", []),
+        "best_test_score": best["test_mean_score"] if best else None,
+        "best_test_score_se": _episodes_se(list(best.get("test_per_seed", {}).values())) if best else None,
+        "best_test_success": best.get("test_success_rate") if best else None,  # of the chosen checkpoint
+        "best_epoch": best["epoch"] + 1 if best else None,
+        "curve": [[r.get("train_s", 0.0) / 60, r["global_step"] * batch, r["test_mean_score"],
+                   r.get("test_success_rate")] for r in scored],
+    }
+    if (run_dir / "final_eval.json").is_file():
+        record.update(_scored(json.loads((run_dir / "final_eval.json").read_text()), "selection"))
+    if (run_dir / "holdout.json").is_file():
+        looks = json.loads((run_dir / "holdout.json").read_text())["looks"]
+        record.update(_scored(looks[-1], "holdout"), holdout_looks=len(looks))
+    return record
