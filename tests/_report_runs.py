@@ -8,13 +8,17 @@ import yaml
 
 
 def write_log(run: Path, scores: list, *, key: str = "test_mean_score", success: bool = True,
-              tail: str = "", spread: float | None = None) -> None:
+              tail: str = "", spread: float | None = None, steps_per_epoch: int = 10,
+              epoch_s: float | None = None) -> None:
     """One line per epoch; ``None`` in ``scores`` is an epoch without a rollout. With ``spread``
-    d, a rollout of score s has two episodes s - d and s + d: its standard error is exactly d."""
+    d, a rollout of score s has two episodes s - d and s + d: its standard error is exactly d.
+    ``epoch_s``: training seconds per epoch (logged as train_s)."""
     lines = []
     for epoch, score in enumerate(scores):
-        row = {"epoch": epoch, "global_step": 10 * (epoch + 1), "train_loss": 1 / (epoch + 1),
+        row = {"epoch": epoch, "global_step": steps_per_epoch * (epoch + 1), "train_loss": 1 / (epoch + 1),
                "val_loss": 2 / (epoch + 1)}
+        if epoch_s is not None:
+            row["train_s"] = epoch_s * (epoch + 1)
         if score is not None:
             row[key] = score
             if success:

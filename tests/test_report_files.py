@@ -86,7 +86,8 @@ def test_text_rendering(tmp_path):
     assert lines[5].split()[10:15] == ["2", "0.5500", "±", "0.0500", "-"]
     assert lines[5].split()[-1] == "lower" and lines[4].split()[-1] == "tied"
     assert ("  depth: no clear effect (+0.0500 ± 0.0661); mean score at n_layer 12 minus "
-            "n_layer 6") in lines
+            "n_layer 6; n_layer 12 made 20 steps, n_layer 6 27; this compares throughput as much "
+            "as depth") in lines
     heat = heatmap_text(report.trends).splitlines()
     assert heat[1].split() == ["n_layer\\n_emb", "128", "256"]
     assert heat[2].split() == ["6", "0.500±0.100", "n=2", "0.800±0.050", "n=1"]

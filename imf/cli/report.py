@@ -20,9 +20,10 @@ def report(
     as_json: bool = typer.Option(False, "--json", help="Print report.json (compare.json) to stdout instead of the tables."),
     compare: bool = typer.Option(None, "--compare/--no-compare", help="Compare two sweeps A B cell by cell (B - A); by default two sweep folders are compared, --no-compare reports them as one."),
     last_k: int = typer.Option(3, "--last-k", help="Rollouts averaged by the last-K score."),
+    x_axis: str = typer.Option(None, "--x", help="curves.png's x-axis: epoch, steps, samples or minutes (default: minutes under a time budget, else steps)."),
 ) -> None:
     """Rank trials by max test_mean_score ± SE with robust scores; cells over seeds; trends; heatmap and curves; compare two sweeps. Reads Diffusion Policy runs too."""
-    report_command(paths or [], out=out, as_json=as_json, compare=compare, last_k=last_k)
+    report_command(paths or [], out=out, as_json=as_json, compare=compare, last_k=last_k, x_axis=x_axis)
 
 
 @app.command(cls=Command)
@@ -42,7 +43,7 @@ def suggest(
 
 
 def report_command(paths: list[Path], *, out: Path | None, as_json: bool, compare: bool | None,
-                   last_k: int) -> None:
+                   last_k: int, x_axis: str | None = None) -> None:
     """Write the report (or the comparison of two sweeps) and print it."""
     paths = list(paths) or [Path(".")]
     target = out or report_lib.default_out(paths)
@@ -52,7 +53,7 @@ def report_command(paths: list[Path], *, out: Path | None, as_json: bool, compar
         notes = []  # the comparison's notes are part of its text
         data, text = comparison.to_dict(), report_lib.render_compare_text(comparison)
     else:
-        built = report_lib.build_report(paths, last_k)
+        built = report_lib.build_report(paths, last_k, x_axis)
         written = report_lib.write_files(built, target) if target else []
         notes = built.notices
         data, text = built.to_dict(), report_lib.render_text(built)

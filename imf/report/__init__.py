@@ -12,6 +12,7 @@ from pathlib import Path
 
 from imf.errors import ReportError
 from imf.report.analysis import build_cells, compute_trends, rank_trials, shared_config
+from imf.report.basis import X_AXES, basis_of, default_x
 from imf.report.collect import check_folder, collect
 from imf.report.compare import (Comparison, compare_reports, render_compare_text,
                                 write_compare_files)
@@ -30,12 +31,15 @@ __all__ = ["CSV_FIELDS", "LAST_K", "MATPLOTLIB_MISSING", "METRIC", "Cell", "Comp
            "write_files", "write_report"]
 
 
-def build_report(paths: list[Path], last_k: int = LAST_K) -> Report:
-    """Read the sweep folders and run folders in ``paths``; rank, group by seed, find trends."""
+def build_report(paths: list[Path], last_k: int = LAST_K, x_axis: str | None = None) -> Report:
+    """Read the sweep folders and run folders in ``paths``; rank, group by seed, find trends.
+    ``x_axis`` of curves.png: epoch, steps, samples or minutes (default: what the budget was)."""
     if not paths:
         raise ReportError("no folders given; give a sweep folder or run folders")
     if last_k < 1:
         raise ReportError(f"--last-k {last_k}: give 1 or more rollouts to average")
+    if x_axis is not None and x_axis not in X_AXES:
+        raise ReportError(f"--x {x_axis!r}: the curves' x-axis is one of {', '.join(X_AXES)}")
     notices: list[str] = []
     runs = collect(list(paths), notices, last_k)
     rows = [r.row for r in runs]
@@ -44,9 +48,10 @@ def build_report(paths: list[Path], last_k: int = LAST_K) -> Report:
     trained = [r for r in runs if not r.row.is_ensemble]  # ensembles: ranked, never counted
     cells = build_cells(trained)
     rank_trials(rows)
-    return Report(trials=rows, trends=compute_trends(cells, [r.row for r in trained]),
-                  sources=[str(Path(p)) for p in paths], notices=notices, last_k=last_k,
-                  curves=[r.curve for r in runs], config=shared_config(runs))
+    trends = compute_trends(cells, [r.row for r in trained])
+    x_axis = x_axis or default_x(basis_of(r.row for r in trained))
+    return Report(trials=rows, trends=trends, sources=[str(Path(p)) for p in paths], notices=notices,
+                  last_k=last_k, curves=[r.curve for r in runs], config=shared_config(runs), x_axis=x_axis)
 
 
 def is_comparison(paths: list[Path], compare: bool | None) -> bool:
@@ -95,7 +100,7 @@ def write_files(report: Report, out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = []
     for name, notice in (("heatmap.png", write_heatmap(report.trends, out_dir / "heatmap.png")),
-                         ("curves.png", write_curves(report.curves, out_dir / "curves.png"))):
+                         ("curves.png", write_curves(report.curves, out_dir / "curves.png", report.x_axis))):
         if notice is None:
             figures.append(name)
         elif notice not in report.notices:

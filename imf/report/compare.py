@@ -8,6 +8,7 @@ from typing import Any
 
 from imf.errors import ReportError
 from imf.report.analysis import combined_se
+from imf.report.basis import basis_of, reach_words
 from imf.report.figures import write_difference_heatmap
 from imf.report.model import Cell, Report
 from imf.report.render import NOISE_RULE, fmt, markdown_table, pm, signed
@@ -137,7 +138,21 @@ def compare_reports(report_a: Report, report_b: Report, a: Path, b: Path) -> Com
     sentences.append(f"over all {len(cells)} shared cell(s): {name_b} - {name_a} = "
                      f"{signed(diff, se, 3)}, "
                      f"{_verdict(diff, se, name_a, name_b)}")
+    sentences.append(_basis_sentence(report_a, report_b, cells, name_a, name_b))
     return Comparison(str(a), str(b), name_a, name_b, differs, cells, sentences, notes)
+
+
+def _basis_sentence(report_a: Report, report_b: Report, cells: list[dict[str, Any]],
+                    name_a: str, name_b: str) -> str:
+    """What both sides were equal in, and whether the shared cells' trials made as many steps."""
+    basis_a = basis_of(t for t in report_a.trials if not t.is_ensemble)
+    basis_b = basis_of(t for t in report_b.trials if not t.is_ensemble)
+    text = (f"basis: both {basis_a.text}" if basis_a.text == basis_b.text
+            else f"basis: {name_a} {basis_a.text}, {name_b} {basis_b.text}")
+    shared_a = [t for t in report_a.trials if t.cell in {c["cell_a"] for c in cells}]
+    shared_b = [t for t in report_b.trials if t.cell in {c["cell_b"] for c in cells}]
+    reach = reach_words([(name_b, shared_b), (name_a, shared_a)], f"{name_b} against {name_a}")
+    return text + (f": in the shared cells {reach}" if reach else "")
 
 
 def _listing(keys: Any) -> str:

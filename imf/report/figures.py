@@ -81,23 +81,51 @@ def _cell_colours(curves: list[Curve]) -> dict[str, Any]:
     return {cell: palette(k % palette.N) for k, cell in enumerate(cells)}
 
 
-def _draw_curves(score_ax: Any, loss_ax: Any, curves: list[Curve]) -> None:
+X_LABELS = {"epoch": "epoch", "steps": "optimizer steps", "samples": "training samples",
+            "minutes": "training minutes (the budget's clock)"}
+_X_COLUMN = {"steps": 1, "samples": 2, "minutes": 3}  # in Curve.progress
+
+
+def _at(curve: Curve, x: str) -> dict[int, float]:
+    """Epoch (from 1) -> the value of ``x`` there."""
+    if x == "epoch":
+        epochs = [r[0] for r in curve.progress] + [p[0] for p in curve.rollouts] + [v[0] for v in curve.val_loss]
+        return {e: float(e) for e in epochs if e is not None}
+    column = _X_COLUMN[x]
+    return {row[0]: float(row[column]) for row in curve.progress if row[column] is not None}
+
+
+def curve_points(curve: Curve, x: str) -> list[tuple[float, float, float | None]]:
+    """(x, score, se) per rollout whose epoch has a value of ``x``."""
+    at = _at(curve, x)
+    return [(at[e], s, se) for e, s, se in curve.rollouts if e is not None and e in at]
+
+
+def loss_points(curve: Curve, x: str) -> list[tuple[float, float]]:
+    at = _at(curve, x)
+    return [(at[e], loss) for e, loss in curve.val_loss if e in at]
+
+
+def _draw_curves(score_ax: Any, loss_ax: Any, curves: list[Curve], x: str) -> None:
     colour = _cell_colours(curves)
     labelled: set[str] = set()
     for curve in curves:
         cell = curve.cell or curve.id
-        _score_line(score_ax, curve, colour[cell], None if cell in labelled else cell)
+        _score_line(score_ax, curve_points(curve, x), colour[cell], None if cell in labelled else cell)
         labelled.add(cell)
-        if curve.val_loss:
-            epochs, losses = zip(*curve.val_loss)
-            loss_ax.plot(epochs, losses, color=colour[cell], linewidth=1.2)
+        losses = loss_points(curve, x)
+        if losses:
+            xs, values = zip(*losses)
+            loss_ax.plot(xs, values, color=colour[cell], linewidth=1.2, marker="o" if len(xs) == 1 else None)
 
 
-def write_curves(curves: list[Curve], path: Path) -> str | None:
-    """test_mean_score ± SE and val loss per epoch, one line per trial, one colour per cell."""
-    drawn = [c for c in curves if c.rollouts or c.val_loss]
+def write_curves(curves: list[Curve], path: Path, x: str = "epoch") -> str | None:
+    """test_mean_score ± SE and val loss against ``x`` (epoch, steps, samples or minutes), one
+    line per trial (a marker for a single rollout), one colour per cell."""
+    drawn = [c for c in curves if curve_points(c, x) or loss_points(c, x)]
     if not drawn:
-        return f"{path.name} skipped: no trial logged a rollout or a val loss"
+        return (f"{path.name} skipped: no trial logged a rollout or a val loss"
+                + ("" if x == "epoch" else f" with its {x}"))
     mpl = _matplotlib()
     if mpl is None:
         return MATPLOTLIB_MISSING
@@ -105,12 +133,13 @@ def write_curves(curves: list[Curve], path: Path) -> str | None:
     from matplotlib.ticker import MaxNLocator
     fig = figure_cls(figsize=(11, 4.2), dpi=110)
     score_ax, loss_ax = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
-    for ax in (score_ax, loss_ax):
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    _draw_curves(score_ax, loss_ax, drawn)
-    score_ax.set(xlabel="epoch", ylabel=METRIC, ylim=(0, 1),
+    if x in ("epoch", "steps"):
+        for ax in (score_ax, loss_ax):
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _draw_curves(score_ax, loss_ax, drawn, x)
+    score_ax.set(xlabel=X_LABELS[x], ylabel=METRIC, ylim=(0, 1),
                  title=f"{METRIC} per rollout (band: ± SE over episodes)")
-    loss_ax.set(xlabel="epoch", ylabel="val loss", title="validation loss")
+    loss_ax.set(xlabel=X_LABELS[x], ylabel="val loss", title="validation loss")
     losses = [v for c in drawn for _, v in c.val_loss]
     if losses and min(losses) > 0 and max(losses) > 10 * min(losses):  # log only for a wide range
         loss_ax.set_yscale("log")
@@ -119,14 +148,14 @@ def write_curves(curves: list[Curve], path: Path) -> str | None:
     return None
 
 
-def _score_line(ax: Any, curve: Curve, colour: Any, label: str | None) -> None:
-    points = [(e, s, se) for e, s, se in curve.rollouts if e is not None]
+def _score_line(ax: Any, points: list[tuple[float, float, float | None]], colour: Any, label: str | None) -> None:
     if not points:
         return
     epochs = np.array([p[0] for p in points], dtype=float)
     scores = np.array([p[1] for p in points], dtype=float)
     ses = np.array([np.nan if p[2] is None else p[2] for p in points], dtype=float)
-    ax.plot(epochs, scores, color=colour, linewidth=1.2, marker="o", markersize=2.5, label=label)
+    ax.plot(epochs, scores, color=colour, linewidth=1.2, marker="o",
+            markersize=6 if len(points) == 1 else 2.5, label=label)  # one rollout: a visible marker
     if np.all(np.isnan(ses)):
         return
     if len(points) == 1:  # a band needs two points

@@ -244,7 +244,8 @@ def render_markdown(report: Report, figures: list[str]) -> str:
         out += ["![mean over seeds of max test_mean_score by n_emb and n_layer](heatmap.png)", ""]
     out += ["```text", heatmap_text(report.trends), "```"]
     if "curves.png" in figures:
-        out += ["", "## Curves", "", "![test_mean_score and val loss per epoch](curves.png)"]
+        out += ["", "## Curves", "", f"![test_mean_score and val loss against {report.x_axis}](curves.png)", "",
+                f"x-axis: {report.x_axis} (`imf report --x epoch|steps|samples|minutes`)"]
     if report.notices:
         out += ["", "## Notices", ""] + [f"- {n}" for n in report.notices]
     return "\n".join(out) + "\n"

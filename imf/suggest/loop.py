@@ -22,6 +22,7 @@ from imf.config.eval_seeds import check_episodes
 from imf.errors import LoopError, ReportError
 from imf.report import build_report
 from imf.report.model import Report
+from imf.report.basis import basis_of, reach_words
 from imf.report.render import pm
 from imf.stats import Z95, clear_difference, difference_se
 from imf.store.iteration_log import IterationLogStore
@@ -262,11 +263,23 @@ def conclude_round(folder: Path, current: Round) -> None:
     moved = after["label"] != best["label"] or after["trial"] != best["trial"]
     conclusion = "\n".join(
         [f"{o.id}: {o.verdict}" for o in current.outcomes] + _seed_cells(report, current)
+        + [_basis_line(report, current, best)]
         + [("gain beyond noise; " if current.gain else "no gain beyond noise; ")
            + (f"the best is now {after['label']} {pm(after['mean'], after['se'])} ({after['trial']})"
               if moved else f"the best stays {after['label']} {pm(after['mean'], after['se'])}")])
     IterationLogStore(folder).conclude(current.hypothesis or "", result, conclusion)
     current.status = "concluded"
+
+
+def _basis_line(report: Report, current: Round, best: dict) -> str:
+    """What the runs and the best before them were equal in, and whether they made as many steps."""
+    ids = {p.id for p in current.proposals}
+    runs = [t for t in report.trials if t.id in ids or (t.run_dir and Path(t.run_dir).name in ids)]
+    before = [t for t in report.trials if t.id == best.get("trial")]
+    basis = basis_of(runs + before)
+    reach = reach_words([("this round's runs", runs), (f"the best before ({best.get('trial')})", before)],
+                        "the proposals' changes") if runs and before else None
+    return f"compared {basis.text}" + (f": {reach}" if reach else "")
 
 
 def _seed_cells(report: Report, current: Round) -> list[str]:

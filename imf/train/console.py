@@ -19,12 +19,21 @@ def shown(epoch: int) -> int:
     return epoch + 1
 
 
+def progress_text(epoch: int, num_epochs: int, budget_s: float | None = None, clock: str = "wall",
+                  train_s: float | None = None) -> str:
+    """"epoch 12/400", or under a time budget, which ends the run long before epoch 400,
+    "epoch 12 · 6.1/15.0 min cpu" (training time spent of the budget, on its clock)."""
+    if budget_s is None:
+        return f"epoch {shown(epoch)}/{num_epochs}"
+    return f"epoch {shown(epoch)} · {(train_s or 0.0) / 60:.1f}/{budget_s / 60:.1f} min {clock}"
+
+
 class EpochBar:
     """One epoch's steps as a transient rich bar on the terminal (never in stdout.log)."""
 
-    def __init__(self, epoch: int, num_epochs: int, steps: int) -> None:
+    def __init__(self, label: str, steps: int) -> None:
         self.progress = Progress(
-            TextColumn(f"epoch {shown(epoch)}/{num_epochs}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn(label), BarColumn(), MofNCompleteColumn(),
             TextColumn("loss {task.fields[loss]}"), TimeRemainingColumn(),
             console=Console(file=sys.stdout), transient=True, refresh_per_second=4)
         self.task = self.progress.add_task("train", total=steps, loss="-")
@@ -52,10 +61,10 @@ def _fmt(value: Any) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def epoch_line(record: dict[str, Any], total: int) -> str:
+def epoch_line(record: dict[str, Any], total: int, budget_s: float | None = None, clock: str = "wall") -> str:
     """One line per epoch. With adaptive weighting the imf loss is ~1 by construction, so the
     mse of the compound velocity is the validation number shown when the objective has one."""
-    line = f"epoch {shown(record['epoch'])}/{total} step {record['global_step']} "
+    line = f"{progress_text(record['epoch'], total, budget_s, clock, record.get('train_s'))} step {record['global_step']} "
     if "train_mse" in record:
         line += f"train_mse {_fmt(record['train_mse'])} val_mse {_fmt(record.get('val_mse'))} "
     else:

@@ -28,7 +28,7 @@ from imf.store.layout import BEST, LATEST, RunLayout, checkpoint_name
 from imf.store.runlock import RunLock
 from imf.store.summary import Checkpoints, RunSummary
 from imf.train import checkpoint as ckpt_io
-from imf.train.console import EpochBar, epoch_line, rollout_status, shown
+from imf.train.console import EpochBar, epoch_line, progress_text, rollout_status, shown
 from imf.train.evaluate import rollout_metrics
 from imf.train.parts import TrainParts, autocast_for, build_parts, pick_device
 from imf.train.runfiles import JsonLinesLog, Tee
@@ -191,7 +191,7 @@ def train_loop(trial: Trial, parts: TrainParts, state: TrainState) -> None:
             save_epoch(checkpoint_of(trial.cfg_dict, parts, state, record, trial.opts.trial_id),
                        parts, record)
         _write_summary(trial, state, parts.topk, finished=False)
-        trial.say(epoch_line(record, t.num_epochs))
+        trial.say(epoch_line(record, t.num_epochs, t.time_budget_s, t.budget_clock))
         if trial.stop():  # the epoch is complete and in latest.pt
             _interrupted(trial, state)
             return
@@ -223,7 +223,9 @@ def train_epoch(cfg: Config, parts: TrainParts, state: TrainState,
     or None when it diverged."""
     parts.policy.train()
     parts.shuffle.manual_seed(cfg.training.seed * 1_000_003 + state.epoch)  # same order on resume
-    bar = EpochBar(state.epoch, cfg.training.num_epochs, parts.steps_per_epoch) if sys.stdout.isatty() else None
+    t = cfg.training
+    label = progress_text(state.epoch, t.num_epochs, t.time_budget_s, t.budget_clock, parts.clock.seconds())
+    bar = EpochBar(label, parts.steps_per_epoch) if sys.stdout.isatty() else None
     window = StepMetrics(cfg.logging.every_steps)  # no host sync inside a step
     parts.clock.start()
     try:
