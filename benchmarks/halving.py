@@ -9,9 +9,15 @@ true tie at the top). Each rollout is --episodes per-episode scores drawn from B
 random. The real engine runs every planting with ``--halving ETA --rungs ...`` on local:cpu
 slots; the first --full plantings also run without it, on the same drawn scores (the full
 sweep's slot time does not depend on the scores). Slot time is the sum over trials of the
-time a slot held the trial (sweep.json ``elapsed_s``).
+time a slot held the trial (sweep.json ``elapsed_s``). These rivals are all at least 0.10 below
+the best: that the best is kept there says only that clearly worse rivals do not take it down.
 
-    python benchmarks/halving.py [--plantings 20] [--twin] [--full 3] [--trials 9] [--slots 3]
+With ``--near`` each planting is ``near_planting`` (the best, its twin and 2..7 rivals 0.5..1 SE
+below it at every rollout; seeds 3000.., as benchmarks/halving_sim.py draws them): it runs
+through the real engine and through the simulation on the same scores, and the section says
+whether both stopped the same trials and whether ``judge`` gives each engine decision again.
+
+    python benchmarks/halving.py [--plantings 20] [--twin | --near] [--full 3] [--trials 9] [--slots 3]
         [--eta 3] [--rungs 2,4] [--epochs 8] [--epoch-s 0.3] [--episodes 50] [--no-write]
 
 Writes its section of benchmarks/RESULTS.md (one section per variant, with and without --twin).
