@@ -9,9 +9,15 @@ true tie at the top). Each rollout is --episodes per-episode scores drawn from B
 random. The real engine runs every planting with ``--halving ETA --rungs ...`` on local:cpu
 slots; the first --full plantings also run without it, on the same drawn scores (the full
 sweep's slot time does not depend on the scores). Slot time is the sum over trials of the
-time a slot held the trial (sweep.json ``elapsed_s``).
+time a slot held the trial (sweep.json ``elapsed_s``). These rivals are all at least 0.10 below
+the best: that the best is kept there says only that clearly worse rivals do not take it down.
 
-    python benchmarks/halving.py [--plantings 20] [--twin] [--full 3] [--trials 9] [--slots 3]
+With ``--near`` each planting is ``near_planting`` (the best, its twin and 2..7 rivals 0.5..1 SE
+below it at every rollout; seeds 3000.., as benchmarks/halving_sim.py draws them): it runs
+through the real engine and through the simulation on the same scores, and the section says
+whether both stopped the same trials and whether ``judge`` gives each engine decision again.
+
+    python benchmarks/halving.py [--plantings 20] [--twin | --near] [--full 3] [--trials 9] [--slots 3]
         [--eta 3] [--rungs 2,4] [--epochs 8] [--epoch-s 0.3] [--episodes 50] [--no-write]
 
 Writes its section of benchmarks/RESULTS.md (one section per variant, with and without --twin).
@@ -20,12 +26,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,10 +41,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 from _sweep_helpers import fake_command  # noqa: E402
 from results_file import write_section  # noqa: E402
 
+from imf.sweep.halving import RungScore, judge  # noqa: E402
 from imf.sweep.launch import SweepRequest, plan_sweep, start_sweep  # noqa: E402
 
 SECTION = "## Successive halving (benchmarks/halving.py)"
 TWIN_SECTION = "## Successive halving, the best with a planted twin (benchmarks/halving.py --twin)"
+NEAR_SECTION = "## Successive halving on near rivals through the real engine (benchmarks/halving.py --near)"
 BEST = 0.85
 
 
@@ -71,6 +80,7 @@ class Planting:
     twin: str | None
     tie: tuple[str, str]
     rollouts: dict[str, dict[str, list[float]]]  # trial id -> epoch -> per-episode scores
+    near: dict[str, float] = field(default_factory=dict)  # near rival -> its gap in the best's SEs
 
 
 def planting(rng: random.Random, ids: list[str], args: argparse.Namespace) -> Planting:
@@ -87,6 +97,37 @@ def planting(rng: random.Random, ids: list[str], args: argparse.Namespace) -> Pl
             rollouts[tid][str(epoch)] = [round(rng.betavariate(2 * mu, 2 * (1 - mu)), 4)
                                          for _ in range(args.episodes)]
     return Planting(means, best, twin, tie, rollouts)
+
+
+def best_mu(epoch: int, epochs: int) -> float:
+    """The planted best's true mean score at ``epoch``."""
+    return BEST * (0.4 + 0.6 * epoch / epochs)
+
+
+def rollout_se(mu: float, episodes: int) -> float:
+    """The standard error of one rollout's mean score: Beta(2 mu, 2 (1 - mu)) has variance mu (1 - mu) / 3."""
+    return math.sqrt(mu * (1 - mu) / 3 / episodes)
+
+
+def near_planting(rng: random.Random, ids: list[str], args: argparse.Namespace) -> Planting:
+    """The best, its twin (the same curve) and 2..7 near rivals, each planted g SE below the best
+    at every rollout (g uniform in [0.5, 1], SE the best's per-rollout standard error there);
+    the others far below, as in ``planting``. ``Planting.near`` holds each near rival's g."""
+    k = rng.randint(2, min(7, len(ids) - 2))
+    picked = rng.sample(ids, 2 + k)
+    best, twin, near = picked[0], picked[1], {tid: rng.uniform(0.5, 1.0) for tid in picked[2:]}
+    curves: dict[str, dict[int, float]] = {}
+    for tid in ids:
+        m = rng.uniform(0.2, 0.75)
+        curves[tid] = {e: m * (0.4 + 0.6 * e / args.epochs) for e in range(2, args.epochs + 1, 2)}
+    for tid in (best, twin, *near):
+        g = near.get(tid, 0.0)
+        curves[tid] = {e: best_mu(e, args.epochs) - g * rollout_se(best_mu(e, args.epochs), args.episodes)
+                       for e in range(2, args.epochs + 1, 2)}
+    rollouts = {tid: {str(e): [round(rng.betavariate(2 * mu, 2 * (1 - mu)), 4) for _ in range(args.episodes)]
+                      for e, mu in curve.items()} for tid, curve in curves.items()}
+    means = {tid: curve[max(curve)] for tid, curve in curves.items()}
+    return Planting(means, best, twin, (best, twin), rollouts, near)
 
 
 def run_sweep(req: SweepRequest, plant: Path, epoch_s: float) -> tuple[dict, float]:
@@ -122,6 +163,74 @@ def one(args: argparse.Namespace, folder: Path, index: int) -> Outcome:
         full, out.full_wall_s = run_sweep(request(args, folder, f"p{index}-f", False), plant, args.epoch_s)
         out.full_slot_s = sum(t["elapsed_s"] or 0 for t in full["trials"])
     return out
+
+
+@dataclass
+class NearOutcome:
+    near: int  # near rivals planted
+    stopped: set[str]  # by the real engine
+    sim_stopped: set[str]  # by benchmarks/halving_sim.py on the same scores
+    best_or_twin: bool
+    replayed: int  # engine decisions that judge() gives again from the scores it had then
+    decisions: int
+    slot_s: float
+    sim_slot_s: float
+
+
+def replay(halving: dict) -> int:
+    """How many of the engine's decisions ``judge`` makes again from sweep.json's scores: the
+    scores are kept in arrival order, and a decision saw the first ``compared`` of its rung."""
+    scores = [RungScore(**s) for s in halving["scores"]]
+    same = 0
+    for d in halving["decisions"]:
+        at_rung = [s for s in scores if s.rung == d["rung"]][: d["compared"]]
+        mine = next(s for s in at_rung if s.trial == d["trial"])
+        verdict = judge(mine, at_rung, halving["eta"])
+        same += (verdict.outcome, verdict.cut) == (d["outcome"], d["cut"])
+    return same
+
+
+def one_near(args: argparse.Namespace, folder: Path, index: int) -> NearOutcome:
+    """A near-rival planting (seed 3000 + index, as benchmarks/halving_sim.py draws it) through
+    the real engine, and through the simulation on the same scores."""
+    from halving_sim import simulate
+
+    rng = random.Random(3000 + index)
+    req = request(args, folder, f"n{index}", True)
+    _, state, _ = plan_sweep(req)
+    p = near_planting(rng, [t.id for t in state.trials], args)
+    plant = folder / f"n{index}.json"
+    plant.write_text(json.dumps(p.rollouts))
+    sim = simulate(state, p.rollouts, argparse.Namespace(**vars(args), start_s="0.3,0.6", poll=0.1), rng)
+    done, _ = run_sweep(req, plant, args.epoch_s)
+    stopped = {t["id"] for t in done["trials"] if t["state"] == "stopped_early"}
+    return NearOutcome(len(p.near), stopped, sim.stopped, bool({p.best, p.twin} & stopped),
+                       replay(done["halving"]), len(done["halving"]["decisions"]),
+                       sum(t["elapsed_s"] or 0 for t in done["trials"]), sim.slot_s)
+
+
+def near_section(args: argparse.Namespace, results: list[NearOutcome]) -> list[str]:
+    n = len(results)
+    same = sum(r.stopped == r.sim_stopped for r in results)
+    lines = [NEAR_SECTION, "",
+             f"{n} near-rival plantings (seeds 3000.., the first of benchmarks/halving_sim.py's) of "
+             f"{args.trials} stand-in trials on {args.slots} local:cpu slots through the real engine, "
+             f"{args.epochs} epochs of {args.epoch_s:g} s, `--halving {args.eta} --rungs {args.rungs}`; "
+             f"each also simulated on the same drawn scores; `python benchmarks/halving.py --near "
+             f"--plantings {n}`; {time.strftime('%Y-%m-%d')}, 2 cores shared with other work.", "",
+             "| planting | near rivals | stopped (engine) | stopped (simulation) | same trials | best or twin "
+             "stopped | decisions replayed | slot s (engine) | slot s (simulation) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for i, r in enumerate(results):
+        lines.append(f"| {i} | {r.near} | {len(r.stopped)} | {len(r.sim_stopped)} | "
+                     f"{_yes(r.stopped == r.sim_stopped)} | {_yes(r.best_or_twin)} | {r.replayed}/{r.decisions} | "
+                     f"{r.slot_s:.1f} | {r.sim_slot_s:.1f} |")
+    lines += ["",
+              f"- the engine stopped the same trials as the simulation in {same} of {n} plantings; "
+              f"judge() gave {sum(r.replayed for r in results)} of {sum(r.decisions for r in results)} "
+              "engine decisions again from the scores the engine had when it decided",
+              f"- the best or its twin was stopped by the engine in {sum(r.best_or_twin for r in results)} of {n}"]
+    return lines
 
 
 def _yes(flag: bool | None) -> str:
@@ -166,10 +275,25 @@ def section(args: argparse.Namespace, results: list[Outcome]) -> list[str]:
     return lines
 
 
+def run_near(args: argparse.Namespace) -> None:
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.plantings):
+            results.append(one_near(args, Path(tmp), i))
+            r = results[-1]
+            print(f"planting {i}: engine stopped {sorted(r.stopped)}, simulation {sorted(r.sim_stopped)}", flush=True)
+    lines = near_section(args, results)
+    print("\n".join(lines))
+    if not args.no_write:
+        write_section(lines[0], lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plantings", type=int, default=20)
     parser.add_argument("--twin", action="store_true", help="the best gets a planted twin (a tie at the top)")
+    parser.add_argument("--near", action="store_true",
+                        help="near-rival plantings, each also simulated (benchmarks/halving_sim.py)")
     parser.add_argument("--full", type=int, default=3, help="plantings also run without halving")
     parser.add_argument("--trials", type=int, default=9)
     parser.add_argument("--slots", type=int, default=3)
@@ -182,6 +306,9 @@ def main() -> None:
     args = parser.parse_args()
     args.full = max(1, min(args.full, args.plantings))
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if args.near:
+        run_near(args)
+        return
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.plantings):

@@ -90,8 +90,8 @@ def test_what_ran_is_not_proposed_again(tmp_path):
     _conclude(folder, first, {p.id: 0.6 for p in first.proposals})
     second = plan_round(folder, state)
     ran = {(p.config, tuple(p.overrides), p.seed) for p in first.proposals}
-    assert second is None or not ran & {(p.config, tuple(p.overrides), p.seed) for p in second.proposals}
-    assert second is None or second.number == 2
+    assert second is not None and second.number == 2 and second.sweep == "loop-r02" and second.proposals
+    assert not ran & {(p.config, tuple(p.overrides), p.seed) for p in second.proposals}
 
 
 def _concluded(gain: bool) -> Round:
@@ -190,7 +190,9 @@ def test_warm_starts_chain_and_a_tried_one_never_repeats(tmp_path):
              scores=[0.9] * 6, se=0.01)  # flat: it ends the chain
     second.status = "concluded"
     third = plan_round(folder, state)
-    assert third is None or all(p.init_from not in (cont.init_from, again.init_from) for p in third.proposals)
+    assert third is not None and third.proposals
+    assert all(p.kind != "continue" and p.init_from not in (cont.init_from, again.init_from)
+               for p in third.proposals)
 
 
 def test_seeds_of_a_tied_cell_are_concluded_as_the_cell_over_its_seeds(tmp_path):

@@ -4,13 +4,14 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from statistics import NormalDist
 
 import pytest
 
 from imf.errors import SweepError
 from imf.scheduler.base import JobStatus
 from imf.sweep.halving import (Decision, Halving, HalvingState, RungScore, check_rungs, judge, parse_rungs,
-                               plan_halving, rung_score, status_lines)
+                               plan_halving, rung_score, status_lines, stop_z)
 from imf.sweep.state import QueueState, SweepDir, SweepState, TrialState
 
 HALF = [1.0, 0.0] * 10  # mean 0.5
@@ -35,7 +36,8 @@ def test_the_se_of_the_difference_comes_from_both_trials_per_episode_scores():
     verdict = judge(low, [cut, low], eta=2)
     se_diff = math.sqrt(statistics.variance(HALF) / 20 + statistics.variance(LOW) / 20)
     assert verdict.outcome == "stopped"
-    assert verdict.reason == f"halving at epoch 2: {0.4:.4f} +- {se_diff:.4f} below the cut {0.5:.4f}"
+    assert verdict.reason == (f"halving at epoch 2: {0.4:.4f} +- {se_diff:.4f} below the cut {0.5:.4f}, "
+                              "beyond 1.96 SE (1 trial below the cut)")
     assert verdict.cut == 0.5 and verdict.compared == 2
 
 
@@ -48,6 +50,40 @@ def test_a_gap_inside_196_se_of_the_difference_is_kept_and_just_outside_is_stopp
     assert "tied within noise" in judge(inside, [cut, inside], 2).reason
     assert judge(outside, [cut, outside], 2).outcome == "stopped"
 
+
+
+def test_the_stop_threshold_is_corrected_for_the_trials_compared_below_the_cut():
+    # nine scores at a rung, eta 3: the cut is the 3rd best and 6 trials are compared with it;
+    # each needs a gap beyond the one-sided 2.5 / 6 % point (z 2.638), not 1.96 SE
+    se = 0.04
+    z6 = NormalDist().inv_cdf(1 - 0.025 / 6)
+    assert stop_z(6) == pytest.approx(z6, rel=1e-4) and z6 == pytest.approx(2.638, abs=1e-3)
+    assert stop_z(1) == pytest.approx(1.96, abs=1e-3) and stop_z(0) == stop_z(1)
+    top = [score(f"top{i}", 0.5 + 0.01 * i, se) for i in range(3)]
+    threshold = z6 * math.hypot(se, se)
+    mine = score("near", 0.5 - 2.3 * math.hypot(se, se), se)  # beyond 1.96 SE, within 2.64
+    rest = [score(f"r{i}", 0.2, se) for i in range(5)]
+    verdict = judge(mine, [*top, mine, *rest], 3)
+    assert verdict.outcome == "kept" and verdict.cut == 0.5 and verdict.compared == 9
+    assert "tied within noise" in verdict.reason and "2.64 SE" in verdict.reason
+    clear = score("clear", 0.5 - threshold * 1.01, se)
+    stop = judge(clear, [*top, clear, *rest], 3)
+    assert stop.outcome == "stopped" and "6 trials below the cut" in stop.reason
+    assert judge(score("in", 0.5 - threshold * 0.99, se), [*top, score("in", 0.5 - threshold * 0.99, se), *rest],
+                 3).outcome == "kept"
+
+
+def test_the_correction_counts_only_the_scores_at_the_rung_so_far():
+    # three of nine scores arrived: eta 3, the cut is the best and two are compared with it
+    se = 0.04
+    cut, other = score("a", 0.6, se), score("b", 0.3, se)
+    mine = score("c", 0.6 - 2.5 * math.hypot(se, se), se)  # beyond 2.24 SE (two compared): stopped
+    assert stop_z(2) == pytest.approx(2.241, abs=1e-3)
+    assert judge(mine, [cut, mine, other], 3).outcome == "stopped"
+    # six more arrive: two above the same cut, four below; six compared with it now (z 2.64)
+    late = [score("x", 0.7, se), score("y", 0.65, se), *[score(f"r{i}", 0.1, se) for i in range(4)]]
+    verdict = judge(mine, [cut, mine, other, *late], 3)
+    assert verdict.cut == 0.6 and verdict.outcome == "kept"
 
 def test_a_tie_is_never_stopped_even_with_no_spread():
     a, b = score("a", 0.6, 0.0), score("b", 0.6, 0.0)

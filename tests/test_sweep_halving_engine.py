@@ -15,6 +15,7 @@ from imf_process import run_imf
 from imf.errors import QueueError
 from imf.scheduler.local import LocalScheduler
 from imf.store.scoreboard import ScoreboardStore
+from imf.sweep.halving import stop_z
 from imf.sweep.launch import SweepRequest, plan_sweep, resume_sweep, start_sweep
 from imf.sweep.state import SweepDir
 from imf.sweep.status import render_status
@@ -62,7 +63,11 @@ def test_a_clearly_worse_trial_is_stopped_at_the_rung_and_its_slot_takes_the_nex
     start_sweep(req, lambda line: None)
     sweep_dir = tmp_path / "h"
     trials = by_id(sweep_dir)
-    reason = f"halving at epoch 2: {0.4:.4f} +- {diff_se(HALF, LOW):.4f} below the cut {0.5:.4f}"
+    decided = json.loads((sweep_dir / "sweep.json").read_text())["halving"]["decisions"]
+    compared = next(d["compared"] for d in decided if d["trial"] == worse)  # 2..5, by arrival
+    below = compared - compared // 2
+    reason = (f"halving at epoch 2: {0.4:.4f} +- {diff_se(HALF, LOW):.4f} below the cut {0.5:.4f}, "
+              f"beyond {stop_z(below):.2f} SE ({below} trial{'s' if below != 1 else ''} below the cut)")
     stopped = trials[worse]
     assert stopped["state"] == "stopped_early" and stopped["reason"] == reason
     assert stopped["attempts"] == 1 and [h["outcome"] for h in stopped["history"]] == ["stopped_early"]

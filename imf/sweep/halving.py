@@ -5,10 +5,14 @@ the test score of its log row for epoch E, with the standard error of that mean 
 per-episode scores (``test_per_seed``). The rule is asynchronous, as in ASHA: the rung's cut
 is taken over the trials that have a score at the rung *so far* (stopped and ended trials
 included). Once at least ETA trials have a score there, with n of them the cut is the
-floor(n / ETA)-th best score; a trial below it is stopped only when the gap exceeds 1.96
-standard errors of the difference (``imf.stats.clear_difference``, the rule ``imf report``
-uses for ties), so a trial tied with the cut within noise is never stopped. A trial that
-reached the rung before ETA scores existed is judged as soon as they do, while it still runs.
+floor(n / ETA)-th best score; a trial below it is stopped only when the gap exceeds z standard
+errors of the difference, so a trial tied with the cut within noise is never stopped. z is
+1.96 (the one-sided 2.5% of ``imf report``'s rule for ties) corrected for the m = n -
+floor(n / ETA) trials compared with the cut (Bonferroni: the one-sided 2.5% / m point; z 2.64
+for m = 6): with one 1.96-SE test per comparison a best among near rivals was stopped in 6.5%
+of planted sweeps, with the correction in 1.8% (benchmarks/RESULTS.md, "Successive halving on
+near rivals"). A trial that reached the rung before ETA scores existed is judged as soon as
+they do, while it still runs.
 
 Every decision (kept or stopped) is made once per trial and rung and kept in sweep.json
 (``SweepState.halving``); a restarted controller reads them back and never decides again: a
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 from imf.errors import SweepError
@@ -133,7 +138,16 @@ def rung_score(trial: str, rung: int, row: dict[str, Any]) -> RungScore | None:
     return RungScore(trial, rung, score, se, len(episodes))
 
 
-def judge(mine: RungScore, at_rung: list[RungScore], eta: int, z: float = Z95) -> Verdict:
+ONE_SIDED = 1 - NormalDist().cdf(Z95)  # 0.025: the false-alarm rate of one 1.96-SE comparison
+
+
+def stop_z(below: int) -> float:
+    """The z a stop needs when ``below`` trials at a rung are compared with its cut: the one-sided
+    2.5% of one 1.96-SE comparison split over them (Bonferroni); 1.96 for one."""
+    return NormalDist().inv_cdf(1 - ONE_SIDED / max(1, below))
+
+
+def judge(mine: RungScore, at_rung: list[RungScore], eta: int) -> Verdict:
     """The decision for ``mine`` given every score at its rung so far (``mine`` among them)."""
     n = len(at_rung)
     if n < eta:
@@ -147,11 +161,14 @@ def judge(mine: RungScore, at_rung: list[RungScore], eta: int, z: float = Z95) -
                        "per-episode scores the noise is unknown", cut.score, n)
     se = difference_se(mine.se, cut.se)
     gap = cut.score - mine.score
+    below = n - n // eta
+    z, trials = stop_z(below), f"{below} trial{'s' if below != 1 else ''} below the cut"
     if gap > z * se:
         return Verdict("stopped", f"halving at epoch {mine.rung}: {gap:.4f} +- {se:.4f} below the "
-                       f"cut {cut.score:.4f}", cut.score, n)
+                       f"cut {cut.score:.4f}, beyond {z:.2f} SE ({trials})", cut.score, n)
     return Verdict("kept", f"{gap:.4f} +- {se:.4f} below the cut {cut.score:.4f} at epoch "
-                   f"{mine.rung}: tied within noise", cut.score, n)
+                   f"{mine.rung}: tied within noise (a stop needs {z:.2f} SE, {trials})",
+                   cut.score, n)
 
 
 # ---------------------------------------------------------------------- in the engine
