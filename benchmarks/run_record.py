@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+NEAR = 0.9  # an episode scoring this much (coverage / 0.95) without success is a near miss
+
 RENAMED = {"fresh_score": "selection_score", "fresh_se": "selection_score_se",
            "fresh_success": "selection_success", "fresh_success_se": "selection_success_se",
            "fresh_episodes": "selection_episodes", "best": "best_test_score", "best_se": "best_test_score_se",
@@ -79,5 +81,7 @@ def read_record(run_dir: Path) -> dict[str, Any]:
         record.update(_scored(json.loads((run_dir / "final_eval.json").read_text()), "selection"))
     if (run_dir / "holdout.json").is_file():
         looks = json.loads((run_dir / "holdout.json").read_text())["looks"]
-        record.update(_scored(looks[-1], "holdout"), holdout_looks=len(looks))
+        latest = looks[-1]
+        near = sum(1 for score, won in zip(latest["per_seed"], latest["per_seed_success"]) if score >= NEAR and not won)
+        record.update(_scored(latest, "holdout"), holdout_looks=len(looks), holdout_near_misses=near)
     return record
