@@ -227,24 +227,33 @@ def test_a_sweep_soup_takes_the_best_runs_of_the_best_runs_architecture(tmp_path
         select(sweep, 2, "weights")
 
 
-def test_an_ensemble_entry_is_ranked_by_its_selection_score_and_counted_nowhere(tmp_path):
+def _selection(run, mean: float, se: float) -> None:
+    (run / "final_eval.json").write_text(json.dumps({"checkpoint": "checkpoints/best.pt", "episodes": 200,
+                                                     "seed_start": 500000, "mean": mean, "se": se}))
+
+
+def test_an_ensemble_entry_is_set_against_the_trials_selection_scores_and_counted_nowhere(tmp_path):
     from test_suggest import make_run
-    make_run(tmp_path, n_emb=128, n_layer=6, seed=42, scores=[0.7, 0.8])
-    make_run(tmp_path, n_emb=128, n_layer=6, seed=43, scores=[0.6, 0.75])
+    _selection(make_run(tmp_path, n_emb=128, n_layer=6, seed=42, scores=[0.7, 0.8]), 0.70, 0.01)
+    _selection(make_run(tmp_path, n_emb=128, n_layer=6, seed=43, scores=[0.6, 0.75]), 0.74, 0.01)
     ScoreboardStore(tmp_path).record({
         "id": "smoke-causal-e128-l6-s42-top2-weights", "kind": "ensemble", "mode": "weights",
         "top": 2, "score": 0.78, "se": 0.01, "episodes": 200, "success_rate": 0.3,
         "status": "ensemble", "config": {"n_emb": 128, "n_layer": 6},
         "members": [{"trial": "smoke-causal-e128-l6-s42", "epoch": 1}, {"trial": "smoke-causal-e128-l6-s42", "epoch": 0}]})
     report = build_report([tmp_path])
+    # the trials by their max on the test seeds; the ensemble after them, never numbered by a max
     assert [(t.id, t.rank) for t in report.trials] == [
-        ("smoke-causal-e128-l6-s42", 1), ("smoke-causal-e128-l6-s42-top2-weights", 2),
-        ("smoke-causal-e128-l6-s43", 3)]
-    ensemble = report.trials[1]
+        ("smoke-causal-e128-l6-s42", 1), ("smoke-causal-e128-l6-s43", 2),
+        ("smoke-causal-e128-l6-s42-top2-weights", None)]
+    ensemble = report.trials[2]
     assert (ensemble.selection, ensemble.selection_episodes, ensemble.selection_success) == (0.78, 200, 0.3)
+    assert ensemble.best_score is None
+    # against the best trial on the same selection seeds (s43's 0.74), not s42's test-seed max 0.8
+    assert ensemble.vs_selection == "above smoke-causal-e128-l6-s43"
     assert ensemble.members == ["smoke-causal-e128-l6-s42@1", "smoke-causal-e128-l6-s42@0"]
     [cell] = report.trends.cells
     assert cell.trials == ["smoke-causal-e128-l6-s42", "smoke-causal-e128-l6-s43"] and cell.seeds == [42, 43]
     assert cell.mean == pytest.approx(0.775) and report.trends.by_n_emb[0].trials == 2
-    assert report.trends.selection is None  # the ensemble's selection score is no trial's
+    assert "of the 2 trials" not in report.trends.selection and "1 of 1 pair" in report.trends.selection  # two trials, no ensemble
     assert ScoreboardStore(tmp_path).best() is None  # the trials were never recorded; an ensemble is no best

@@ -108,9 +108,12 @@ def build_cells(runs: list[RunRead]) -> list[Cell]:
 
 
 def rank_trials(rows: list[TrialRow]) -> None:
-    """Sort by max score (then earlier best epoch), number the scored ones, mark ties with #1."""
-    rows.sort(key=lambda r: (r.best_score is None, -(r.best_score or 0.0),
+    """Sort by max score (then earlier best epoch), number the scored ones, mark ties with #1.
+    Ensembles follow, by their selection-seed score, each set against the best trial on the
+    same selection seeds (a max over test rollouts is not on their seeds)."""
+    rows.sort(key=lambda r: (r.is_ensemble, r.best_score is None, -(r.best_score or r.selection or 0.0),
                              r.best_epoch if isinstance(r.best_epoch, int) else 1 << 30, r.id))
+    _against_selection([r for r in rows if r.is_ensemble], [r for r in rows if not r.is_ensemble])
     scored = [r for r in rows if r.best_score is not None]
     for rank, row in enumerate(scored, start=1):
         row.rank = rank
@@ -122,6 +125,20 @@ def rank_trials(rows: list[TrialRow]) -> None:
             row.tied = True
         elif top.best_se is not None and row.best_se is not None:
             row.tied = tied_within_noise(top.best_score, top.best_se, row.best_score, row.best_se)
+
+
+def _against_selection(ensembles: list[TrialRow], trials: list[TrialRow]) -> None:
+    scored = [t for t in trials if t.selection is not None]
+    top = max(scored, key=lambda t: t.selection, default=None)
+    for row in ensembles:
+        if top is None or row.selection is None:
+            row.vs_selection = "no trial on the selection seeds"
+        elif row.selection_se is None or top.selection_se is None:
+            row.vs_selection = f"? vs {top.id} (noise unknown)"
+        elif tied_within_noise(row.selection, row.selection_se, top.selection, top.selection_se):
+            row.vs_selection = f"tied with {top.id}"
+        else:
+            row.vs_selection = f"{'above' if row.selection > top.selection else 'below'} {top.id}"
 
 
 # trends -----------------------------------------------------------------------

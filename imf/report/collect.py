@@ -261,16 +261,16 @@ def _summary_seed(summary: dict[str, Any] | None, trial_id: str) -> int | None:
 
 
 def _from_ensemble(record: dict[str, Any]) -> RunRead:
-    """An ``imf ensemble`` entry: its one score is the selection-seed mean (no max over rollouts),
-    shown as its max and its selection score; it has no seed, cell or curve."""
+    """An ``imf ensemble`` entry: its one score is the selection-seed mean (no max over rollouts,
+    so no place in the ranking by max); it has no seed, cell or curve."""
     config = record.get("config") if isinstance(record.get("config"), dict) else {}
     score, se = first_number(record, ("score",)), first_number(record, ("se",))
     episodes = record.get("episodes") if isinstance(record.get("episodes"), int) else None
     members = [f"{m.get('trial')}@{m.get('epoch')}" for m in record.get("members") or []
                if isinstance(m, dict)]
     row = TrialRow(id=record["id"], run_dir=None, source=ENSEMBLE, status=ENSEMBLE,
-                   n_emb=config.get("n_emb"), n_layer=config.get("n_layer"), best_score=score,
-                   best_se=se, episodes=episodes, selection=score, selection_se=se, selection_episodes=episodes,
+                   n_emb=config.get("n_emb"), n_layer=config.get("n_layer"),
+                   episodes=episodes, selection=score, selection_se=se, selection_episodes=episodes,
                    selection_success=first_number(record, ("success_rate",)),
                    note=str(record.get("note") or ""), members=members)
     return RunRead(row, Curve(row.id, None), None)

@@ -44,6 +44,7 @@ class TrialRow:
     seed: int | None = None
     cell: str | None = None  # the cell: this trial's config without training.seed
     tied: bool | None = None  # tied within noise with rank 1; None: noise unknown
+    vs_selection: str | None = None  # an ensemble against the best trial on the same selection seeds
     restarts: int = 0  # times the log restarted (global_step went back)
     budget_kind: str | None = None  # "time" (training.time_budget_s) or "epochs"
     budget_value: float | None = None  # seconds or epochs

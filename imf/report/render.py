@@ -17,8 +17,9 @@ CSV_FIELDS = ("rank", "id", "status", "n_emb", "n_layer", "seed", "cell", "final
               "restarts", "queue", "source", "run_dir", "note")
 NO_SIZES = "no trial has a known n_emb or n_layer: no trends"
 MAX_SETTING_COLUMNS = 3  # settings that vary between cells shown as columns of their own
-ENSEMBLE_RULE = ("status ensemble: an imf ensemble of trained checkpoints, ranked by its one "
-                 "selection-seed score (shown as its max: no max over rollouts); no trial, cell, trend or seed")
+ENSEMBLE_RULE = ("status ensemble: an imf ensemble of trained checkpoints, listed after the trials "
+                 "with its one selection-seed score and set against the best trial on the same "
+                 "selection seeds (it has no max over test rollouts); no trial, cell, trend or seed")
 NOISE_RULE = ("± is one standard error; an effect or a gap is claimed only when it is larger "
               "than 1.96 standard errors (a 95% interval that excludes 0)")
 
@@ -60,13 +61,16 @@ def ranking_rows(report: Report) -> tuple[list[str], list[list[str]]]:
              fmt(t.final_epoch), _max(t), fmt(t.best_epoch),
              _last_k(t, report.last_k), _rescored(t.selection, t.selection_se, t.selection_episodes),
              fmt(t.success_rate, 3), fmt(t.selection_success, 3)]
-            + ([_holdout(t), fmt(t.holdout_success, 3)] if holdout else []) + [_vs_best(t.tied, t.rank)]
+            + ([_holdout(t), fmt(t.holdout_success, 3)] if holdout else [])
+            + [t.vs_selection if t.is_ensemble else _vs_best(t.tied, t.rank)]
             for t in report.trials]
     return headers, rows
 
 
 def _max(t: Any) -> str:
-    if t.best_score is None and not t.rollouts and not t.is_ensemble:
+    if t.is_ensemble:
+        return "-"
+    if t.best_score is None and not t.rollouts:
         return "no rollout yet"
     return pm(t.best_score, t.best_se)
 
@@ -199,7 +203,7 @@ def counts(report: Report) -> str:
     cells = sum(c.n > 0 for c in report.trends.cells)
     text = f"{len(trials)} trial(s), {scored} scored, in {cells} scored cell(s)"
     ensembles = len(report.trials) - len(trials)
-    text += f", and {ensembles} ensemble(s) ranked beside them" if ensembles else ""
+    text += f", and {ensembles} ensemble(s) after them (on the selection seeds)" if ensembles else ""
     basis = report.trends.basis
     return text + (f", compared {basis['text']}" if basis and basis.get("kind") != "unknown" else "")
 
