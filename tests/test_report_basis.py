@@ -27,6 +27,8 @@ def test_a_time_budget_is_named_and_a_throughput_gap_said_aloud(tmp_path):
     _budgeted(tmp_path, 64, 2250, [0.3, 0.5, 0.6, 0.7], clock)
     _budgeted(tmp_path, 128, 1075, [0.2, 0.3, 0.35, 0.36], clock)
     report = build_report([tmp_path])
+    groups = [(g.value, g.best_se, g.steps, g.samples) for g in report.trends.by_n_emb]
+    assert groups == [(64, pytest.approx(0.03), 9000, 9000 * 128), (128, pytest.approx(0.03), 4300, 4300 * 128)]
     width = report.trends.width["text"]
     assert width.startswith("width hurts: ")
     assert width.endswith("; at equal training time (7.0 min, wall clock): n_emb 128 made 4.3k steps, "

@@ -163,7 +163,7 @@ def _groups(cells: list[Cell], rows: list[TrialRow], key: str) -> list[Group]:
         steps, samples = reached(trials)
         result.append(Group(value, len(trials), sum(c.mean for c in members) / len(members),
                             top.best_score, top.id, len(members), combined_se([c.se for c in members]),
-                            top.best_se, steps, samples))
+                            best_se=top.best_se, steps=steps, samples=samples))
     return result
 
 

@@ -102,9 +102,9 @@ class Group:
     best_trial: str
     cells: int = 0
     se: float | None = None  # from the cells' SEs; None when one of them is unknown
+    best_se: float | None = None  # of the best trial's best rollout
     steps: float | None = None  # mean optimizer steps of its trials
     samples: float | None = None
-    best_se: float | None = None  # of the best trial's best rollout
 
 
 @dataclass
