@@ -23,6 +23,7 @@ from imf.store.summary import RunSummary, observed_status
 FINAL_EVAL = "final_eval.json"
 # Settings that say where or how a run ran, not what it learned: left out of a cell's identity.
 RUN_ONLY = ("training.seed", "training.device", "training.resume", "training.num_workers", "training.compile",
+            "training.grad_accum", "training.init_partial",
             "eval.n_workers", "data.cache_dir", "name", "logging.", "sweep.", "multi_run.",
             "hydra.", "checkpoint.", "dataloader.num_workers", "val_dataloader.num_workers")
 SEED_IN_ID = re.compile(r"-s(\d+)(?=-|$)")
