@@ -40,6 +40,7 @@ class TrialRow:
     tied: bool | None = None  # tied within noise with rank 1; None: noise unknown
     restarts: int = 0  # times the log restarted (global_step went back)
     members: list[str] = field(default_factory=list)  # an ensemble's members, trial@epoch
+    reason: str = ""  # why it failed (summary.json), e.g. out of GPU memory and what to run instead
 
     @property
     def is_ensemble(self) -> bool:

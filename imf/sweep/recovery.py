@@ -36,10 +36,10 @@ class Recovery(EngineBase):
                 self._queue_down(queue, problems[queue.spec])
         self._probe_gpus()
 
-    def _probe_gpus(self) -> None:
+    def _probe_gpus(self, queues: list[QueueState] | None = None) -> None:
         """Probe the GPUs of the live GPU queues (one probe per host): a queue whose GPU is
         missing goes down, its trials to the live queues; the others learn their free memory."""
-        for verdict in probe_queues(self.state.live_queues(), self.scheduler):
+        for verdict in probe_queues(self.state.live_queues() if queues is None else queues, self.scheduler):
             queue = self.state.queue(verdict.queue)
             queue.gpu = verdict.device
             if verdict.found:

@@ -30,6 +30,7 @@ from imf.store.summary import Checkpoints, RunSummary
 from imf.train import checkpoint as ckpt_io
 from imf.train.console import EpochBar, epoch_line, rollout_status, shown
 from imf.train.evaluate import rollout_metrics
+from imf.train.memory import is_out_of_memory, out_of_memory_error
 from imf.train.parts import TrainParts, build_parts, pick_device
 from imf.train.runfiles import JsonLinesLog, Tee
 from imf.train.state import TrainState, checkpoint_of, restore, save_epoch
@@ -143,15 +144,18 @@ def _train_and_score(trial: Trial, state: TrainState, device: torch.device, resu
         train_loop(trial, parts, state)
         return parts.topk
     except BaseException as exc:
+        out_of_memory = out_of_memory_error(cfg, device) if is_out_of_memory(exc) else None
         if isinstance(exc, KeyboardInterrupt):  # Ctrl-C twice: stopped at once
             state.status, state.reason = "interrupted", "SIGINT"
         else:
-            state.status, state.reason = "failed", f"{type(exc).__name__}: {exc}"
+            state.status, state.reason = "failed", str(out_of_memory or f"{type(exc).__name__}: {exc}")
         if restored:
             try:
                 _write_summary(trial, state, parts.topk if parts else None, finished=True)
             except DiskFullError:
                 pass  # no room even for the summary: readers see a "running" run with no owner
+        if out_of_memory is not None:
+            raise out_of_memory from None
         raise
     finally:
         trial.tracker.finish()
