@@ -80,6 +80,16 @@ def _cuda_seen(count: int) -> str:
     return seen + (f", CUDA_VISIBLE_DEVICES={visible!r}" if visible is not None else "")
 
 
+def check_warm_start(cfg: Config, init: dict[str, Any], source: Path) -> None:
+    """Before the run folder changes: refuse a checkpoint whose tensors do not fit this run's
+    policy (unless training.init_partial); the policy is built only for its shapes."""
+    with torch.random.fork_rng(devices=[]):  # the run's own weights come from its seed
+        policy = ImfPolicy(cfg, MinMaxNormalizer.from_state_dict(init["normalizer"]),
+                           masks=attention_masks(cfg.policy))
+    ckpt_io.check_shapes(policy.state_dict(), init.get("ema") or init["policy"], init, cfg.policy,
+                         source, cfg.training.init_partial)
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)

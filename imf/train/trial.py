@@ -31,7 +31,7 @@ from imf.train import checkpoint as ckpt_io
 from imf.train.console import EpochBar, epoch_line, rollout_status, shown
 from imf.train.evaluate import rollout_metrics
 from imf.train.memory import is_out_of_memory, out_of_memory_error
-from imf.train.parts import TrainParts, build_parts, pick_device
+from imf.train.parts import TrainParts, build_parts, check_warm_start, pick_device
 from imf.train.runfiles import JsonLinesLog, Tee
 from imf.train.state import TrainState, checkpoint_of, restore, save_epoch
 from imf.train.step import accumulate_gradients, to_device
@@ -107,6 +107,7 @@ def _warm_start(cfg: Config, opts: TrialOptions) -> tuple[Path, dict[str, Any]] 
         return None
     init = ckpt_io.load_checkpoint(opts.init_from)
     ckpt_io.check_compatible(init, cfg.policy, opts.init_from)
+    check_warm_start(cfg, init, opts.init_from)
     return opts.init_from, init
 
 
