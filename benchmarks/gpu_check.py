@@ -2,6 +2,8 @@
 
     python benchmarks/gpu_check.py env OUT                         # environment facts -> OUT/env.json
     python benchmarks/gpu_check.py run OUT --device cuda --seconds 120 [--dry] [--cpu-bf16]
+    python benchmarks/gpu_check.py slot OUT --device cuda          # the sweep's GPU probe -> OUT/slot.json
+    python benchmarks/gpu_check.py oom OUT --device cuda [--dry]   # the out-of-memory drill -> OUT/oom.json
     python benchmarks/gpu_check.py summary OUT                     # the block for RESULTS.md
 
 `run` trains the reference preset `pusht_image_imf` for a fixed wall time through the trial's
@@ -228,6 +230,58 @@ def _train(cfg, device, args, trained: dict) -> dict:
     return stats
 
 
+# The out-of-memory drill: a trial whose first step cannot fit on the GPU (a 1024 x 24 policy,
+# every window of the data set in one batch); batches tried in turn until one does not fit.
+OOM_BATCHES = (4096, 16384)
+OOM_RUN = ["policy.n_emb=1024", "policy.n_layer=24", "policy.n_head=16", "training.num_epochs=1",
+           "training.max_train_steps=1", "training.max_val_steps=1", "training.val_probe_windows=8",
+           "training.compile=false", "eval.n_test=1", "eval.n_train=0", "eval.max_steps=8",
+           "data.demo_episodes=130", "data.val_ratio=0.02", "logging.trackers=[]"]
+EXIT_NO_CUDA, EXIT_GPU_OOM = 69, 71  # imf/errors.py
+
+
+def _imf(args: list[str], timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "imf", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def cmd_slot(args) -> dict:
+    """The sweep's GPU probe as a queue check sees it: the job wrapper's answer, and what
+    `imf sweep --dry-run --queue local:0` says of the slot (found on CUDA, down on a CPU)."""
+    probe = subprocess.run([sys.executable, "-m", "imf.scheduler.job", "gpus", sys.executable],
+                           capture_output=True, text=True, timeout=300)
+    found = json.loads(probe.stdout) if probe.returncode == 0 else {"error": probe.stderr[-300:]}
+    dry = _imf(["sweep", "smoke", "--grid", "32x1", "--queue", "local:0", "--dry-run", "--name", "slot",
+                "--out", str(Path(args.out) / "slot-sweep")], 300)
+    line = next((ln.strip() for ln in dry.stdout.splitlines() if ln.strip().startswith("gpu local:0:")), "")
+    want = "GPU 0 on" if args.device.startswith("cuda") else "no CUDA device 0"
+    return {"devices": found.get("devices"), "torch": found.get("torch"), "line": line,
+            "ok": probe.returncode == 0 and want in line}
+
+
+def cmd_oom(args) -> dict:
+    """On CUDA, a batch that cannot fit: the trial must end failed with exit 71 and the named
+    reason. On a CPU (--dry) the same trial asked for CUDA must be refused with exit 69."""
+    out = Path(args.out)
+    if not args.device.startswith("cuda"):
+        proc = _imf(["trial", "smoke", "--device", "cuda", "--out", str(out / "oom-cpu")], 300)
+        return {"batch": None, "exit": proc.returncode, "line": proc.stderr.strip()[-300:],
+                "ok": proc.returncode == EXIT_NO_CUDA and not (out / "oom-cpu").exists()}
+    result: dict = {"ok": False}
+    for batch in OOM_BATCHES:
+        run = out / f"oom-{batch}"
+        started = time.perf_counter()
+        proc = _imf(["trial", "pusht_image_imf", *OOM_RUN, f"training.batch_size={batch}", "--device", "cuda",
+                     "--store", "none", "--out", str(run)], 240)
+        reason = (_read(run / "summary.json") or {}).get("reason", "")
+        result = {"batch": batch, "exit": proc.returncode, "seconds": round(time.perf_counter() - started, 1),
+                  "reason": reason, "line": proc.stderr.strip()[-300:]}
+        if proc.returncode != 0:
+            result["ok"] = proc.returncode == EXIT_GPU_OOM and reason.startswith("out of GPU memory at batch")
+            break
+    return result
+
+
 def _read(path: Path):
     try:
         return json.loads(path.read_text())
@@ -244,6 +298,12 @@ def summary_lines(out: Path) -> list[str]:
             + f"), {env.get('cpu_cores', '?')} CPU cores, torch {env.get('torch', '?')} (CUDA {env.get('torch_cuda')}), "
             f"Python {env.get('python', '?')}" + (" -- DRY RUN (tiny sizes, not a measurement)" if run.get("dry") else "") + ".")
     lines = [SECTION, "", head, "", "| check | result |", "|---|---|", f"| GPU-marked tests (`pytest -m gpu`) | {tests} |"]
+    slot, oom = _read(out / "slot.json") or {}, _read(out / "oom.json") or {}
+    lines.append(f"| slot probe (`imf sweep --dry-run --queue local:0`) | {'ok' if slot.get('ok') else 'FAILED'}: "
+                 f"{slot.get('line') or slot.get('error') or 'no result'} |")
+    lines.append(f"| out-of-memory drill (batch {oom.get('batch') or 'n/a: CPU, a cuda trial refused'}) | "
+                 f"{'ok' if oom.get('ok') else 'FAILED'}: exit {oom.get('exit')}, "
+                 f"{oom.get('reason') or oom.get('line') or 'no result'} |")
     tr, lat, ro = run.get("train", {}), run.get("latency", {}), run.get("rollout", {})
     if "error" in tr or not tr:
         lines.append(f"| training | FAILED: {tr.get('error', 'no result')} |")
@@ -280,9 +340,12 @@ def _num(x) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    for name in ("env", "run", "summary"):
+    for name in ("env", "run", "slot", "oom", "summary"):
         p = sub.add_parser(name)
         p.add_argument("out", help="the folder gpu_check.sh collects results in")
+        if name in ("slot", "oom"):
+            p.add_argument("--device", default="cuda")
+            p.add_argument("--dry", action="store_true")
         if name == "run":
             p.add_argument("--device", default="cuda")
             p.add_argument("--seconds", type=float, default=120.0)
@@ -297,6 +360,11 @@ def main() -> None:
         print("\n".join(f"{k}: {v}" for k, v in facts.items()))
     elif args.cmd == "run":
         cmd_run(args)
+    elif args.cmd in ("slot", "oom"):
+        result = (cmd_slot if args.cmd == "slot" else cmd_oom)(args)
+        (out / f"{args.cmd}.json").write_text(json.dumps(result, indent=1))
+        print(f"gpu_check: {args.cmd}: {json.dumps(result)}")
+        sys.exit(0 if result["ok"] else 1)
     else:
         print("\n".join(summary_lines(out)))
 

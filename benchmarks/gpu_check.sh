@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The GPU path in under 5 minutes on a lent machine, ending in one block to paste into
-# benchmarks/RESULTS.md: environment facts, the GPU-marked tests, two minutes of the reference
+# The GPU path in under 8 minutes on a lent machine, ending in one block to paste into
+# benchmarks/RESULTS.md: environment facts, the GPU-marked tests, the sweep's slot probe
+# (local:0 found on CUDA, down on a CPU), an out-of-memory drill (a trial whose batch cannot
+# fit ends with exit 71 and its named reason), two minutes of the reference
 # preset through the trial's loop split over torch.compile off/on x bf16 off/on (samples/s, host
 # syncs per step, peak memory, loss finite), the loader's samples/s with the auto workers,
 # batch-1 chunk latency of 1-step imf vs 100-step ddpm, and a 10-episode rollout.
@@ -13,7 +15,7 @@
 # fresh folder under /tmp, printed at the start).
 set -u -o pipefail
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
           echo "options: --device cuda|cpu (default cuda), --dry, --seconds N (default 120),"
           echo "         --override KEY=VALUE (a config override for the training run, repeatable)"; }
 DEVICE=cuda DRY=0 TRAIN_S=120 OVERRIDES=()
@@ -88,7 +90,14 @@ line=$(grep -E '(passed|failed|skipped|error|no tests ran)' "$OUT/pytest.log" | 
 ((rc == 124)) && line="timed out after 150 s; $line"
 echo "${line:-no result} (exit $rc)" >"$OUT/pytest.txt"
 
-# 3-5. Training for a fixed wall time, chunk latency, rollout (one process; see gpu_check.py).
+# 3. The sweep's GPU slot probe, and a real out-of-memory drill (on a CPU: a cuda trial refused).
+echo "== slot probe and out-of-memory drill"
+timeout 300 "$PY" benchmarks/gpu_check.py slot "$OUT" --device "$DEVICE" 2>&1 | tee "$OUT/slot.log"
+((PIPESTATUS[0] == 0)) || FAILED+=("slot probe (see $OUT/slot.log)")
+timeout 540 "$PY" benchmarks/gpu_check.py oom "$OUT" --device "$DEVICE" 2>&1 | tee "$OUT/oom.log"
+((PIPESTATUS[0] == 0)) || FAILED+=("out-of-memory drill (see $OUT/oom.log)")
+
+# 4-6. Training for a fixed wall time, chunk latency, rollout (one process; see gpu_check.py).
 echo "== reference preset: training, chunk latency, rollout"
 # the budget covers torch.compile of two variants besides the training seconds
 timeout $(( ${TRAIN_S%.*} + 900 )) "$PY" benchmarks/gpu_check.py run "$OUT" "${RUN_ARGS[@]}" 2>&1 | tee "$OUT/run.log"

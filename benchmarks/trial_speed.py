@@ -73,13 +73,14 @@ def loop_and_step(preset: str, compiled: bool, folder: str):
     from imf.train.budget import TrainClock
     from imf.train.parts import build_parts
     from imf.train.state import TrainState
-    from imf.train.trial import _to_device, train_epoch
+    from imf.train.step import to_device
+    from imf.train.trial import train_epoch
 
     cfg = load_config(preset, [f"training.compile={str(compiled).lower()}", "logging.trackers=none",
                                "training.time_budget_s=null", "training.max_train_steps=null"])
     parts = build_parts(cfg, RunLayout(Path(folder)), pick_device("cpu"), None, lambda line: None, "speed")
     state, t = TrainState(), cfg.training
-    fixed = _to_device(next(iter(parts.train_loader)), parts.device)
+    fixed = to_device(next(iter(parts.train_loader)), parts.device)
 
     def bare(steps: int) -> float:
         t0 = time.perf_counter()

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 EXIT_DISK_FULL = 75  # sysexits' EX_TEMPFAIL: a sweep sees it and blocks the queue, not the trial
+EXIT_NO_CUDA = 69  # EX_UNAVAILABLE: training.device asks for CUDA, none here; a sweep marks the queue down
+EXIT_GPU_OOM = 71  # out of GPU memory; a sweep retries once on a GPU with more free memory
 
 
 class ImfError(Exception):
@@ -83,6 +85,18 @@ class RunBusyError(TrainingError):
     def __init__(self, message: str, holder: str = ""):
         super().__init__(message)
         self.holder = holder
+
+
+class NoCudaError(TrainingError):
+    """``training.device`` is cuda or cuda:N, and no such CUDA device is usable here."""
+
+    exit_code = EXIT_NO_CUDA
+
+
+class GpuOutOfMemoryError(TrainingError):
+    """The trial ran out of GPU memory; the message names the batch, the peak and what to run."""
+
+    exit_code = EXIT_GPU_OOM
 
 
 class DiskFullError(ImfError):

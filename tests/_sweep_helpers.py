@@ -14,6 +14,10 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 FAKE = HERE / "fake_trial.py"
+FAKE_GPUS = HERE / "fake_gpus.py"
+# The GPUs the sshd's host plays (IMF_GPU_PROBE): two, 20 GiB free of 24 (a host's real probe:
+# host_options(..., gpus=None)).
+HOST_GPUS = "0:20480:24576 1:20480:24576"
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 
 
@@ -53,6 +57,7 @@ class SshServer:
     key: Path
     known_hosts: Path
     log: Path
+    python: Path  # this checkout's imf on the remote side (the venv's may be another checkout's)
 
     @property
     def user(self) -> str:
@@ -62,14 +67,18 @@ class SshServer:
     def spec(self, device: str = "gpu:0") -> str:
         return f"ssh://{self.user}@127.0.0.1:{self.port}/{device}"
 
-    def host_options(self, workdir: Path) -> dict:
-        return {"workdir": str(workdir), "python": sys.executable,
-                "ssh_options": ["-F", "/dev/null", "-i", str(self.key), "-o", "IdentitiesOnly=yes",
-                                "-o", f"UserKnownHostsFile={self.known_hosts}",
-                                "-o", "StrictHostKeyChecking=yes"]}
+    def host_options(self, workdir: Path, gpus: str | None = HOST_GPUS) -> dict:
+        options = {"workdir": str(workdir), "python": str(self.python),
+                   "ssh_options": ["-F", "/dev/null", "-i", str(self.key), "-o", "IdentitiesOnly=yes",
+                                   "-o", f"UserKnownHostsFile={self.known_hosts}",
+                                   "-o", "StrictHostKeyChecking=yes"]}
+        if gpus is not None:
+            options["env"] = {"IMF_GPU_PROBE": f"{sys.executable} {FAKE_GPUS} {gpus}"}
+        return options
 
-    def hosts_file(self, path: Path, workdir: Path, queues: list[str] | None = None) -> Path:
-        data = {"hosts": {"127.0.0.1": self.host_options(workdir)}}
+    def hosts_file(self, path: Path, workdir: Path, queues: list[str] | None = None,
+                   gpus: str | None = HOST_GPUS) -> Path:
+        data = {"hosts": {"127.0.0.1": self.host_options(workdir, gpus)}}
         if queues:
             data["queues"] = queues
         path.write_text(yaml.safe_dump(data))
@@ -130,7 +139,11 @@ def start_sshd(folder: Path) -> SshServer:
     host_pub = (folder / "host_key.pub").read_text().split()
     known = folder / "known_hosts"
     known.write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
-    server = SshServer(port, proc, folder / "user_key", known, log)
+    python = folder / "python"
+    python.write_text(f"#!/bin/sh\nPYTHONPATH={HERE.parent}${{PYTHONPATH:+:$PYTHONPATH}} "
+                      f"exec {sys.executable} \"$@\"\n")
+    python.chmod(0o755)
+    server = SshServer(port, proc, folder / "user_key", known, log, python)
     _wait_listening(proc, port, log)
     return server
 

@@ -7,7 +7,9 @@ Options (before the trial's own arguments, so a sweep's IMF_TRIAL_COMMAND prefix
   --epoch-s F         seconds per epoch (default 0.05)
   --cost-scaled       multiply the epoch time by n_layer * n_emb^2 / 1e6 + 0.5 (the planner's model)
   --fail-on S         exit 3 while the trial id contains S and fewer than --fail-times attempts ran
-  --fail-times N      how many attempts of --fail-on / --hang-on trials misbehave (default 1)
+  --fail-times N      how many attempts of --fail-on / --hang-on / --oom-on trials misbehave (default 1)
+  --oom-on S          end like imf trial out of GPU memory (exit 71, summary.json "failed" with the
+                      named reason) while the trial id contains S, same attempt rule
   --hang-on S         stop writing anything (sleep) after the first epoch, same attempt rule
   --ledger FILE       append "ID PID" to FILE when the trial completes (drills count completions)
   --disk-full-while F after its first epoch, fail like imf trial on a full disk (exit 75) while F exists
@@ -35,6 +37,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.Namespace]:
     fake.add_argument("--cost-scaled", action="store_true")
     fake.add_argument("--fail-on", default=None)
     fake.add_argument("--hang-on", default=None)
+    fake.add_argument("--oom-on", default=None)
     fake.add_argument("--fail-times", type=int, default=1)
     fake.add_argument("--ledger", default=None)
     fake.add_argument("--disk-full-while", default=None)
@@ -96,6 +99,8 @@ def main(argv: list[str]) -> int:
         print(f"fake trial {args.id}: failing on purpose (attempt {attempt})", flush=True)
         return 3
     started = time.time()
+    if opts.oom_on and opts.oom_on in args.id and misbehave:
+        return out_of_memory(args, out, started)
     base = 0.5 + params["n_emb"] / 2000 + params["n_layer"] / 100 + (args.seed % 7) / 1000
     best = last = None
     planted = json.loads(Path(opts.plant).read_text()).get(args.id) if opts.plant else None
@@ -142,6 +147,23 @@ def main(argv: list[str]) -> int:
         with open(opts.ledger, "a") as ledger:
             ledger.write(f"{args.id} {os.getpid()}\n")
     return 0
+
+
+OOM_REASON = ("out of GPU memory at batch 64 (peak 23.5 GiB of 24.0 GiB); instead run training.grad_accum=2 "
+              "(micro-batches of 32, the same 64 windows per step), or on a bigger card")
+
+
+def out_of_memory(args: argparse.Namespace, out: Path, started: float) -> int:
+    """What imf trial leaves when its first step does not fit on the GPU."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    write_json(out / "summary.json", {
+        "id": args.id, "status": "failed", "reason": OOM_REASON, "epochs_done": 0,
+        "num_epochs": args.epochs, "global_step": 0, "best_score": None, "seed": args.seed,
+        "params": params_of(args), "overrides": args.overrides, "note": "fake",
+        "checkpoints": {"latest": None, "best": None, "topk": []},
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)), "finished": now})
+    print(f"imf: error: {OOM_REASON}", file=sys.stderr, flush=True)
+    return 71
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ def test_a_sweep_with_a_local_and_an_ssh_slot_runs_to_the_end(sshd, tmp_path, mo
             assert (home / name).is_file(), name  # and came home
         config = json.loads((home / "config.yaml").read_text())
         assert "logging.project=it's a \"quoted\" $HOME `x`" in config["overrides"]
+        assert "training.device=cuda" in config["overrides"]  # the GPU slot's trial asks for it
         assert config["config"] == str(remote / "mix" / "sweep_config.yaml")
         assert "lr: 0.002" in Path(config["config"]).read_text()
         assert t["handle"]["host"].endswith("@127.0.0.1")
@@ -74,6 +75,24 @@ def test_an_unreachable_host_is_down_and_its_trials_move_to_the_live_queue(sshd,
     assert all(t["state"] == "completed" and t["queue"] == "local:cpu" for t in data["trials"])
     assert len(ScoreboardStore(tmp_path / "down").read()) == 4
     assert "is down" in (tmp_path / "down" / "sweep.log").read_text()
+
+
+def test_a_gpu_queue_on_a_host_without_cuda_is_down_and_its_trials_move(sshd, tmp_path, monkeypatch):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("the host (this machine) has CUDA")
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.02"))
+    hosts = sshd.hosts_file(tmp_path / "hosts.yaml", tmp_path / "remote", gpus=None)  # its real probe
+    req = SweepRequest(config="smoke", grids=["64x1,2"], queues=[sshd.spec("gpu:1"), "local:cpu"],
+                       hosts=str(hosts), name="nogpu", out=tmp_path, epochs=2, poll=0.1)
+    start_sweep(req, lambda s: None)
+    data = json.loads((tmp_path / "nogpu" / "sweep.json").read_text())
+    queue = data["queues"][0]
+    assert queue["state"] == "down"
+    assert queue["reason"].startswith(f"no CUDA device 1 on 127.0.0.1:{sshd.port}: torch ")
+    assert all(t["state"] == "completed" and t["queue"] == "local:cpu" and t["attempts"] == 1
+               for t in data["trials"])
+    assert not (tmp_path / "remote" / "nogpu").exists()  # nothing ran on the host
 
 
 def test_remote_jobs_are_detached_reattached_and_stopped_as_a_tree(sshd, tmp_path):

@@ -8,11 +8,16 @@ import sys
 import pytest
 from plugin_fakes import fake_distribution
 
-from imf.errors import PluginError
+from imf.errors import PluginError, QueueError
+from imf.scheduler.ssh import SshScheduler
 from imf.sweep.launch import SweepRequest, dry_run
 
 
-def test_every_trial_shows_its_command_as_it_would_run(tmp_path):
+def test_every_trial_shows_its_command_as_it_would_run(tmp_path, monkeypatch):
+    def unreachable(self):
+        raise QueueError(f"queue '{self.spec}': host box unreachable: no such host")
+    monkeypatch.setattr(SshScheduler, "probe_gpus", unreachable)  # the real probe: test_gpu_slot.py
+    monkeypatch.setattr(SshScheduler, "close", lambda self: None)
     req = SweepRequest(config="smoke", grids=["32,64x1"], queues=["local:cpu", "ssh://me@box/gpu:1"],
                        name="dr", out=tmp_path)
     text = dry_run(req)
@@ -26,6 +31,9 @@ def test_every_trial_shows_its_command_as_it_would_run(tmp_path):
     assert "ssh me@box: env CUDA_VISIBLE_DEVICES=1 python3 -m imf trial smoke" in remote
     assert "--out '~/imf-runs/dr/dr-causal-e" in remote
     assert not (tmp_path / "dr").exists()
+    assert "  gpu ssh://me@box/gpu:1: cannot probe GPU 1 on box: queue 'ssh://me@box/gpu:1': host box " \
+           "unreachable" in text
+    assert "training.device=cuda" in remote and "training.device" not in local
     assert text.splitlines()[-1] == ("plugins loaded: imf.masks: causal; imf.objectives: imf; "
                                      "imf.schedulers: local, ssh; imf.stores: iteration-log, scoreboard")
 

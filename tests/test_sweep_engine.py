@@ -263,9 +263,13 @@ def test_a_host_lost_mid_sweep_goes_down_and_its_trials_finish_on_the_live_queue
 def test_a_spec_of_several_slots_is_checked_once(tmp_path, monkeypatch):
     checked: list[str] = []  # one sinfo for slurm://gpu?slots=8, not eight
     monkeypatch.setattr(LocalScheduler, "check", lambda self: checked.append(self.spec))
-    sdir, state, _ = plan_sweep(request(tmp_path, queues=["local:cpu", "local:cpu", "local:0"]))
+    probed: list[str] = []  # one GPU probe per host: local:0 and local:1 share this machine's
+    monkeypatch.setattr(LocalScheduler, "probe_gpus", lambda self: probed.append(self.spec) or {
+        "devices": [{"index": i, "name": "Fake", "free_mib": 1, "total_mib": 2} for i in (0, 1)]})
+    sdir, state, _ = plan_sweep(request(tmp_path, queues=["local:cpu", "local:cpu", "local:0", "local:1"]))
     Engine(sdir, state, lambda s: None)._check_queues()
-    assert checked == ["local:cpu", "local:0"]
+    assert checked == ["local:cpu", "local:0", "local:1"]
+    assert probed == ["local:0"] and all(q.state == "live" for q in state.queues)
 
 
 def test_status_command_prints_the_table_and_watch_returns_when_done(tmp_path, monkeypatch):

@@ -1,6 +1,9 @@
 """Warm start through the real checkpoint path: what loads, and outputs that carry over."""
 from __future__ import annotations
 
+import json
+
+import pytest
 import torch
 
 from imf.config import load_config
@@ -58,3 +61,55 @@ def test_full_attention_from_causal_loads_every_tensor(tmp_path):
     assert (report.missing, report.unexpected, report.shape_mismatched) == ([], [], [])
     # Same weights, another mask: the outputs now differ, as full attention sees more.
     assert not torch.equal(_actions(full), _actions(causal))
+
+
+def _checkpoint(tmp_path, preset: str, *overrides: str):
+    from imf.train.checkpoint import load_checkpoint as load
+    cfg = load_config(preset, list(overrides))
+    torch.manual_seed(0)
+    policy = ImfPolicy(cfg, _normalizer())
+    path = tmp_path / f"{preset}.pt"
+    save_checkpoint(path, {"config": cfg.to_dict(), "normalizer": policy.normalizer.state_dict(),
+                           "policy": policy.state_dict()})
+    return path, load(path)
+
+
+def test_a_checkpoint_whose_shapes_differ_is_refused_in_one_line(tmp_path):
+    from imf.errors import CheckpointError
+    from imf.train.parts import check_warm_start
+    path, ckpt = _checkpoint(tmp_path, "pusht_image_cpu")
+    with pytest.raises(CheckpointError) as refused:
+        check_warm_start(load_config("smoke"), ckpt, path)
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(f"--init-from {path}: ")
+    assert "tensors differ in shape (" in message and " vs " in message
+    assert "policy.n_emb 128 vs 64" in message and "policy.encoder_width 16 vs 32" in message
+    assert "set training.init_partial=true to load the" in message
+
+
+def test_init_partial_loads_what_matches_and_missing_tensors_stay_allowed(tmp_path):
+    from imf.train.parts import check_warm_start
+    path, ckpt = _checkpoint(tmp_path, "pusht_image_cpu")
+    check_warm_start(load_config("smoke", ["training.init_partial=true"]), ckpt, path)  # no error
+    path, ckpt = _checkpoint(tmp_path, "smoke", "objective.tangent=boundary")
+    check_warm_start(load_config("smoke", ["objective.tangent=v_head"]), ckpt, path)  # a new head: missing
+    check_warm_start(load_config("smoke", ["policy.mask=full", "policy.n_head=1"]), ckpt, path)
+
+
+@pytest.mark.slow
+def test_a_trial_from_a_checkpoint_of_another_size_is_refused_then_runs_partial(demo_cache, tmp_path):
+    from test_train_trial import TINY
+    from imf_process import run_imf
+    path, _ = _checkpoint(tmp_path, "pusht_image_cpu")
+    args = ["trial", "smoke", *TINY, f"data.cache_dir={demo_cache}", "training.num_epochs=1",
+            "--store", "none", "--init-from", str(path)]
+    refused = run_imf(*args, "--out", str(tmp_path / "refused"), cwd=tmp_path)
+    assert refused.returncode == 2 and not (tmp_path / "refused").exists()
+    line, = refused.stderr.strip().splitlines()
+    assert line.startswith(f"imf: error: --init-from {path}: 66 of 74 tensors differ in shape")
+    partial = run_imf(*args, "training.init_partial=true", "--out", str(tmp_path / "partial"), cwd=tmp_path)
+    assert partial.returncode == 0, partial.stderr
+    assert (f"partial warm start (training.init_partial) from {path}: 8 tensors loaded, 0 missing, "
+            "0 unexpected, 66 shape-mismatched") in partial.stdout
+    summary = json.loads((tmp_path / "partial" / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["warm_started"] is True

@@ -66,6 +66,7 @@ class TrainingConfig:
     device: str = "auto"  # auto, cpu, cuda, cuda:N
     num_epochs: int = 350
     batch_size: int = 64
+    grad_accum: int = 1  # micro-batches of batch_size / grad_accum per optimizer step (GPU memory)
     lr: float = 1.0e-4
     betas: list[float] = field(default_factory=lambda: [0.9, 0.95])
     weight_decay: float = 1.0e-3
@@ -91,6 +92,7 @@ class TrainingConfig:
     num_workers: str = "auto"
     bf16: bool = True  # autocast on CUDA only
     compile: bool = False  # torch.compile the training passes (the EMA policy that is scored stays eager)
+    init_partial: bool = False  # --init-from: load the tensors whose shapes match, skip the others
 
 
 @dataclass
@@ -199,7 +201,8 @@ def validate(cfg: Config) -> None:
         "policy.n_emb": p.n_emb, "policy.n_layer": p.n_layer, "policy.n_head": p.n_head,
         "policy.horizon": p.horizon, "policy.n_obs_steps": p.n_obs_steps,
         "policy.n_action_steps": p.n_action_steps, "training.num_epochs": cfg.training.num_epochs,
-        "training.batch_size": cfg.training.batch_size, "objective.sample_steps": cfg.objective.sample_steps,
+        "training.batch_size": cfg.training.batch_size, "training.grad_accum": cfg.training.grad_accum,
+        "objective.sample_steps": cfg.objective.sample_steps,
         "training.rollout_every": cfg.training.rollout_every,
         "training.checkpoint_every": cfg.training.checkpoint_every,
         "logging.every_steps": cfg.logging.every_steps,
@@ -212,6 +215,9 @@ def validate(cfg: Config) -> None:
         if value < 1:
             raise ConfigError(f"config key '{key}': must be >= 1, got {value}")
     t = cfg.training
+    if t.batch_size % t.grad_accum:
+        raise ConfigError(f"config key 'training.grad_accum': {t.grad_accum} must divide "
+                          f"training.batch_size={t.batch_size} (micro-batches of batch_size / grad_accum)")
     for key, value in (("training.lr", t.lr), ("eval.n_train", cfg.eval.n_train), ("eval.n_workers", cfg.eval.n_workers),
                        ("training.lr_warmup_steps", t.lr_warmup_steps), ("training.weight_decay", t.weight_decay),
                        ("training.encoder_weight_decay", t.encoder_weight_decay),

@@ -25,6 +25,7 @@ from imf.store.summary import RunSummary, observed_status
 
 # Settings that say where or how a run ran, not what it learned: left out of a cell's identity.
 RUN_ONLY = ("training.seed", "training.device", "training.resume", "training.num_workers", "training.compile",
+            "training.grad_accum", "training.init_partial",
             "eval.n_workers", "data.cache_dir", "name", "logging.", "sweep.", "multi_run.",
             "hydra.", "checkpoint.", "dataloader.num_workers", "val_dataloader.num_workers")
 SEED_IN_ID = re.compile(r"-s(\d+)(?=-|$)")
@@ -214,7 +215,8 @@ def read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
                        if path.is_file())
     row = TrialRow(id=trial_id, run_dir=str(run_dir.resolve()), status=str(status),
                    source="diffusion_policy" if dp else "imf", queue=state.get("queue"),
-                   note=str((summary or {}).get("note") or ""), restarts=restarts)
+                   note=str((summary or {}).get("note") or ""), restarts=restarts,
+                   reason=str((summary or {}).get("reason") or "") if status == "failed" else "")
     row.n_emb, row.n_layer = model_size(run_dir, summary, trial_id)
     row.seed = seed if seed is not None else _summary_seed(summary, trial_id)
     rollouts = rollouts_of(rows)

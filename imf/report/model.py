@@ -53,6 +53,7 @@ class TrialRow:
     samples: int | None = None  # training samples reached: steps x batch size
     train_s: float | None = None  # training seconds reached (rollouts excluded)
     members: list[str] = field(default_factory=list)  # an ensemble's members, trial@epoch
+    reason: str = ""  # why it failed (summary.json), e.g. out of GPU memory and what to run instead
 
     @property
     def is_ensemble(self) -> bool:

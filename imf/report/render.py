@@ -197,6 +197,11 @@ def stopped_lines(report: Report) -> list[str]:
             for t in report.trials if t.status == "stopped_early"]
 
 
+def failed_lines(report: Report) -> list[str]:
+    """Why each failed trial failed, when its summary says (out of GPU memory: what to run)."""
+    return [f"{t.id}: {t.reason}" for t in report.trials if t.status == "failed" and t.reason]
+
+
 def counts(report: Report) -> str:
     trials = [t for t in report.trials if not t.is_ensemble]
     scored = sum(t.rank is not None for t in trials)
@@ -218,6 +223,8 @@ def render_text(report: Report) -> str:
     out += to_text(table(*cell_rows(report))).splitlines()
     stopped = stopped_lines(report)
     out += ["", "stopped early:"] + [f"  {line}" for line in stopped] if stopped else []
+    failed = failed_lines(report)
+    out += ["", "failed:"] + [f"  {line}" for line in failed] if failed else []
     out += ["", "trends:"] + [f"  {line}" for line in trend_lines(report.trends)]
     out += ["", heatmap_text(report.trends)]
     return "\n".join(out) + "\n"
@@ -242,6 +249,8 @@ def render_markdown(report: Report, figures: list[str]) -> str:
     out += markdown_table(*cell_rows(report))
     stopped = stopped_lines(report)
     out += ["", "## Stopped early", ""] + [f"- {line}" for line in stopped] if stopped else []
+    failed = failed_lines(report)
+    out += ["", "## Failed", ""] + [f"- {line}" for line in failed] if failed else []
     out += ["", "## Trends", ""] + [f"- {line}" for line in trend_lines(report.trends)]
     out += ["", "## Heatmap", ""]
     if "heatmap.png" in figures:

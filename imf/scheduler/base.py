@@ -139,6 +139,25 @@ class Scheduler(ABC):
     def check(self) -> None:
         """Raise QueueError when the slot cannot run jobs now (host unreachable, ...)."""
 
+    @property
+    def gpu(self) -> str | None:
+        """The GPU the slot holds: its CUDA index ("0"), "any" (a batch system hands one out),
+        or None (a CPU slot). A GPU slot's trials get ``training.device=cuda``."""
+        return None
+
+    def probe_key(self) -> Any:
+        """Slots with one key share one GPU probe (one host); None: the slot cannot be probed."""
+        return None
+
+    def host_label(self) -> str:
+        """The machine of the slot, in lines about it."""
+        return self.spec
+
+    def probe_gpus(self) -> dict[str, Any]:
+        """The CUDA devices of the slot's machine (imf/scheduler/gpu_probe.py's answer);
+        QueueError when the machine cannot be asked."""
+        raise QueueError(f"queue '{self.spec}': its scheduler cannot probe GPUs")
+
     @abstractmethod
     def job_dir(self, job: Job) -> str:
         """The job's folder on the machine that runs it."""

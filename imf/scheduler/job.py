@@ -26,6 +26,8 @@ TOKEN names the attempt, so files of an earlier attempt are never read as this o
     stop DIR GRACE_S TOKEN             SIGTERM to the job's process group, SIGKILL after GRACE_S
                                        (only the attempt TOKEN; any attempt when TOKEN is "")
     pack DIR FILE ...                  a tar of those files that exist, to stdout
+    gpus PYTHON [K=V ...]              one JSON object: the CUDA devices PYTHON's torch sees
+                                       (imf/scheduler/gpu_probe.py), with the slot's K=V set
 
 It imports neither torch nor the trainer: it starts in a fraction of a second on any host
 with imf installed.
@@ -46,6 +48,7 @@ from typing import Any, BinaryIO, TextIO
 
 from imf.atomic import atomic_write_text
 from imf.errors import ImfError
+from imf.scheduler import gpu_probe
 from imf.store.layout import LOGS, STDOUT, SUMMARY, RunLayout
 from imf.store.runlock import live_holder, process_start_time
 
@@ -233,7 +236,7 @@ def pack(folder: Path, names: list[str], out: BinaryIO) -> None:
 # ---------------------------------------------------------------- the command line
 
 USAGE = ("usage: python -m imf.scheduler.job start DIR TOKEN [K=V ...] -- ARGV | run TOKEN [K=V ...] -- ARGV"
-         " | probe DIR OFFSET LIMIT | stop DIR GRACE_S [TOKEN] | pack DIR FILE ...")
+         " | probe DIR OFFSET LIMIT | stop DIR GRACE_S [TOKEN] | pack DIR FILE ... | gpus PYTHON [K=V ...]")
 
 
 def main(argv: list[str], out: BinaryIO, err: TextIO) -> int:
@@ -258,6 +261,10 @@ def _command(argv: list[str], out: BinaryIO, err: TextIO) -> int:
         if command == "run":
             return run_attempt(Path.cwd(), head[0], rest, _env(head[1:]))
         return start(_home(head[0]), head[1], _env(head[2:]), rest, out, err)
+    if command == "gpus":
+        python = str(_home(args[0])) if args[0].startswith("~/") else args[0]
+        out.write(json.dumps(gpu_probe.probe(python, _env(args[1:]))).encode() + b"\n")
+        return 0
     folder = _home(args[0])
     if command == "probe":
         out.write(json.dumps(probe(folder, int(args[1]), int(args[2]))).encode() + b"\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import re
+import socket
 from typing import Any
 
 from imf.errors import QueueError
@@ -30,6 +31,9 @@ class LocalScheduler(WrappedScheduler):
 
     def job_dir(self, job: Job) -> str:
         return str(job.run_dir.resolve())
+
+    def host_label(self) -> str:
+        return f"this machine ({socket.gethostname()})"
 
     def _job(self, args: list[str], timeout: float = 60.0) -> tuple[int, bytes, str]:
         out, err = io.BytesIO(), io.StringIO()

@@ -132,6 +132,10 @@ class SlurmScheduler(Scheduler):
         return parse_spec(spec, dict(options or {}))[1]["slots"]
 
 
+    @property
+    def gpu(self) -> str | None:
+        return "any" if self.params.get("gpus") else None  # Slurm sets CUDA_VISIBLE_DEVICES
+
     def batch_key(self) -> Any:
         return "slurm"  # one squeue answers for every Slurm slot of the sweep
 

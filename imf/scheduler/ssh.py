@@ -166,6 +166,9 @@ class SshScheduler(WrappedScheduler):
         if rc != 0 or b"ok" not in out:
             raise QueueError(f"queue '{self.spec}': {self.host} cannot run jobs: {err.strip()[-200:]}")
 
+    def host_label(self) -> str:
+        return f"{self.host}:{self.port}" if self.port else self.host
+
     def sweep_dir(self, job: Job) -> str:
         return f"{self.workdir}/{job.sweep}"
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from imf.errors import BusyError, FolderInUseError, QueueError
 from imf.scheduler.base import Handle, Job, JobStatus, Scheduler, fill_argv
+from imf.scheduler.gpu_probe import PROBE_TIMEOUT_S
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: "$" lets a final newline in
@@ -60,6 +61,26 @@ class WrappedScheduler(Scheduler):
         else:
             env.setdefault("CUDA_VISIBLE_DEVICES", self.device)
         return env
+
+    @property
+    def gpu(self) -> str | None:
+        return None if self.device == "cpu" else self.device
+
+    def probe_key(self) -> Any:
+        env = sorted((self.options.get("env") or {}).items())
+        return (type(self).__name__, self.host_label(), self.python, repr(env))
+
+    def probe_gpus(self) -> dict[str, Any]:
+        env = [f"{k}={v}" for k, v in (self.options.get("env") or {}).items()]
+        rc, out, err = self._job(["gpus", self.python, *env], timeout=PROBE_TIMEOUT_S + 30)
+        try:
+            data = json.loads(out) if rc == 0 else None
+        except ValueError:
+            data = None
+        if not isinstance(data, dict) or not isinstance(data.get("devices"), list):
+            raise QueueError(f"queue '{self.spec}': the GPU probe on {self.host_label()} failed "
+                             f"(exit {rc}): {err.strip()[-300:] or out[-300:]!r}")
+        return data
 
     def config_path(self, job: Job) -> str:
         return job.config

@@ -21,10 +21,12 @@ from typing import Any, Iterator
 from filelock import FileLock, Timeout
 
 from imf.atomic import clean_stale_temps
-from imf.errors import EXIT_DISK_FULL, BusyError, FolderInUseError, ImfError, QueueError, SweepError
+from imf.errors import (EXIT_DISK_FULL, EXIT_GPU_OOM, EXIT_NO_CUDA, BusyError, FolderInUseError,
+                        ImfError, QueueError, SweepError)
 from imf.scheduler.base import Handle, JobStatus, Scheduler
 from imf.sweep.engine_base import DOWN_AFTER
 from imf.sweep.finish import notify, write_report
+from imf.sweep.gpus import free_mib
 from imf.sweep.recovery import Recovery
 from imf.sweep.state import ACTIVE, FINAL, QueueState, SweepState, TrialState, now_iso
 from imf.store.layout import STDOUT
@@ -254,6 +256,13 @@ class Engine(Recovery):
         if status.exit_code == EXIT_DISK_FULL:
             self._disk_full(trial, f"{_tail(run_dir / STDOUT, 1) or 'no space left on device'} ({run_dir})")
             return
+        if status.exit_code == EXIT_NO_CUDA:
+            self._no_cuda(trial, _tail(run_dir / STDOUT, 1).removeprefix("imf: error: ") or "no CUDA device")
+            return
+        if status.exit_code == EXIT_GPU_OOM:
+            self._out_of_memory(trial, (summary.reason if summary else "") or _tail(run_dir / STDOUT, 1)
+                                .removeprefix("imf: error: ") or "out of GPU memory")
+            return
         if status.exit_code == 0 and verdict in GOOD_ENDS:
             trial.epoch = summary.epochs_done or trial.epoch
             if summary.best_score is not None:
@@ -280,6 +289,45 @@ class Engine(Recovery):
         trial.exit_code, trial.reason, trial.handle = EXIT_DISK_FULL, reason, None
         self.seen.pop(trial.id, None)
         self._queue_down(self.state.queue(trial.queue), f"disk full: {reason}", state="blocked")
+
+    def _no_cuda(self, trial: TrialState, reason: str) -> None:
+        """The trial found no CUDA device on its GPU slot (a batch system's node, or a host the
+        probe misjudged): the slot is down, the trial waits for a live queue, retries untouched."""
+        trial.note_attempt("no CUDA", reason, EXIT_NO_CUDA)
+        trial.move("requeued")
+        trial.exit_code, trial.reason, trial.handle = EXIT_NO_CUDA, reason, None
+        self.seen.pop(trial.id, None)
+        self._queue_down(self.state.queue(trial.queue), f"its trial found no CUDA device: {reason}")
+
+    def _out_of_memory(self, trial: TrialState, reason: str) -> None:
+        """Out of GPU memory: retried once on a live GPU queue with more free memory (probed
+        again now), else failed with the reason, which says what to run instead."""
+        here = self.state.queue(trial.queue)
+        trial.note_attempt("out of memory", reason, EXIT_GPU_OOM)
+        trial.exit_code, trial.reason = EXIT_GPU_OOM, reason
+        self.seen.pop(trial.id, None)
+        first = sum(h["outcome"] == "out of memory" for h in trial.history) == 1
+        bigger = self._more_gpu_memory(here) if first else None
+        if bigger is None:
+            trial.move("ended", "failed")
+            trial.finished = now_iso()
+            self.log(f"out of memory {trial.id} after {trial.attempts} attempt(s): {reason}")
+            self._record(trial)
+        else:
+            trial.move("retry")
+            orders = [t.order for t in self.state.trials if t.queue == bigger.name]
+            trial.queue, trial.order = bigger.name, min(orders, default=0) - 1
+            self.log(f"out of memory {trial.id} on {here.name}: {reason}; retry on {bigger.name} "
+                     f"({free_mib(bigger) / 1024:.1f} GiB free, {here.name} has {free_mib(here) / 1024:.1f} GiB)")
+        self.save()
+
+    def _more_gpu_memory(self, here: QueueState) -> QueueState | None:
+        """The live GPU queue with the most free memory now, when it has more than ``here`` had
+        at its last probe (before the trial filled it)."""
+        self._probe_gpus([q for q in self.state.live_queues() if q.name != here.name])
+        others = [q for q in self.state.live_queues() if q.name != here.name and q.gpu]
+        best = max(others, key=free_mib, default=None)
+        return best if best is not None and free_mib(best) > free_mib(here) else None
 
     # ------------------------------------------------------------------ the end
     def _complete(self) -> None:

@@ -55,10 +55,13 @@ class EngineBase:
 
     def job(self, trial: TrialState) -> Job:
         s = self.state
+        # A GPU slot's trial trains on that GPU or fails loudly (never on the CPU by "auto");
+        # the user's own training.device override comes later and wins.
+        device = ["training.device=cuda"] if self.scheduler(trial.queue).gpu is not None else []
         argv = [*s.trial_command, "{config}", "--id", trial.id, "--out", "{run_dir}",
                 "--seed", str(trial.seed), "--store", "none", "--epochs", str(trial.epochs),
                 f"sweep.name={s.name}",  # the SwanLab group of every trial of this sweep
-                *s.overrides, *trial.overrides,
+                *device, *s.overrides, *trial.overrides,
                 *(["--init-from", trial.init_from] if trial.init_from else []),
                 *(["--final-eval", str(s.final_eval)] if s.final_eval else [])]
         config = trial.config or s.config

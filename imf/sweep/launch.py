@@ -21,6 +21,7 @@ from imf.errors import SweepError
 from imf.config.eval_seeds import final_eval_seeds
 from imf.scheduler.base import GROUP as SCHEDULERS, scheduler_for, scheme_of
 from imf.sweep.engine import Engine
+from imf.sweep.gpus import probe_queues
 from imf.sweep.halving import check_rungs, describe as describe_halving, plan_halving
 from imf.sweep.plan import Plan, TrialPlan, build_trials, make_plan, parse_seeds, render_plan
 from imf.sweep.queues import load_hosts, resolve_queues
@@ -172,10 +173,17 @@ def load_plugins(state: SweepState) -> list[str]:
 
 
 def dry_run(req: SweepRequest) -> str:
-    """``imf sweep --dry-run``: check and plan everything, load its plugins, run nothing."""
+    """``imf sweep --dry-run``: check and plan everything, load its plugins, probe the GPU
+    queues' hosts (as a start would), run nothing."""
     sdir, state, plan = plan_sweep(req)
     loaded = load_plugins(state)
-    return describe(sdir, state, plan) + "\nplugins loaded: " + "; ".join(loaded)
+    engine = Engine(sdir, state)
+    verdicts = probe_queues(state.queues, engine.scheduler)
+    for verdict in verdicts:  # the connections the probes opened
+        engine.scheduler(verdict.queue).close()
+    gpus = [f"  gpu {v.queue}: {v.text}" for v in verdicts]
+    return "\n".join([describe(sdir, state, plan), *(["gpu probes (a queue without its GPU is down "
+                      "at the start):", *gpus] if gpus else []), "plugins loaded: " + "; ".join(loaded)])
 
 
 def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print,

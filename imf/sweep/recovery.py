@@ -14,6 +14,7 @@ import time
 from imf.errors import QueueError
 from imf.scheduler.base import Handle, JobStatus
 from imf.sweep.engine_base import EngineBase
+from imf.sweep.gpus import probe_queues
 from imf.sweep.state import ACTIVE, Orphan, QueueState, TrialState
 
 ORPHAN_RETRY_S = 10.0  # how often a down host is asked about its orphans
@@ -33,6 +34,18 @@ class Recovery(EngineBase):
                     problems[queue.spec] = str(exc)
             if problems[queue.spec]:
                 self._queue_down(queue, problems[queue.spec])
+        self._probe_gpus()
+
+    def _probe_gpus(self, queues: list[QueueState] | None = None) -> None:
+        """Probe the GPUs of the live GPU queues (one probe per host): a queue whose GPU is
+        missing goes down, its trials to the live queues; the others learn their free memory."""
+        for verdict in probe_queues(self.state.live_queues() if queues is None else queues, self.scheduler):
+            queue = self.state.queue(verdict.queue)
+            queue.gpu = verdict.device
+            if verdict.found:
+                self.log(f"queue {queue.name}: {verdict.text}")
+            else:
+                self._queue_down(queue, verdict.text)
 
     # ------------------------------------------------------------------ orphans
     def _resolve_orphans(self) -> None:

@@ -129,8 +129,9 @@ class QueueState:
     spec: str
     speed: float = 1.0
     options: dict[str, Any] = field(default_factory=dict)
-    state: str = "live"  # live, down (unreachable) or blocked (its disk is full)
+    state: str = "live"  # live, down (unreachable, or its GPU missing) or blocked (its disk is full)
     reason: str = ""
+    gpu: dict[str, Any] | None = None  # its GPU at the last probe: index, name, free_mib, total_mib
 
 
 @dataclass

@@ -103,10 +103,19 @@ def status_view(sdir: SweepDir, state: SweepState | None = None, now: float | No
              f"{controller_line(state, sdir)}"]
     lines += [f"queue {q.name} is {q.state}: {q.reason}" for q in state.queues if q.state != "live"]
     lines += status_lines(state)
+    lines += [_out_of_memory_line(t) for t in state.trials
+              if any(h.get("outcome") == "out of memory" for h in t.history)]
     lines += [f"orphan of {t.id} on {o.handle.extra.get('host') or o.queue} (pid "
               f"{o.handle.pid}): stopped when its host answers" for t in state.trials
               for o in t.orphans]
     return Group(*(Text(line) for line in lines), table(headers, rows))
+
+
+def _out_of_memory_line(trial: TrialState) -> str:
+    if trial.state in FINAL:
+        return f"{trial.id} {trial.state}: {trial.reason}"
+    where = [h.get("queue") for h in trial.history if h.get("outcome") == "out of memory"]
+    return f"{trial.id}: out of GPU memory on {where[-1]}; retried on {trial.queue}"
 
 
 def render_status(sdir: SweepDir, state: SweepState | None = None, now: float | None = None) -> str:

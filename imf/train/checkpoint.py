@@ -194,7 +194,8 @@ def warm_start_line(report: Any, source: Path) -> str:
     """One line with the counts of a ``LoadReport`` (the normaliser's extra state is no tensor)."""
     def tensors(names: list[str]) -> int:
         return sum(1 for n in names if not n.endswith("_extra_state"))
-    return (f"warm start from {source}: {tensors(report.loaded)} tensors loaded, "
+    kind = "partial warm start (training.init_partial)" if report.shape_mismatched else "warm start"
+    return (f"{kind} from {source}: {tensors(report.loaded)} tensors loaded, "
             f"{tensors(report.missing)} missing, {tensors(report.unexpected)} unexpected, "
             f"{tensors(report.shape_mismatched)} shape-mismatched")
 
@@ -223,3 +224,36 @@ def check_compatible(ckpt: dict[str, Any], policy_cfg: Any, source: Path) -> Non
             raise CheckpointError(
                 f"checkpoint {source}: normaliser '{key}' has {len(norm[key]['scale'])} dimensions, "
                 f"this run has {policy_cfg.action_dim}")
+
+
+def check_shapes(own: dict[str, Any], weights: dict[str, Any], ckpt: dict[str, Any], policy_cfg: Any,
+                 source: Path, partial: bool) -> None:
+    """Refuse a warm start when any tensor's shape differs from this run's (a checkpoint of
+    another architecture loads a few tensors and trains the rest from scratch), naming the
+    first few keys and the config difference; ``partial`` (training.init_partial) allows it.
+    Tensors the checkpoint lacks (a new module) stay allowed."""
+    differ = [(name, _shape(weights[name]), _shape(value)) for name, value in own.items()
+              if name in weights and _shape(value) != _shape(weights[name])]
+    if not differ or partial:
+        return
+    shown = ", ".join(f"{name} {list(theirs)} vs {list(mine)}" for name, theirs, mine in differ[:3])
+    more = f" and {len(differ) - 3} more" if len(differ) > 3 else ""
+    tensors = sum(1 for name in own if name in weights and _shape(own[name]) is not None)
+    raise CheckpointError(
+        f"--init-from {source}: {len(differ)} of {tensors} tensors differ in shape ({shown}{more}; "
+        f"checkpoint vs this run); {_config_difference(ckpt, policy_cfg)}; warm start needs the same "
+        f"architecture, or set training.init_partial=true to load the {tensors - len(differ)} that match")
+
+
+def _shape(value: Any) -> tuple | None:
+    return tuple(value.shape) if isinstance(value, (torch.Tensor, np.ndarray)) else None
+
+
+def _config_difference(ckpt: dict[str, Any], policy_cfg: Any) -> str:
+    old = ckpt["config"].get("policy", {}) if isinstance(ckpt.get("config"), dict) else {}
+    mine = {f: getattr(policy_cfg, f) for f in getattr(policy_cfg, "__dataclass_fields__", {})}
+    changed = [f"policy.{key} {old[key]} vs {value}" for key, value in mine.items()
+               if key in old and old[key] != value]
+    if not changed:
+        return "their policy settings are the same (a checkpoint of another imf version?)"
+    return "the checkpoint has " + ", ".join(changed[:4]) + (" ..." if len(changed) > 4 else "")

@@ -51,9 +51,15 @@ def loader_workers(setting: str, device: torch.device) -> int:
 
 def make_loader(dataset: Any, cfg: Config, shuffle: bool, generator: torch.Generator | None,
                 device: torch.device = torch.device("cpu")) -> DataLoader:
-    """Batches for ``device``: pinned on CUDA (so the copy can be non-blocking), images uint8."""
+    """Batches for ``device``: pinned on CUDA (so the copy can be non-blocking), images uint8.
+
+    The order comes from ``generator`` alone (the sampler's): the loader's own generator, which
+    a new iterator draws its workers' base seed from, is a separate one, so neither the order nor
+    the global RNG depends on whether the workers persist across epochs (0 workers and N give
+    the same batches and the same losses)."""
     workers = loader_workers(cfg.training.num_workers, device)
-    return DataLoader(dataset, batch_size=cfg.training.batch_size, shuffle=shuffle,
-                      generator=generator, num_workers=workers,
+    sampler = torch.utils.data.RandomSampler(dataset, generator=generator) if shuffle else None
+    return DataLoader(dataset, batch_size=cfg.training.batch_size, sampler=sampler,
+                      generator=torch.Generator().manual_seed(cfg.training.seed), num_workers=workers,
                       pin_memory=device.type == "cuda", drop_last=False,
                       persistent_workers=workers > 0, prefetch_factor=4 if workers > 0 else None)

@@ -9,6 +9,7 @@ training.bf16 is on (on a CPU bf16 is slower than float32, so it stays off there
 """
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ import torch
 
 from imf.config import Config
 from imf.data.normalizer import MinMaxNormalizer
-from imf.errors import ConfigError, TrainingError
+from imf.errors import ConfigError, NoCudaError
 from imf.model import EMAModel, attention_masks
 from imf.policy import ImfPolicy, load_weights_partial
 from imf.store.layout import RunLayout
@@ -55,16 +56,38 @@ class TrainParts:
 
 
 def pick_device(spec: str, source: str = "config key 'training.device'") -> torch.device:
-    """The torch device ``spec`` names; a bad one is a ConfigError naming ``source``."""
+    """The torch device ``spec`` names; a bad one is a ConfigError naming ``source``, a CUDA
+    device that is not here a NoCudaError (its own exit code: a sweep marks the slot down)."""
     if spec == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         device = torch.device(spec)
     except RuntimeError:
         raise ConfigError(f"{source}: got {spec!r}, allowed: auto, cpu, cuda, cuda:N") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise TrainingError(f"device {spec!r} requested but CUDA is not available here; use --device cpu")
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0 or (device.index or 0) >= count:
+            label = source.removeprefix("config key ").strip("'")
+            raise NoCudaError(f"{label} '{spec}': no CUDA device {device.index or 0} usable "
+                              f"here ({_cuda_seen(count)}); use training.device=cpu or auto")
     return device
+
+
+def _cuda_seen(count: int) -> str:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    seen = (f"torch {torch.__version__} is built without CUDA" if torch.version.cuda is None
+            else f"torch {torch.__version__} sees {count} CUDA device(s)")
+    return seen + (f", CUDA_VISIBLE_DEVICES={visible!r}" if visible is not None else "")
+
+
+def check_warm_start(cfg: Config, init: dict[str, Any], source: Path) -> None:
+    """Before the run folder changes: refuse a checkpoint whose tensors do not fit this run's
+    policy (unless training.init_partial); the policy is built only for its shapes."""
+    with torch.random.fork_rng(devices=[]):  # the run's own weights come from its seed
+        policy = ImfPolicy(cfg, MinMaxNormalizer.from_state_dict(init["normalizer"]),
+                           masks=attention_masks(cfg.policy))
+    ckpt_io.check_shapes(policy.state_dict(), init.get("ema") or init["policy"], init, cfg.policy,
+                         source, cfg.training.init_partial)
 
 
 def seed_everything(seed: int) -> None:

@@ -30,9 +30,11 @@ from imf.store.summary import Checkpoints, RunSummary
 from imf.train import checkpoint as ckpt_io
 from imf.train.console import EpochBar, epoch_line, progress_text, rollout_status, shown
 from imf.train.evaluate import rollout_metrics
-from imf.train.parts import TrainParts, autocast_for, build_parts, pick_device
+from imf.train.memory import is_out_of_memory, out_of_memory_error
+from imf.train.parts import TrainParts, build_parts, check_warm_start, pick_device
 from imf.train.runfiles import JsonLinesLog, Tee
 from imf.train.state import TrainState, checkpoint_of, restore, save_epoch
+from imf.train.step import accumulate_gradients, to_device
 from imf.train.stopping import StepMetrics, StopSignals
 from imf.trackers import Tracker, check_trackers, run_group
 from imf.version import code_version
@@ -105,6 +107,7 @@ def _warm_start(cfg: Config, opts: TrialOptions) -> tuple[Path, dict[str, Any]] 
         return None
     init = ckpt_io.load_checkpoint(opts.init_from)
     ckpt_io.check_compatible(init, cfg.policy, opts.init_from)
+    check_warm_start(cfg, init, opts.init_from)
     return opts.init_from, init
 
 
@@ -142,15 +145,18 @@ def _train_and_score(trial: Trial, state: TrainState, device: torch.device, resu
         train_loop(trial, parts, state)
         return parts.topk
     except BaseException as exc:
+        out_of_memory = out_of_memory_error(cfg, device) if is_out_of_memory(exc) else None
         if isinstance(exc, KeyboardInterrupt):  # Ctrl-C twice: stopped at once
             state.status, state.reason = "interrupted", "SIGINT"
         else:
-            state.status, state.reason = "failed", f"{type(exc).__name__}: {exc}"
+            state.status, state.reason = "failed", str(out_of_memory or f"{type(exc).__name__}: {exc}")
         if restored:
             try:
                 _write_summary(trial, state, parts.topk if parts else None, finished=True)
             except DiskFullError:
                 pass  # no room even for the summary: readers see a "running" run with no owner
+        if out_of_memory is not None:
+            raise out_of_memory from None
         raise
     finally:
         trial.tracker.finish()
@@ -232,11 +238,9 @@ def train_epoch(cfg: Config, parts: TrainParts, state: TrainState,
         for i, batch in enumerate(parts.train_loader):
             if i >= parts.steps_per_epoch or parts.clock.exhausted() or stop():
                 break
-            batch = _to_device(batch, parts.device)
-            with autocast_for(parts.device, parts.autocast):
-                loss, metrics = parts.policy.compute_loss(batch)
             parts.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            loss, metrics = accumulate_gradients(parts.policy, to_device(batch, parts.device),
+                                                 cfg.training.grad_accum, parts.device, parts.autocast)
             torch.nn.utils.clip_grad_norm_(parts.policy.parameters(), cfg.training.grad_clip)
             parts.optimizer.step()
             parts.lr_schedule.step()
@@ -286,7 +290,7 @@ def validate(cfg: Config, parts: TrainParts, state: TrainState) -> dict[str, flo
     for i, batch in enumerate(parts.val_loader):
         if i >= limit:
             break
-        loss, metrics = policy.compute_loss(_to_device(batch, parts.device), generator=gen)
+        loss, metrics = policy.compute_loss(to_device(batch, parts.device), generator=gen)
         losses.append(float(loss))
         if "mse" in metrics:
             mses.append(float(metrics["mse"]))
@@ -353,12 +357,6 @@ def _record(trial: Trial, summary: RunSummary, stores: list[str]) -> None:
     for name in stores:
         registry.get("imf.stores", name)(root).record(record)
     trial.say(f"recorded in {', '.join(stores)} under {root}")
-
-
-def _to_device(batch: Any, device: torch.device) -> Any:
-    if isinstance(batch, dict):
-        return {k: _to_device(v, device) for k, v in batch.items()}
-    return batch.to(device, non_blocking=True)
 
 
 def _print(text: str) -> None:
