@@ -70,6 +70,7 @@ def test_a_round_concludes_each_run_against_the_best_before_it(tmp_path):
     block = IterationLogStore(folder).hypotheses()[0]
     assert f"{better}: 0.7000 ± 0.0100" in block["result"] and "+0.100 ± 0.014" in block["result"]
     assert f"{better}: better" in block["conclusion"] and "the best is now" in block["conclusion"]
+    assert "compared at equal epochs (6)" in block["conclusion"].splitlines()  # same steps: nothing more
 
 
 def test_a_worse_run_is_worse_and_the_best_stays(tmp_path):

@@ -105,3 +105,22 @@ def test_two_real_time_budgeted_trials_of_different_widths(tmp_path, demo_cache)
     assert "at equal training time (0.1 min, cpu clock)" in width
     if max(steps.values()) > 1.1 * min(steps.values()):  # the narrower model makes more steps
         assert f"n_emb 64 made {steps[64]} steps, n_emb 32 {steps[32]}" in width
+
+
+def _sweep(root, mask, steps_per_epoch):
+    for seed in (0, 1):
+        config = {"policy": {"mask": mask, "n_emb": 128, "n_layer": 6},
+                  "training": {"seed": seed, "time_budget_s": 900, "budget_clock": "cpu", "batch_size": 64}}
+        make_run(root / mask, f"{mask}-{mask}-e128-l6-s{seed}", [0.4, 0.5 + 0.01 * seed], n_emb=128, n_layer=6,
+                 config=config, steps_per_epoch=steps_per_epoch, epoch_s=450.0)
+    return root / mask
+
+
+def test_imf_report_a_b_names_the_basis_and_the_steps_of_both_sides(tmp_path):
+    from imf.report import build_comparison
+    comparison = build_comparison(_sweep(tmp_path, "causal", 1000), _sweep(tmp_path, "full", 600))
+    assert comparison.sentences[-1] == ("basis: both at equal training time (15.0 min, cpu clock): in the shared "
+                                        "cells full made 1.2k steps, causal 2.0k; this compares throughput as much "
+                                        "as full against causal")
+    same = build_comparison(_sweep(tmp_path / "b", "causal", 1000), _sweep(tmp_path / "b", "full", 1000))
+    assert same.sentences[-1] == "basis: both at equal training time (15.0 min, cpu clock)"
