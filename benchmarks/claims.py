@@ -73,23 +73,41 @@ def gap(a: dict[str, Any], b: dict[str, Any], key: str, points: bool = False,
 
 
 def comparison(data: Data, name: str, other: str, label: str) -> list[str]:
-    """imf against ``other`` per training seed: a tie only where every seed ties."""
+    """imf against ``other`` per training seed: a tie only where every seed ties, and no claim
+    across seeds where one of them has no run of ``other``."""
     seeds = data.seeds(name)
-    parts, beyond = [], []
+    parts, beyond, missing = [], [], []
     for seed in seeds:
+        if seed not in data.seeds(name, other):
+            missing.append(seed)
+            parts.append(f"seed {seed}: no {label} run")
+            continue
         a, b = data.run(name, "imf", seed), data.run(name, other, seed)
         cov, cov_clear = gap(a, b, "score")
         suc, suc_clear = gap(a, b, "success", points=True)
         parts.append(f"seed {seed}: coverage {cov}, success {suc}")
         beyond += [f"seed {seed}'s {what}" for what, clear in (("coverage", cov_clear), ("success", suc_clear)) if clear]
-    reading = ("a tie: no difference beyond 1.96 SE on any seed" if not beyond
-               else f"not a tie: {', '.join(beyond)} differ beyond 1.96 SE")
+    if not data.seeds(name, other):
+        raise ClaimError(f"{data.folder / name}.json has no {other} run")
+    if beyond:
+        reading = f"not a tie: {', '.join(beyond)} {'differs' if len(beyond) == 1 else 'differ'} beyond 1.96 SE"
+    elif missing:
+        reading = (f"no difference beyond 1.96 SE where measured; with no {label} run at seed "
+                   f"{', '.join(map(str, missing))}, no tie is claimed across seeds")
+    else:
+        reading = "a tie: no difference beyond 1.96 SE on any seed"
     return [f"- imf-1 minus {label}, holdout, per training seed: {'; '.join(parts)}. Reading: {reading}."]
 
 
 def eval_seconds(data: Data, name: str, objective: str) -> str:
-    values = [r["eval_s"] for r in data[name] if r.get("objective") == objective]
-    return f"{min(values):.0f}-{max(values):.0f} s" if len(values) > 1 else f"{values[0]:.0f} s"
+    values = [round(r["eval_s"]) for r in data[name] if r.get("objective") == objective]
+    return f"{min(values)}-{max(values)} s" if min(values) != max(values) else f"{values[0]} s"
+
+
+def preset(data: Data, name: str) -> dict[str, Any]:
+    """A shipped preset's own YAML (its keys as written, without its base)."""
+    import yaml
+    return yaml.safe_load((data.folder.parents[1] / "imf" / "configs" / f"{name}.yaml").read_text())
 
 
 def anchors_line(data: Data) -> str:
@@ -112,13 +130,16 @@ def preset_line(data: Data, name: str, what: str) -> str:
 def readme_learning(data: Data) -> list[str]:
     ref = data["references"]["lerobot_diffusion_pusht"]
     key = data.run("keypoints", "imf", data.seeds("keypoints")[0])
+    most = max(r["samples"] for name in ("keypoints", "image") for r in data[name] if r.get("objective") == "imf")
+    episodes = {preset(data, data.run(n, "imf", data.seeds(n)[0])["preset"])["data"]["demo_episodes"]
+                for n in ("keypoints", "image")}
     return [
         "Every number here is a run's best checkpoint (chosen on the 50 test seeds) scored on 200 "
         "**holdout** seeds (900000..), once: the presets' settings were chosen before, on the test and "
         "selection seeds, and nothing was chosen by these (imf/config/eval_seeds.py). "
         + anchors_line(data),
         "",
-        "Data: 500 scripted demonstrations (imf's expert, made on the machine). One torch thread a "
+        f"Data: {' and '.join(map(str, sorted(episodes)))} scripted demonstrations (imf's expert, made on the machine). One torch thread a "
         "run, its budget on the cpu clock, on a 2-core machine shared with other work "
         "(benchmarks/learning.py; JSON in benchmarks/learning_results/).",
         "",
@@ -131,10 +152,11 @@ def readme_learning(data: Data) -> list[str]:
         *("  " + line for line in comparison(data, "keypoints", "flow", "flow-1")),
         f"  A 50-episode evaluation took {eval_seconds(data, 'keypoints', 'imf')} for imf-1 against "
         f"{eval_seconds(data, 'keypoints', 'ddpm')} for ddpm-100 (one process each, the shared machine).",
-        f"- For scale, other data and compute (quoted, not re-run): {ref['what']}: {ref['coverage']:.3f} "
+        f"- For scale, other data and compute: {ref['what']}: {ref['coverage']:.3f} "
         f"coverage and {pct(ref['success'])} success over {ref['episodes']} episodes after "
         f"{ref['samples'] / 1e6:.1f}M training samples ({ref['steps'] // 1000}k steps of {ref['batch_size']}), "
-        f"trained on {ref['data']}. imf's runs above saw a tenth of those samples or less, on a CPU.",
+        f"trained on {ref['data']}. imf's runs above saw {100 * most / ref['samples']:.0f}% of those samples "
+        f"at most ({most / 1e6:.2f}M), on a CPU.",
     ]
 
 
@@ -227,7 +249,7 @@ def run(root: Path, check: bool) -> list[str]:
         try:
             start, stop = _span(texts[path], name, path)
             wanted = "\n".join(render(data)) + "\n"
-        except (ClaimError, KeyError) as exc:
+        except (ClaimError, KeyError, OSError) as exc:
             problems.append(f"{name}: {exc}")
             continue
         current = texts[path][start:stop]

@@ -26,6 +26,7 @@ def checkout(tmp_path):
     shutil.copytree(ROOT / "benchmarks" / "learning_results", tmp_path / "benchmarks" / "learning_results")
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
     shutil.copy(ROOT / "benchmarks" / "RESULTS.md", tmp_path / "benchmarks" / "RESULTS.md")
+    shutil.copytree(ROOT / "imf" / "configs", tmp_path / "imf" / "configs")  # the presets the passages name
     return tmp_path
 
 
@@ -51,9 +52,12 @@ def test_a_number_edited_by_hand_fails_the_check(checkout):
 def test_a_run_removed_from_the_json_fails_the_check(checkout):
     path = checkout / "benchmarks" / "learning_results" / "keypoints.json"
     runs = json.loads(path.read_text())
-    path.write_text(json.dumps([r for r in runs if not (r["objective"] == "ddpm" and r["seed"] == 43)]))
+    kept = [r for r in runs if not (r["objective"] == "ddpm" and r["seed"] == 42)]
+    assert len(kept) == len(runs) - 1
+    path.write_text(json.dumps(kept))
     problems = claims.run(checkout, check=True)
-    assert problems and any("expected one ddpm run of training seed 43" in p for p in problems)
+    assert any(p.startswith("README.md, passage readme-learning: ") for p in problems), problems
+    assert any("passage results-learning-keypoints" in p for p in problems), problems
 
 
 def test_missing_markers_are_named(checkout):
