@@ -50,7 +50,11 @@ class Data:
         return found[0]
 
     def seeds(self, name: str, objective: str = "imf") -> list[int]:
-        return sorted({r["seed"] for r in self[name] if r.get("objective") == objective})
+        """The training seeds of ``objective``'s runs; for imf (every passage's subject) at least one."""
+        seeds = sorted({r["seed"] for r in self[name] if r.get("objective") == objective})
+        if not seeds and objective == "imf":
+            raise ClaimError(f"{self.folder / name}.json holds no imf run with its objective and seed")
+        return seeds
 
 
 def pct(value: float) -> str:
@@ -248,7 +252,7 @@ def run(root: Path, check: bool) -> list[str]:
         texts.setdefault(path, path.read_text())
         try:
             start, stop = _span(texts[path], name, path)
-            wanted = "\n".join(render(data)) + "\n"
+            wanted = "\n".join(_wrap(line) for line in render(data)) + "\n"
         except (ClaimError, KeyError, OSError) as exc:
             problems.append(f"{name}: {exc}")
             continue
@@ -258,10 +262,19 @@ def run(root: Path, check: bool) -> list[str]:
                 problems.append(f"{file}, passage {name}: {_first_difference(current, wanted)}; "
                                 f"run `python benchmarks/claims.py` to write it from the JSON")
             texts[path] = texts[path][:start] + wanted + texts[path][stop:]
-    if not check and not problems:
+    if not check:  # the passages that could be written are; the others keep their text
         for path, text in texts.items():
-            path.write_text(text)
+            if path.read_text() != text:
+                path.write_text(text)
     return problems
+
+
+def _wrap(line: str, width: int = 96) -> str:
+    """A passage line wrapped like the hand-written text around it (list items hang)."""
+    import textwrap
+    indent = " " * (len(line) - len(line.lstrip(" -")))
+    return textwrap.fill(line, width, subsequent_indent=indent, break_on_hyphens=False,
+                         break_long_words=False) if line else line
 
 
 def _first_difference(current: str, wanted: str) -> str:
