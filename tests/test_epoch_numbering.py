@@ -10,7 +10,8 @@ import pytest
 from imf.report import build_report
 from imf.scheduler.base import JobStatus
 from imf.sweep.engine import Engine
-from imf.sweep.state import SweepDir, SweepState, TrialState
+from imf.sweep.folder import SweepDir
+from imf.sweep.state import SweepState, TrialState
 from imf.sweep.status import trial_row
 from imf.train.console import epoch_line
 

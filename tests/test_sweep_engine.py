@@ -16,7 +16,7 @@ from imf.errors import QueueError
 from imf.scheduler.base import Job
 from imf.sweep.engine import Engine
 from imf.scheduler.local import LocalScheduler
-from imf.sweep.state import SweepDir
+from imf.sweep.folder import SweepDir
 from imf.sweep.status import render_status
 from imf.sweep.launch import SweepRequest, plan_sweep, resume_sweep, start_sweep
 from imf.store.scoreboard import ScoreboardStore

@@ -10,9 +10,10 @@ import pytest
 
 from imf.errors import SweepError
 from imf.scheduler.base import JobStatus
-from imf.sweep.halving import (Decision, Halving, HalvingState, RungScore, check_rungs, judge, parse_rungs,
-                               plan_halving, rung_score, status_lines, stop_z)
-from imf.sweep.state import QueueState, SweepDir, SweepState, TrialState
+from imf.sweep.folder import SweepDir
+from imf.sweep.halving import (Halving, check_rungs, judge, parse_rungs, plan_halving, rung_score,
+                               status_lines, stop_z)
+from imf.sweep.state import Decision, HalvingState, QueueState, RungScore, SweepState, TrialState
 
 HALF = [1.0, 0.0] * 10  # mean 0.5
 LOW = [0.0] * 18 + [1.0, 1.0]  # mean 0.1

@@ -9,7 +9,7 @@ import pytest
 
 from imf.errors import SweepError
 from imf.scheduler.base import Handle
-from imf.sweep.state import ACTIVE, FINAL, TRANSITIONS, SweepState, TrialState
+from imf.sweep.state import ACTIVE, FINAL, STATES, TRANSITIONS, SweepState, TrialState
 
 SWEEP = Path(__file__).resolve().parents[1] / "imf" / "sweep"
 
@@ -46,8 +46,19 @@ def test_a_transition_the_table_does_not_have_is_refused(state, event, final):
     assert trial.state == state
 
 
+def test_the_state_machine_counts_the_attempts():
+    trial = _trial()
+    trial.move("launch")
+    trial.move("not started")  # the start failed: no attempt was made
+    assert (trial.state, trial.attempts) == ("pending", 0)
+    for event in ("launch", "started", "retry", "launch"):
+        trial.move(event)
+    assert (trial.state, trial.attempts) == ("starting", 2)
+
+
 def test_every_event_leads_to_a_known_state():
-    known = {"pending", *ACTIVE, *FINAL}
+    known = set(STATES)
+    assert known == {"pending", *ACTIVE, *FINAL} and len(known) == len(STATES)
     for event, (allowed, to) in TRANSITIONS.items():
         assert set(allowed) <= known and (to is None or to in known), event
 

@@ -13,7 +13,7 @@ from imf.report.figures import write_difference_heatmap
 from imf.report.model import Cell, Report
 from imf.report.render import NOISE_RULE, fmt, markdown_table, pm, signed
 from imf.stats import clear_difference, difference_se
-from imf.store.base import now_iso
+from imf.clock import now_iso
 from imf.store.files import atomic_write_json, atomic_write_text
 from imf.tables import csv_text, table, to_text
 

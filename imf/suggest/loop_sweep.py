@@ -17,7 +17,8 @@ from imf.sweep.launch import resume_sweep, sweep_state, write_sweep
 from imf.sweep.engine import Engine
 from imf.sweep.plan import Plan, TrialPlan, cost_of, render_plan
 from imf.sweep.queues import load_hosts, resolve_queues
-from imf.sweep.state import SweepDir, SweepState
+from imf.sweep.folder import SweepDir
+from imf.sweep.state import SweepState
 
 if TYPE_CHECKING:
     from imf.suggest.loop_state import LoopState, Planned, Round

@@ -21,6 +21,7 @@ from typing import Any, Iterator
 from filelock import FileLock, Timeout
 
 from imf.atomic import clean_stale_temps
+from imf.clock import now_iso
 from imf.errors import (EXIT_DISK_FULL, EXIT_GPU_OOM, EXIT_NO_CUDA, BusyError, FolderInUseError,
                         ImfError, QueueError, SweepError)
 from imf.scheduler.base import Handle, JobStatus, Scheduler
@@ -28,7 +29,7 @@ from imf.sweep.engine_base import DOWN_AFTER
 from imf.sweep.finish import notify, write_report
 from imf.sweep.gpus import free_mib
 from imf.sweep.recovery import Recovery
-from imf.sweep.state import ACTIVE, FINAL, QueueState, SweepState, TrialState, now_iso
+from imf.sweep.state import ACTIVE, FINAL, QueueState, SweepState, TrialState
 from imf.store.layout import STDOUT
 from imf.store.runs import is_epoch_row, parse_log, row_score, row_success
 from imf.store.summary import read_summary
@@ -139,7 +140,6 @@ class Engine(Recovery):
         job.token = secrets.token_hex(8)  # names this attempt in its pid and exit files
         trial.move("launch")
         trial.reason = ""
-        trial.attempts += 1
         trial.handle = Handle(queue.spec, sch.job_dir(job), str(job.run_dir), job.token)
         self.save()  # before the process exists: a resume then looks before starting again
         try:
@@ -149,7 +149,6 @@ class Engine(Recovery):
             return
         except QueueError as exc:
             trial.move("not started")
-            trial.attempts -= 1
             holder = exc.holder if isinstance(exc, BusyError) else trial.handle
             self._orphan(trial, queue.name, holder, trial.attempts)  # stopped before a retry
             trial.handle = None

@@ -13,12 +13,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
+from imf.clock import now_iso
 from imf.errors import ImfError
 from imf.scheduler.base import Handle, Job, Scheduler, scheduler_for
 from imf.sweep.finish import record_trial
 from imf.sweep.halving import Halving
 from imf.sweep.plan import assign
-from imf.sweep.state import ACTIVE, FINAL, Orphan, QueueState, SweepDir, SweepState, TrialState, now_iso
+from imf.sweep.folder import SweepDir, config_text
+from imf.sweep.state import ACTIVE, FINAL, Orphan, QueueState, SweepState, TrialState
 
 DOWN_AFTER = 3  # consecutive failed contacts with a queue's machine before it is marked down
 RETRIED = ("failed", "stalled", "timeout")  # timeout: ended by a batch system's time limit
@@ -65,7 +67,7 @@ class EngineBase:
                 *(["--init-from", trial.init_from] if trial.init_from else []),
                 *(["--final-eval", str(s.final_eval)] if s.final_eval else [])]
         config = trial.config or s.config
-        job = Job(trial.id, s.name, self.sdir.trial_dir(trial.id), argv, config, s.config_text(config))
+        job = Job(trial.id, s.name, self.sdir.trial_dir(trial.id), argv, config, config_text(config))
         job.resume_argv = [*s.trial_command, "--resume", "--id", trial.id, "--out", "{run_dir}",
                            "--store", "none"]
         job.resume = bool(trial.history) and trial.history[-1].get("outcome") == "timeout"

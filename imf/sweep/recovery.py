@@ -127,7 +127,6 @@ class Recovery(EngineBase):
         if never_started and trial.state == "starting":
             trial.move("not started")
             trial.handle = None
-            trial.attempts -= 1
             self.log(f"{trial.id} had not started when the controller stopped; it starts normally")
             return
         if never_started:

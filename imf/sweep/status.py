@@ -12,7 +12,8 @@ from rich.text import Text
 
 from imf.errors import SweepError
 from imf.sweep.halving import status_lines
-from imf.sweep.state import ACTIVE, FINAL, SweepDir, SweepState, TrialState
+from imf.sweep.folder import SweepDir
+from imf.sweep.state import ACTIVE, FINAL, SweepState, TrialState
 from imf.tables import table, to_text
 
 COLUMNS = ("queue", "trial", "state", "epoch", "val_mse", "last", "best", "success", "elapsed", "eta")

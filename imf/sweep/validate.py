@@ -12,26 +12,23 @@ from typing import Any
 from imf import registry
 from imf.errors import ImfError, SweepError
 from imf.scheduler.base import GROUP, HANDLE_FIELDS, scheme_of
-from imf.sweep.halving import Decision, HalvingState, RungScore
+from imf.sweep.state import (QUEUE_STATES, STATES, SWEEP_STATUSES, Decision, HalvingState,
+                             QueueState, RungScore, SweepState, TrialState)
 
-TRIAL_STATES = ("pending", "starting", "queued", "running", "completed", "stopped_early",
-                "diverged", "failed", "stalled")
-QUEUE_STATES = ("live", "down", "blocked")  # blocked: a full disk
-SWEEP_STATUSES = ("planned", "running", "interrupted", "finished", "stopped")
 _STORED_AS = {"Handle": "dict", "Orphan": "dict"}  # dataclasses kept in sweep.json as objects
 _NAMES = {"str": "a string", "int": "an int", "float": "a number", "bool": "true or false",
           "dict": "an object", "list": "a list", "None": "null"}
 
 
-def check_sweep_dict(data: Any, cls: type, queue_cls: type, trial_cls: type) -> None:
-    """Raise SweepError (naming the field) unless ``data`` can be read as a ``cls`` state."""
+def check_sweep_dict(data: Any) -> None:
+    """Raise SweepError (naming the field) unless ``data`` can be read as a SweepState."""
     if not isinstance(data, dict):
         raise SweepError(f"must be a JSON object, got {type(data).__name__}")
-    _check_fields(data, cls, "")
+    _check_fields(data, SweepState, "")
     for i, queue in enumerate(data["queues"]):
-        _check_item(queue, queue_cls, f"queues[{i}]")
+        _check_item(queue, QueueState, f"queues[{i}]")
     for i, trial in enumerate(data["trials"]):
-        _check_item(trial, trial_cls, f"trials[{i}]")
+        _check_item(trial, TrialState, f"trials[{i}]")
     _check_values(data)
 
 
@@ -94,9 +91,9 @@ def _check_values(data: dict[str, Any]) -> None:
                              f"{', '.join(installed) or 'none'}")
     names = {q["name"] for q in data["queues"]}
     for i, trial in enumerate(data["trials"]):
-        if trial.get("state", "pending") not in TRIAL_STATES:
+        if trial.get("state", "pending") not in STATES:
             raise SweepError(f"trials[{i}] state '{trial['state']}' is not one of "
-                             f"{', '.join(TRIAL_STATES)}")
+                             f"{', '.join(STATES)}")
         _check_handle(trial.get("handle"), f"trials[{i}] handle")
         for j, orphan in enumerate(trial.get("orphans", [])):
             if not (isinstance(orphan.get("queue"), str) and isinstance(orphan.get("handle"), dict)):

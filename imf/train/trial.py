@@ -23,7 +23,7 @@ from imf.config import Config
 from imf.errors import DiskFullError, TrainingError
 from imf.registry.options import fill_options
 from imf.store import record_from_summary
-from imf.store.base import now_iso
+from imf.clock import now_iso
 from imf.store.layout import BEST, LATEST, RunLayout, checkpoint_name
 from imf.store.runlock import RunLock
 from imf.store.summary import Checkpoints, RunSummary
