@@ -13,9 +13,9 @@ from imf.config import load_config
 from imf.errors import ImfError, LoopError
 from imf.store.iteration_log import IterationLogStore
 from imf.suggest import suggest
-from imf.suggest.loop import (LoopRequest, check_request, conclude_round, dry_run, plan_round,
-                              start_loop, stop_reason, write_hypothesis)
-from imf.suggest.loop_state import LOOP_FILE, LoopState, Round, load_loop, save_loop
+from imf.loop.loop import (LoopRequest, check_request, conclude_round, dry_run, log_round_hypothesis,
+                           plan_round, start_loop, stop_reason)
+from imf.loop.state import LOOP_FILE, LoopState, Round, load_loop, save_loop
 
 
 def _folder(tmp_path: Path) -> Path:
@@ -37,8 +37,8 @@ def test_a_round_takes_the_top_proposals_and_logs_one_block_for_them(tmp_path):
     assert len(current.proposals) == 2 and current.best_before["label"].endswith("e64-l2")
     for p in current.proposals:
         assert Path(p.config).is_absolute() and p.config.endswith("config.yaml") and p.reason
-    first = write_hypothesis(folder, current)
-    assert write_hypothesis(folder, current) == first  # a loop killed after writing it: reused
+    first = log_round_hypothesis(folder, current)
+    assert log_round_hypothesis(folder, current) == first  # a loop killed after writing it: reused
     blocks = IterationLogStore(folder).hypotheses()
     assert [b["id"] for b in blocks] == [first]
     assert blocks[0]["hypothesis"].startswith("imf loop round 1 (loop-r01)")
@@ -47,7 +47,7 @@ def test_a_round_takes_the_top_proposals_and_logs_one_block_for_them(tmp_path):
 
 
 def _conclude(folder: Path, current: Round, scores: dict[str, float]) -> Round:
-    current.hypothesis = write_hypothesis(folder, current)
+    current.hypothesis = log_round_hypothesis(folder, current)
     for p in current.proposals:  # each run as the round's sweep would have left it
         policy = load_config(p.config, p.overrides).policy
         make_run(folder / current.sweep, n_emb=policy.n_emb, n_layer=policy.n_layer, tid=p.id,
@@ -203,7 +203,7 @@ def test_seeds_of_a_tied_cell_are_concluded_as_the_cell_over_its_seeds(tmp_path)
     current = plan_round(folder, _state(per_round=9))
     current.proposals = [p for p in current.proposals if p.kind == "seeds"]
     assert len(current.proposals) == 4  # two more seeds for each of the two tied cells
-    current.hypothesis = write_hypothesis(folder, current)
+    current.hypothesis = log_round_hypothesis(folder, current)
     for p in current.proposals:
         n_emb = load_config(p.config).policy.n_emb
         make_run(folder / current.sweep, n_emb=n_emb, n_layer=2, seed=p.seed, tid=p.id,

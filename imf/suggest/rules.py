@@ -57,12 +57,16 @@ class Context:
         return [t for t in self.report.trials if t.cell == cell.label]
 
     def new_id(self, tid: str) -> str:
-        taken = self.tried.ids | {p.id for p in self.proposals}
-        unique, number = tid, 1
-        while unique in taken:
-            number += 1
-            unique = f"{tid}-{number}"
-        return unique
+        return unique_id(tid, self.tried.ids | {p.id for p in self.proposals})
+
+
+def unique_id(base: str, taken: set[str]) -> str:
+    """``base``, or ``base-2``, ``base-3``... the first not in ``taken``."""
+    unique, number = base, 1
+    while unique in taken:
+        number += 1
+        unique = f"{base}-{number}"
+    return unique
 
 
 def cell_words(cell: Cell) -> str:
