@@ -254,7 +254,7 @@ def test_a_sweep_json_without_halving_still_loads(tmp_path):
                                           "episodes": 0}]}, "halving scores[0] 'score' must be a number, got 'high'"),
     ({"eta": 2, "rungs": [2], "extra": 1}, "halving unknown key 'extra'"),
     ({"eta": "2", "rungs": [2]}, "halving 'eta' must be an int, got '2'"),
-    ({"eta": 2, "rungs": ["2"]}, "halving 'rungs' must be strictly increasing"),
+    ({"eta": 2, "rungs": ["2"]}, "halving 'rungs' must be a list of ints, got ['2']"),
     ([2], "'halving' must be an object"),
 ])
 def test_a_damaged_halving_field_is_one_error_naming_it(tmp_path, halving, words):

@@ -14,6 +14,7 @@ from imf.atomic import atomic_write_text
 from imf.config import load_config
 from imf.errors import ConfigError, LoopError
 from imf.loop.state import LoopState, Planned, Round
+from imf.store.summary import params_of
 from imf.sweep.engine import Engine
 from imf.sweep.folder import SweepDir
 from imf.sweep.launch import resume_sweep, sweep_state, write_sweep
@@ -27,10 +28,8 @@ def _trial_plan(planned: Planned) -> TrialPlan:
         cfg = load_config(planned.config, planned.overrides)
     except ConfigError as exc:
         raise LoopError(f"proposal {planned.id}: {exc}") from None
-    params = {"mask": cfg.policy.mask, "n_emb": cfg.policy.n_emb, "n_layer": cfg.policy.n_layer,
-              "n_head": cfg.policy.n_head, "objective": cfg.objective.name}
     epochs = cfg.training.num_epochs
-    return TrialPlan(planned.id, list(planned.overrides), planned.seed, epochs, params,
+    return TrialPlan(planned.id, list(planned.overrides), planned.seed, epochs, params_of(cfg),
                      cost_of(cfg.policy.n_emb, cfg.policy.n_layer, epochs))
 
 

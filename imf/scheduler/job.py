@@ -49,11 +49,10 @@ from typing import Any, BinaryIO, TextIO
 from imf.atomic import atomic_write_text
 from imf.errors import ImfError
 from imf.scheduler import gpu_probe
-from imf.store.layout import LOGS, STDOUT, SUMMARY, RunLayout
+from imf.store.layout import EXIT_CODE, LOGS, PID, STDOUT, SUMMARY, RunLayout
 from imf.store.runlock import live_holder, process_start_time
 
-PID, EXIT = "pid", "exit_code"
-STARTED = (PID, STDOUT, EXIT, LOGS, SUMMARY)  # any of them: an attempt ran in this folder
+STARTED = (PID, STDOUT, EXIT_CODE, LOGS, SUMMARY)  # any of them: an attempt ran in this folder
 PID_WAIT_S = 20.0
 
 
@@ -85,7 +84,7 @@ def read_files(folder: Path) -> JobFiles:
     pid = _fields(folder / PID)
     if len(pid) >= 2 and pid[0].isdigit():
         files.pid, files.start_time, files.token = int(pid[0]), pid[1], (pid[2] if len(pid) > 2 else "")
-    end = _fields(folder / EXIT)
+    end = _fields(folder / EXIT_CODE)
     if end and end[0].lstrip("-").isdigit():
         files.exit_code, files.exit_token = int(end[0]), (end[1] if len(end) > 1 else "")
     return files
@@ -179,7 +178,7 @@ def run_attempt(folder: Path, token: str, argv: list[str], env: dict[str, str] |
                     continue
     code = 128 - code if code < 0 else code
     if not stopped:
-        atomic_write_text(folder / EXIT, f"{code} {token}\n")
+        atomic_write_text(folder / EXIT_CODE, f"{code} {token}\n")
     return code
 
 

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from imf.scheduler.job import run_attempt
-
-LATEST = Path("checkpoints") / "latest.pt"
+from imf.store.layout import LATEST, RunLayout, checkpoint_name
 
 
 @dataclass
@@ -33,10 +32,10 @@ class TrialCommand:
         if not (self.resume or restarted):
             return self.argv
         why = "Slurm requeued this job" if restarted else "Slurm stopped the previous attempt"
-        if (Path(self.run_dir) / LATEST).is_file():
-            say(f"imf: {why}; resuming from {LATEST}")
+        if RunLayout(Path(self.run_dir)).latest.is_file():
+            say(f"imf: {why}; resuming from {checkpoint_name(LATEST)}")
             return self.resume_argv
-        say(f"imf: {why}, but there is no {LATEST} yet; starting over")
+        say(f"imf: {why}, but there is no {checkpoint_name(LATEST)} yet; starting over")
         return self.argv
 
     def __call__(self) -> int:

@@ -25,14 +25,15 @@ from typing import Any
 from imf.errors import QueueError
 from imf.scheduler.base import Handle, Job
 from imf.scheduler.wrapped import WrappedScheduler
-from imf.store.layout import BEST, CONFIG, FINAL_EVAL, HOLDOUT, LOGS, STDOUT, SUMMARY, checkpoint_name
+from imf.store.layout import (BEST, CONFIG, EXIT_CODE, FINAL_EVAL, HOLDOUT, LOGS, PID, STDOUT, SUMMARY,
+                              checkpoint_name)
 from imf.store.summary import read_summary
 
 SPEC_RE = re.compile(r"^ssh://(?:(?P<user>[^@/\s]+)@)?(?P<host>[^:/@\s]+)(?::(?P<port>\d+))?"
                      r"/(?P<device>gpu:\d+|cpu)$")
 BASE_OPTIONS = ("BatchMode=yes", "ConnectTimeout=10", "ServerAliveInterval=15",
                 "ServerAliveCountMax=4", "ControlMaster=auto", "ControlPersist=60")
-FETCH_FILES = (SUMMARY, LOGS, STDOUT, CONFIG, "exit_code", "pid", checkpoint_name(BEST), FINAL_EVAL, HOLDOUT)
+FETCH_FILES = (SUMMARY, LOGS, STDOUT, CONFIG, EXIT_CODE, PID, checkpoint_name(BEST), FINAL_EVAL, HOLDOUT)
 CHECK = r'''case $1 in "~/"*) set -- "$HOME/${1#"~/"}";; esac
 command -v "$1" >/dev/null || exit 7
 "$1" -c "import imf.scheduler.job" 2>/dev/null || exit 8

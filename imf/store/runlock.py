@@ -24,8 +24,8 @@ from pathlib import Path
 from imf.atomic import atomic_write_text
 from imf.clock import now_iso
 from imf.errors import RunBusyError
+from imf.store.layout import LOCK
 
-LOCK = "trial.lock"
 HEARTBEAT_S = 30.0
 REMOTE_STALE_S = 300.0
 

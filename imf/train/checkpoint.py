@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import random
-import re
 import shutil
 import zipfile
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ import torch
 
 from imf.atomic import atomic_path
 from imf.errors import CheckpointError
+from imf.store.layout import topk_files, topk_name
 
 FORMAT = "imf-checkpoint-1"
 
@@ -135,13 +135,6 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------ top-k
 
-_SCORE_FILE = re.compile(r"^epoch=(\d+)-test_mean_score=(-?\d+\.\d+)\.pt$")
-
-
-def _score_name(epoch: int, score: float) -> str:
-    return f"epoch={epoch:04d}-test_mean_score={score:.3f}.pt"
-
-
 @dataclass
 class TopK:
     """The k best checkpoints by test_mean_score, as files named by epoch and score."""
@@ -157,7 +150,7 @@ class TopK:
         """Copy ``source`` in as a top-k file if it earns a place; drop the worst beyond k."""
         if not self.wants(score):
             return None
-        name = _score_name(epoch, score)
+        name = topk_name(epoch, score)
         copy_checkpoint(source, self.folder / name)
         self.entries.append((score, epoch, name))
         self.entries.sort(key=lambda e: (-e[0], e[1]))
@@ -178,10 +171,9 @@ class TopK:
         from the folder. Beyond k, the worst are dropped, as ``add`` does."""
         self.entries = [(float(s), int(e), str(n)) for s, e, n in entries]
         known = set(self.names())
-        for path in self.folder.glob("epoch=*-test_mean_score=*.pt"):
-            match = _SCORE_FILE.match(path.name)
-            if match and path.name not in known and (upto_epoch is None or int(match[1]) <= upto_epoch):
-                self.entries.append((float(match[2]), int(match[1]), path.name))
+        for path, epoch, score in topk_files(self.folder):
+            if path.name not in known and (upto_epoch is None or epoch <= upto_epoch):
+                self.entries.append((score, epoch, path.name))
         self.entries.sort(key=lambda e: (-e[0], e[1]))
         for _, _, dropped in self.entries[self.k:]:
             (self.folder / dropped).unlink(missing_ok=True)

@@ -26,7 +26,7 @@ from imf.store import record_from_summary
 from imf.clock import now_iso
 from imf.store.layout import BEST, LATEST, RunLayout, checkpoint_name
 from imf.store.runlock import RunLock
-from imf.store.summary import Checkpoints, RunSummary
+from imf.store.summary import Checkpoints, RunSummary, params_of
 from imf.train import checkpoint as ckpt_io
 from imf.train.console import EpochBar, epoch_line, progress_text, rollout_status, shown
 from imf.train.evaluate import rollout_metrics
@@ -322,7 +322,7 @@ def rollout(cfg: Config, parts: TrainParts, state: TrainState, record: dict[str,
 # ------------------------------------------------------------------ summary and stores
 
 def _write_summary(trial: Trial, state: TrainState, topk: ckpt_io.TopK | None, finished: bool) -> RunSummary:
-    cfg, opts, files, p = trial.cfg, trial.opts, trial.files, trial.cfg.policy
+    cfg, opts, files = trial.cfg, trial.opts, trial.files
     summary = RunSummary(
         id=opts.trial_id, status=state.status, reason=state.reason, epochs_done=state.epoch,
         num_epochs=cfg.training.num_epochs, global_step=state.global_step,
@@ -332,8 +332,7 @@ def _write_summary(trial: Trial, state: TrainState, topk: ckpt_io.TopK | None, f
         warm_started=opts.init_from is not None,
         init_from=str(opts.init_from) if opts.init_from else None,
         overrides=list(opts.overrides), note=opts.note, seed=cfg.training.seed,
-        params={"mask": p.mask, "n_emb": p.n_emb, "n_layer": p.n_layer, "n_head": p.n_head,
-                "objective": cfg.objective.name},
+        params=params_of(cfg),
         checkpoints=Checkpoints(
             latest=checkpoint_name(LATEST) if files.latest.exists() else None,
             best=checkpoint_name(BEST) if files.best.exists() else None,
