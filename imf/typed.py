@@ -60,8 +60,8 @@ def field_kinds(cls: type) -> dict[str, Kind]:
 
 
 def fits(value: Any, kind: Kind) -> bool:
-    """``value`` (read from JSON) is of ``kind``; a list's items are checked when they are
-    scalars or objects."""
+    """``value`` (read from JSON) is of ``kind``; a list's items too, but for a list of
+    dataclasses, whose items the caller checks field by field (naming the item)."""
     if value is None:
         return kind.optional or kind.base is object
     base = kind.stored
@@ -71,7 +71,8 @@ def fits(value: Any, kind: Kind) -> bool:
         return False
     if not isinstance(value, (int, float) if base is float else base):
         return False
-    if base is list and kind.item is not None and kind.item.stored is not object:
+    if base is list and kind.item is not None and kind.item.stored is not object \
+            and not dataclasses.is_dataclass(kind.item.base):
         return all(fits(v, dataclasses.replace(kind.item, optional=False)) for v in value)
     return True
 

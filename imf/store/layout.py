@@ -8,7 +8,7 @@
 <run>/pid  exit_code   the job wrapper's files (the job folder is the run folder)
 <run>/attempts/N/   an earlier attempt's files, moved aside when the folder is used again
 ```
-The trial, the sweep's job wrapper (imf/scheduler/job.py), the schedulers, the stores, the
+The trial, the sweep's job wrapper (imf/scheduler/wrapper.py), the schedulers, the stores, the
 report, suggest and the ensembles read these names from here; nothing else spells them.
 """
 from __future__ import annotations

@@ -136,7 +136,7 @@ class Engine(Recovery):
         return trial
 
     def _launch(self, trial: TrialState, queue: QueueState) -> None:
-        job, sch = self.job(trial), self.scheduler(queue.name)
+        job, sch = self.job_request(trial), self.scheduler(queue.name)
         job.token = secrets.token_hex(8)  # names this attempt in its pid and exit files
         trial.move("launch")
         trial.reason = ""
@@ -161,7 +161,7 @@ class Engine(Recovery):
         trial.log_offset, trial.epoch, trial.last_score, trial.best_score = 0, 0, None, None
         trial.best_success = None
         trial.val_mse = None
-        self.seen[trial.id] = ((-1, -1), time.monotonic())
+        self.stalls.restart(trial.id)
         self.log(f"start {trial.id} on {queue.name} (attempt {trial.attempts}, {handle.label()})"
                  + (", resuming from its latest checkpoint" if job.resume else ""))
         self.save()
@@ -191,7 +191,7 @@ class Engine(Recovery):
         if status.state == "queued":  # waiting for the batch system: no progress, no stall
             trial.move("waiting")
             trial.reason = status.reason
-            self.seen[trial.id] = ((0, 0), time.monotonic())
+            self.stalls.restart(trial.id)
             return
         if trial.state == "queued":
             trial.move("started")
@@ -211,7 +211,7 @@ class Engine(Recovery):
             self._ended(trial, status, sch)
         elif status.state == "absent":
             self._attempt_over(trial, "failed", None, "its folder or pid file disappeared")
-        elif time.monotonic() - self.seen[trial.id][1] > self.state.stall_timeout:
+        elif self.stalls.quiet_for(trial.id) > self.state.stall_timeout:
             try:
                 sch.stop(trial.handle or Handle(trial.queue))
             except QueueError as exc:
@@ -235,9 +235,7 @@ class Engine(Recovery):
         trial.log_offset += len(complete.encode())
         if trial.started_unix:
             trial.elapsed_s = round(time.time() - trial.started_unix, 1)
-        sizes = (status.log_size, status.out_size)
-        if trial.id not in self.seen or self.seen[trial.id][0] != sizes:
-            self.seen[trial.id] = (sizes, time.monotonic())
+        self.stalls.saw(trial.id, status.log_size, status.out_size)
 
     def _ended(self, trial: TrialState, status: JobStatus, sch: Scheduler) -> None:
         try:
@@ -286,7 +284,7 @@ class Engine(Recovery):
         trial.note_attempt("disk full", reason, EXIT_DISK_FULL)
         trial.move("requeued")
         trial.exit_code, trial.reason, trial.handle = EXIT_DISK_FULL, reason, None
-        self.seen.pop(trial.id, None)
+        self.stalls.forget(trial.id)
         self._queue_down(self.state.queue(trial.queue), f"disk full: {reason}", state="blocked")
 
     def _no_cuda(self, trial: TrialState, reason: str) -> None:
@@ -295,7 +293,7 @@ class Engine(Recovery):
         trial.note_attempt("no CUDA", reason, EXIT_NO_CUDA)
         trial.move("requeued")
         trial.exit_code, trial.reason, trial.handle = EXIT_NO_CUDA, reason, None
-        self.seen.pop(trial.id, None)
+        self.stalls.forget(trial.id)
         self._queue_down(self.state.queue(trial.queue), f"its trial found no CUDA device: {reason}")
 
     def _out_of_memory(self, trial: TrialState, reason: str) -> None:
@@ -304,7 +302,7 @@ class Engine(Recovery):
         here = self.state.queue(trial.queue)
         trial.note_attempt("out of memory", reason, EXIT_GPU_OOM)
         trial.exit_code, trial.reason = EXIT_GPU_OOM, reason
-        self.seen.pop(trial.id, None)
+        self.stalls.forget(trial.id)
         first = sum(h["outcome"] == "out of memory" for h in trial.history) == 1
         bigger = self._more_gpu_memory(here) if first else None
         if bigger is None:

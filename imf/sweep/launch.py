@@ -152,7 +152,7 @@ def describe(sdir: SweepDir, state: SweepState, plan: Plan) -> str:
     planned = str((sdir.path / CONFIG_FILE).resolve())  # start_sweep writes a YAML config there
     by_id = {t.id: t for t in state.trials}
     for trial in (by_id[tid] for ids in plan.order.values() for tid in ids):
-        job = engine.job(trial)
+        job = engine.job_request(trial)
         if job.config_text is not None:
             job = replace(job, config=planned)
         lines.append(f"  {trial.id} on {trial.queue}: {engine.scheduler(trial.queue).describe(job)}")

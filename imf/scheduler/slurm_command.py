@@ -1,7 +1,7 @@
 """What a Slurm job of a sweep runs on its node: the trial's command in its run folder.
 
 submitit pickles a ``TrialCommand`` and calls it inside the job; it runs the trial through the
-job wrapper's ``run_attempt`` (imf/scheduler/job.py), so a Slurm trial's folder holds the same
+job wrapper's ``run_attempt`` (imf/scheduler/wrapper.py), so a Slurm trial's folder holds the same
 files as any other and the controller reads its progress and end the same way.
 A retry after a time limit or a preemption runs the resume command when the folder holds
 a checkpoint to resume from; a requeued job (SLURM_RESTART_COUNT > 0) does the same. When
@@ -14,7 +14,7 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from imf.scheduler.job import run_attempt
+from imf.scheduler.wrapper import run_attempt
 from imf.store.layout import LATEST, RunLayout, checkpoint_name
 
 

@@ -1,4 +1,4 @@
-"""The job wrapper every scheduler runs on the host of its slot: ``python -m imf.scheduler.job``.
+"""The job wrapper every scheduler runs on the host of its slot: ``python -m imf.scheduler.wrapper``.
 
 It is the only writer of a job's files in its run folder (each written whole, then renamed):
 
@@ -128,7 +128,7 @@ def start(folder: Path, token: str, env: dict[str, str], argv: list[str], out: B
     if argv and argv[0].startswith("~/"):
         argv = [str(_home(argv[0])), *argv[1:]]
     pairs = [f"{k}={v}" for k, v in env.items()]
-    child = subprocess.Popen([sys.executable, "-m", "imf.scheduler.job", "run", token, *pairs, "--", *argv],
+    child = subprocess.Popen([sys.executable, "-m", "imf.scheduler.wrapper", "run", token, *pairs, "--", *argv],
                              cwd=folder, start_new_session=True, stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True)
     # The pid file now, not after the child's interpreter has started: a controller killed in
@@ -234,7 +234,7 @@ def pack(folder: Path, names: list[str], out: BinaryIO) -> None:
 
 # ---------------------------------------------------------------- the command line
 
-USAGE = ("usage: python -m imf.scheduler.job start DIR TOKEN [K=V ...] -- ARGV | run TOKEN [K=V ...] -- ARGV"
+USAGE = ("usage: python -m imf.scheduler.wrapper start DIR TOKEN [K=V ...] -- ARGV | run TOKEN [K=V ...] -- ARGV"
          " | probe DIR OFFSET LIMIT | stop DIR GRACE_S [TOKEN] | pack DIR FILE ... | gpus PYTHON [K=V ...]")
 
 
@@ -244,10 +244,10 @@ def main(argv: list[str], out: BinaryIO, err: TextIO) -> int:
     try:
         return _command(argv, out, err)
     except (IndexError, ValueError) as exc:
-        err.write(f"imf.scheduler.job: bad arguments {argv[:3]!r} ({exc}); {USAGE}\n")
+        err.write(f"imf.scheduler.wrapper: bad arguments {argv[:3]!r} ({exc}); {USAGE}\n")
         return 2
     except (OSError, ImfError) as exc:  # e.g. a full disk while writing the pid file
-        err.write(f"imf.scheduler.job: {exc}\n")
+        err.write(f"imf.scheduler.wrapper: {exc}\n")
         return 3
 
 
