@@ -36,7 +36,7 @@ from imf.train.runfiles import JsonLinesLog, Tee
 from imf.train.state import TrainState, checkpoint_of, restore, save_epoch
 from imf.train.step import accumulate_gradients, to_device
 from imf.train.stopping import StepMetrics, StopSignals
-from imf.trackers import Tracker, check_trackers, run_group
+from imf.trackers import RunLogger, check_trackers, run_group
 from imf.version import code_version
 
 
@@ -61,7 +61,7 @@ class Trial:
     files: RunLayout
     log: JsonLinesLog
     say: Callable[[str], None]
-    tracker: Tracker
+    tracker: RunLogger
     stop: StopSignals = field(default_factory=StopSignals)  # SIGTERM / SIGINT received
     cfg_dict: dict[str, Any] = field(default_factory=dict)  # the config, serialised once
     started: str = field(default_factory=now_iso)
@@ -83,7 +83,7 @@ def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
         resume_ckpt = _prepare_folder(cfg, opts, files)
         out = Tee(files.stdout) if not _stdout_is(files.stdout) else None
         say = out.line if out else _print
-        trial = Trial(cfg, opts, files, JsonLinesLog(files.logs), say, Tracker(say), stop, cfg.to_dict())
+        trial = Trial(cfg, opts, files, JsonLinesLog(files.logs), say, RunLogger(say), stop, cfg.to_dict())
         state = TrainState()
         try:
             topk = _train_and_score(trial, state, device, resume_ckpt, warm)
