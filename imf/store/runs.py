@@ -149,25 +149,6 @@ def row_success(row: dict[str, Any]) -> float | None:
     return first_number(row, SUCCESS_KEYS)
 
 
-@dataclass
-class LogSummary:
-    final_epoch: int | None = None
-    best_score: float | None = None  # max test mean score; the first of equal maxima wins
-    best_epoch: int | None = None
-    success_rate: float | None = None  # test success rate on the row of the best score
-
-
-def summarize_log(rows: list[dict[str, Any]]) -> LogSummary:
-    """Final epoch, best score, its epoch and success rate from logs.json.txt rows."""
-    epochs = [r["epoch"] for r in rows if is_epoch_row(r)]
-    result = LogSummary(final_epoch=max(epochs) if epochs else None)
-    scored = [(s, r) for r in rows if (s := row_score(r)) is not None]
-    if scored:
-        result.best_score, best_row = max(scored, key=lambda pair: pair[0])
-        result.best_epoch, result.success_rate = best_row.get("epoch"), row_success(best_row)
-    return result
-
-
 def read_json_object(path: Path) -> dict[str, Any]:
     """A JSON object from ``path``; ValueError (with the reason) when it is not one."""
     try:

@@ -25,7 +25,6 @@ from imf.clock import now_iso
 from imf.errors import (EXIT_DISK_FULL, EXIT_GPU_OOM, EXIT_NO_CUDA, BusyError, FolderInUseError,
                         ImfError, QueueError, SweepError)
 from imf.scheduler.base import Handle, JobStatus, Scheduler
-from imf.sweep.engine_base import DOWN_AFTER
 from imf.sweep.finish import notify, write_report
 from imf.sweep.gpus import free_mib
 from imf.sweep.recovery import Recovery
@@ -34,7 +33,7 @@ from imf.store.layout import STDOUT
 from imf.store.runs import is_epoch_row, parse_log, row_score, row_success
 from imf.store.summary import read_summary
 
-__all__ = ["DOWN_AFTER", "Engine"]
+__all__ = ["Engine"]
 GOOD_ENDS = ("completed", "stopped_early", "diverged")
 
 
