@@ -15,7 +15,7 @@ from imf.store.iteration_log import IterationLogStore
 from imf.suggest import suggest
 from imf.loop.loop import (LoopRequest, check_request, conclude_round, dry_run, log_round_hypothesis,
                            plan_round, start_loop, stop_reason)
-from imf.loop.state import LOOP_FILE, LoopState, Round, load_loop, save_loop
+from imf.loop.state import LOOP_FILE, LoopState, Outcome, Round, load_loop, save_loop
 
 
 def _folder(tmp_path: Path) -> Path:
@@ -138,13 +138,29 @@ def test_loop_json_round_trips_and_a_damaged_one_is_named(tmp_path):
     again = load_loop(folder)
     assert again == state and again.open_round() is again.rounds[0]
     (folder / LOOP_FILE).write_text(json.dumps({"version": 7}))
-    with pytest.raises(LoopError, match="loop state version 7, this imf reads 1"):
+    with pytest.raises(LoopError, match="loop state version 7; this imf reads 1 to 2"):
         load_loop(folder)
     (folder / LOOP_FILE).write_text("{not json")
     with pytest.raises(LoopError, match="unreadable loop state"):
         load_loop(folder)
     with pytest.raises(LoopError, match="no loop.json here"):
         load_loop(tmp_path)
+
+
+def test_a_version_1_loop_json_is_upgraded_on_load(tmp_path):
+    folder = _folder(tmp_path)
+    state = _state()
+    state.rounds.append(plan_round(folder, state))
+    state.rounds[0].outcomes.append(Outcome("t", "completed", 0.5, 0.01, selection=0.42))
+    save_loop(folder, state)
+    old = json.loads((folder / LOOP_FILE).read_text())
+    old["version"] = 1
+    outcome = old["rounds"][0]["outcomes"][0]
+    outcome["fresh"] = outcome.pop("selection")  # what imf wrote before the seed ranges were named
+    (folder / LOOP_FILE).write_text(json.dumps(old))
+    again = load_loop(folder)
+    assert again.version == 2 and again.rounds[0].outcomes[0].selection == 0.42
+    assert again.rounds == state.rounds
 
 
 def test_dry_run_prints_the_next_round_and_writes_nothing(tmp_path):

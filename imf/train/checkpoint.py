@@ -19,9 +19,22 @@ import torch
 
 from imf.atomic import atomic_path
 from imf.errors import CheckpointError
+from imf.upgrade import FileKind, Step
 from imf.store.layout import topk_files, topk_name
 
-FORMAT = "imf-checkpoint-1"
+
+
+def _obs_type_named(state: dict[str, Any]) -> dict[str, Any]:
+    """Format 1 from before keypoint observations: its policy trained on images."""
+    policy = state.get("config", {}).get("policy") if isinstance(state.get("config"), dict) else None
+    if isinstance(policy, dict):
+        policy.setdefault("obs_type", "image")
+    return state
+
+
+KIND = FileKind("checkpoint", (Step(2, "the policy config names its obs_type", _obs_type_named),),
+                key="format", prefix="imf-checkpoint-")
+FORMAT = KIND.stamp()
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
@@ -70,8 +83,12 @@ def load_checkpoint(path: Path | str) -> dict[str, Any]:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - torch raises many kinds on a bad file
         raise CheckpointError(f"checkpoint {path} is not readable: {_load_failure(exc)}") from None
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
+    if not isinstance(state, dict):
         raise CheckpointError(f"checkpoint {path} is not an imf checkpoint (format {FORMAT} expected)")
+    try:
+        state = KIND.upgrade(state)
+    except ValueError as exc:
+        raise CheckpointError(f"checkpoint {path} is not an imf checkpoint this imf reads ({exc})") from None
     if state.get("kind") == ENSEMBLE:
         _check_members(state, path)
         return state
@@ -199,7 +216,7 @@ def check_compatible(ckpt: dict[str, Any], policy_cfg: Any, source: Path) -> Non
                               "models; warm start needs one model's checkpoint (a member's, or a "
                               "weight soup from imf ensemble --mode weights)")
     old = ckpt["config"].get("policy", {})
-    old_obs = old.get("obs_type", "image")  # checkpoints from before keypoints were images
+    old_obs = old.get("obs_type")
     if old_obs != policy_cfg.obs_type:
         raise CheckpointError(
             f"checkpoint {source} was trained with policy.obs_type={old_obs}, this run has "
