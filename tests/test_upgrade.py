@@ -44,11 +44,13 @@ def test_a_format_1_checkpoint_is_read_as_today_and_an_unknown_format_is_named(t
     from imf.train.checkpoint import FORMAT, load_checkpoint
 
     path = tmp_path / "old.pt"
-    torch.save({"format": "imf-checkpoint-1", "config": {"policy": {"n_emb": 64}}, "policy": {},
-                "normalizer": {}}, path)  # from before keypoint observations
+    weights = {"w": torch.ones(1), "_extra_state": {"normalizer": {}}}  # an older writer's copy
+    torch.save({"format": "imf-checkpoint-1", "config": {"policy": {"n_emb": 64}}, "policy": weights,
+                "ema": weights, "normalizer": {}}, path)  # from before keypoint observations
     state = load_checkpoint(path)
     assert FORMAT == "imf-checkpoint-2" and state["format"] == FORMAT
     assert state["config"]["policy"] == {"n_emb": 64, "obs_type": "image"}
+    assert list(state["policy"]) == list(state["ema"]) == ["w"]
     torch.save({"format": "imf-checkpoint-9", "config": {}, "policy": {}, "normalizer": {}}, path)
     with pytest.raises(CheckpointError, match="format 'imf-checkpoint-9'; this imf reads imf-checkpoint-1 to imf-checkpoint-2"):
         load_checkpoint(path)

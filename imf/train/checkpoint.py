@@ -19,20 +19,28 @@ import torch
 
 from imf.atomic import atomic_path
 from imf.errors import CheckpointError
-from imf.upgrade import FileKind, Step
 from imf.store.layout import topk_files, topk_name
+from imf.upgrade import FileKind, Step
 
 
+EXTRA = "_extra_state"  # a module's get_extra_state(): the policy's normaliser
 
-def _obs_type_named(state: dict[str, Any]) -> dict[str, Any]:
-    """Format 1 from before keypoint observations: its policy trained on images."""
-    policy = state.get("config", {}).get("policy") if isinstance(state.get("config"), dict) else None
-    if isinstance(policy, dict):
-        policy.setdefault("obs_type", "image")
+
+def _from_format_1(state: dict[str, Any]) -> dict[str, Any]:
+    """Format 1: a policy config from before keypoint observations names no obs_type (it trained
+    on images), and older writers kept a copy of the normaliser in the policy's and the EMA's
+    weights; the checkpoint's own ``normalizer`` is the one every reader uses."""
+    config = state.get("config")
+    if isinstance(config, dict) and isinstance(config.get("policy"), dict):
+        config["policy"].setdefault("obs_type", "image")
+    for holder in [state, *(m for m in state.get("members") or [] if isinstance(m, dict))]:
+        for key in ("policy", "ema"):
+            if isinstance(holder.get(key), dict):
+                holder[key] = {k: v for k, v in holder[key].items() if k != EXTRA}
     return state
 
 
-KIND = FileKind("checkpoint", (Step(2, "the policy config names its obs_type", _obs_type_named),),
+KIND = FileKind("checkpoint", (Step(2, "obs_type named, one normaliser", _from_format_1),),
                 key="format", prefix="imf-checkpoint-")
 FORMAT = KIND.stamp()
 
@@ -48,9 +56,6 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
         handle.write(buffer.getbuffer())
 
 
-EXTRA = "_extra_state"  # a module's get_extra_state(): the policy's normaliser
-
-
 def weights_to_save(state_dict: dict[str, Any]) -> dict[str, Any]:
     """A policy's (or its EMA's) weights without the normaliser: the checkpoint keeps one copy
     of it, under ``normalizer``, instead of three (``weights_with_normalizer`` puts it back)."""
@@ -59,9 +64,7 @@ def weights_to_save(state_dict: dict[str, Any]) -> dict[str, Any]:
 
 def weights_with_normalizer(weights: dict[str, Any], ckpt: dict[str, Any]) -> dict[str, Any]:
     """Weights from a checkpoint, ready for ``load_state_dict``: the checkpoint's normaliser is
-    the policy's extra state (older checkpoints carry their own copy, which is kept)."""
-    if EXTRA in weights or "normalizer" not in ckpt:
-        return weights
+    the policy's extra state."""
     return {**weights, EXTRA: {"normalizer": ckpt["normalizer"]}}
 
 
