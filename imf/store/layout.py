@@ -7,6 +7,7 @@
 <run>/trial.lock    the live trial that owns the folder
 <run>/pid  exit_code   the job wrapper's files (the job folder is the run folder)
 <run>/attempts/N/   an earlier attempt's files, moved aside when the folder is used again
+<sweep>/sweep.json  sweep.log  <trial-id>/   a sweep folder: its state, its log, one run folder per trial
 ```
 The trial, the sweep's job wrapper (imf/scheduler/wrapper.py), the schedulers, the stores, the
 report, suggest and the ensembles read these names from here; nothing else spells them.
@@ -33,6 +34,8 @@ HOLDOUT = "holdout.json"  # every look at the holdout seeds (imf eval --holdout)
 LOCK = "trial.lock"  # imf/store/runlock.py: the live trial that owns the folder
 PID = "pid"  # the job wrapper's "PID STARTTIME TOKEN"
 EXIT_CODE = "exit_code"  # the job wrapper's "CODE TOKEN"
+SWEEP_STATE = "sweep.json"  # a sweep folder's plan and state (imf/sweep/folder.py)
+SWEEP_LOG = "sweep.log"  # a sweep folder's master log
 HYDRA_CONFIG = Path(".hydra") / "config.yaml"  # a Diffusion Policy run folder's config
 TRIAL_FILES = (LOGS, SUMMARY, CHECKPOINTS, CONFIG, SWANLOG, TENSORBOARD, WANDB)  # what one attempt of a trial writes
 

@@ -16,9 +16,8 @@ from typing import Any, Iterable
 
 import yaml
 
-from imf.store.layout import ATTEMPTS, CONFIG, HYDRA_CONFIG, LOGS, SUMMARY
+from imf.store.layout import ATTEMPTS, CONFIG, HYDRA_CONFIG, LOGS, SUMMARY, SWEEP_STATE
 
-SWEEP_STATE = "sweep.json"
 DP_OUTPUTS = Path("data") / "outputs"
 DP_EPISODE_PREFIX = "test/sim_max_reward_"
 NOT_RUN_FOLDERS = {"checkpoints", "wandb", "swanlog", "media", "__pycache__", "node_modules",

@@ -20,8 +20,8 @@ from imf.report import build_report
 from imf.report.model import Report
 from imf.report.render import pm
 from imf.store.iteration_log import IterationLogStore
-from imf.store.layout import CONFIG
-from imf.store.runs import SWEEP_STATE, is_run_dir, read_json_object
+from imf.store.layout import CONFIG, SWEEP_STATE
+from imf.store.runs import is_run_dir, read_json_object
 from imf.suggest.rules import Context, Proposal, continuation, ensemble, more_seeds, neighbours, unique_id
 from imf.suggest.tried import full_config, read_tried
 

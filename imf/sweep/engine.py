@@ -29,7 +29,7 @@ from imf.sweep.finish import notify, write_report
 from imf.sweep.gpus import free_mib
 from imf.sweep.recovery import Recovery
 from imf.sweep.state import ACTIVE, FINAL, QueueState, SweepState, TrialState
-from imf.store.layout import STDOUT
+from imf.store.layout import STDOUT, SWEEP_STATE
 from imf.store.runs import is_epoch_row, parse_log, row_score, row_success
 from imf.store.summary import read_summary
 
@@ -48,7 +48,7 @@ class Engine(Recovery):
         except Timeout:
             raise SweepError(f"{self.sdir.path}: another controller is running this sweep "
                              f"(pid {self.state.controller.get('pid')})") from None
-        clean_stale_temps(self.sdir.path, ("sweep.json",))  # only a controller writes sweep.json
+        clean_stale_temps(self.sdir.path, (SWEEP_STATE,))  # only a controller writes sweep.json
         old = None
         if threading.current_thread() is threading.main_thread():
             old = signal.signal(signal.SIGTERM, _interrupt)

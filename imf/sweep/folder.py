@@ -11,6 +11,7 @@ from pathlib import Path
 from imf.atomic import atomic_write_json
 from imf.clock import now_iso
 from imf.errors import SweepError
+from imf.store.layout import SWEEP_LOG, SWEEP_STATE
 from imf.sweep.state import VERSION, SweepState
 from imf.sweep.validate import check_sweep_dict
 
@@ -33,7 +34,7 @@ class SweepDir:
 
     @property
     def state_file(self) -> Path:
-        return self.path / "sweep.json"
+        return self.path / SWEEP_STATE
 
     def trial_dir(self, tid: str) -> Path:
         return (self.path / tid).resolve()
@@ -70,6 +71,6 @@ class SweepDir:
         stamp = now_iso()
         lines = [f"{stamp} {message}" for message in messages]
         self.path.mkdir(parents=True, exist_ok=True)
-        with open(self.path / "sweep.log", "a") as f:
+        with open(self.path / SWEEP_LOG, "a") as f:
             f.write("".join(line + "\n" for line in lines))
         return lines
