@@ -248,7 +248,7 @@ def _imf(args: list[str], timeout: float) -> subprocess.CompletedProcess:
 def cmd_slot(args) -> dict:
     """The sweep's GPU probe as a queue check sees it: the job wrapper's answer, and what
     `imf sweep --dry-run --queue local:0` says of the slot (found on CUDA, down on a CPU)."""
-    probe = subprocess.run([sys.executable, "-m", "imf.scheduler.job", "gpus", sys.executable],
+    probe = subprocess.run([sys.executable, "-m", "imf.scheduler.wrapper", "gpus", sys.executable],
                            capture_output=True, text=True, timeout=300)
     found = json.loads(probe.stdout) if probe.returncode == 0 else {"error": probe.stderr[-300:]}
     dry = _imf(["sweep", "smoke", "--grid", "32x1", "--queue", "local:0", "--dry-run", "--name", "slot",

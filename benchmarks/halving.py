@@ -26,28 +26,28 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from _sweep_helpers import fake_command  # noqa: E402
+from halving_plant import BEST, near_planting, planting, request  # noqa: E402
 from results_file import write_section  # noqa: E402
 
-from imf.sweep.halving import RungScore, judge  # noqa: E402
+from imf.sweep.halving import judge  # noqa: E402
 from imf.sweep.launch import SweepRequest, plan_sweep, start_sweep  # noqa: E402
+from imf.sweep.state import RungScore  # noqa: E402
 
 SECTION = "## Successive halving (benchmarks/halving.py)"
 TWIN_SECTION = "## Successive halving, the best with a planted twin (benchmarks/halving.py --twin)"
 NEAR_SECTION = "## Successive halving on near rivals through the real engine (benchmarks/halving.py --near)"
-BEST = 0.85
 
 
 @dataclass
@@ -64,70 +64,6 @@ class Outcome:
     top_is_best: bool  # the halving sweep's best scored trial is planted at 0.85
     full_slot_s: float | None = None
     full_wall_s: float | None = None
-
-
-def request(args: argparse.Namespace, out: Path, name: str, halving: bool) -> SweepRequest:
-    seeds = ",".join(str(i) for i in range(1, args.trials + 1))
-    return SweepRequest(config="smoke", grids=[f"seed={seeds}"], queues=["local:cpu"] * args.slots,
-                        name=name, out=out, epochs=args.epochs, poll=0.1, stall_timeout=120.0,
-                        halving=args.eta if halving else None, rungs=args.rungs if halving else None)
-
-
-@dataclass
-class Planting:
-    means: dict[str, float]  # true final mean by trial id
-    best: str
-    twin: str | None
-    tie: tuple[str, str]
-    rollouts: dict[str, dict[str, list[float]]]  # trial id -> epoch -> per-episode scores
-    near: dict[str, float] = field(default_factory=dict)  # near rival -> its gap in the best's SEs
-
-
-def planting(rng: random.Random, ids: list[str], args: argparse.Namespace) -> Planting:
-    picked = rng.sample(ids, 4)
-    best, twin, tie = picked[0], picked[1] if args.twin else None, (picked[2], picked[3])
-    means = {tid: rng.uniform(0.2, 0.75) for tid in ids}
-    means[tie[1]] = means[tie[0]]
-    means.update({tid: BEST for tid in (best, twin) if tid})
-    rollouts: dict[str, dict[str, list[float]]] = {}
-    for tid, m in means.items():
-        rollouts[tid] = {}
-        for epoch in range(2, args.epochs + 1, 2):
-            mu = m * (0.4 + 0.6 * epoch / args.epochs)
-            rollouts[tid][str(epoch)] = [round(rng.betavariate(2 * mu, 2 * (1 - mu)), 4)
-                                         for _ in range(args.episodes)]
-    return Planting(means, best, twin, tie, rollouts)
-
-
-def best_mu(epoch: int, epochs: int) -> float:
-    """The planted best's true mean score at ``epoch``."""
-    return BEST * (0.4 + 0.6 * epoch / epochs)
-
-
-def rollout_se(mu: float, episodes: int) -> float:
-    """The standard error of one rollout's mean score: Beta(2 mu, 2 (1 - mu)) has variance mu (1 - mu) / 3."""
-    return math.sqrt(mu * (1 - mu) / 3 / episodes)
-
-
-def near_planting(rng: random.Random, ids: list[str], args: argparse.Namespace) -> Planting:
-    """The best, its twin (the same curve) and 2..7 near rivals, each planted g SE below the best
-    at every rollout (g uniform in [0.5, 1], SE the best's per-rollout standard error there);
-    the others far below, as in ``planting``. ``Planting.near`` holds each near rival's g."""
-    k = rng.randint(2, min(7, len(ids) - 2))
-    picked = rng.sample(ids, 2 + k)
-    best, twin, near = picked[0], picked[1], {tid: rng.uniform(0.5, 1.0) for tid in picked[2:]}
-    curves: dict[str, dict[int, float]] = {}
-    for tid in ids:
-        m = rng.uniform(0.2, 0.75)
-        curves[tid] = {e: m * (0.4 + 0.6 * e / args.epochs) for e in range(2, args.epochs + 1, 2)}
-    for tid in (best, twin, *near):
-        g = near.get(tid, 0.0)
-        curves[tid] = {e: best_mu(e, args.epochs) - g * rollout_se(best_mu(e, args.epochs), args.episodes)
-                       for e in range(2, args.epochs + 1, 2)}
-    rollouts = {tid: {str(e): [round(rng.betavariate(2 * mu, 2 * (1 - mu)), 4) for _ in range(args.episodes)]
-                      for e, mu in curve.items()} for tid, curve in curves.items()}
-    means = {tid: curve[max(curve)] for tid, curve in curves.items()}
-    return Planting(means, best, twin, (best, twin), rollouts, near)
 
 
 def run_sweep(req: SweepRequest, plant: Path, epoch_s: float) -> tuple[dict, float]:

@@ -11,7 +11,7 @@ its launch (drawn uniformly from the range: the process start, which makes the a
 a rung asynchronous) and writes one log row per ``--epoch-s``, with its planted rollouts (the
 rows tests/fake_trial.py --plant writes). Slot time is the sum over trials of launch to end.
 
-Plantings are benchmarks/halving.py's ``near_planting``: the best (true final 0.85), its twin
+Plantings are benchmarks/halving_plant.py's ``near_planting``: the best (true final 0.85), its twin
 (the same curve) and 2..7 near rivals planted 0.5..1 SE below the best at every rollout; the
 others far below. The same drawn scores also run without halving (the full sweep).
 
@@ -38,7 +38,7 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from halving import near_planting, request  # noqa: E402
+from halving_plant import near_planting, request  # noqa: E402
 from results_file import write_section  # noqa: E402
 
 from imf.scheduler.base import JobStatus  # noqa: E402

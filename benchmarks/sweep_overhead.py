@@ -30,7 +30,7 @@ from _sweep_helpers import SSHD, fake_command, start_sshd  # noqa: E402
 from slurm_cluster import SlurmCluster, missing_binaries  # noqa: E402
 from results_file import write_section  # noqa: E402
 
-from imf.scheduler.base import Job, scheduler_for  # noqa: E402
+from imf.scheduler.base import JobRequest, scheduler_for  # noqa: E402
 from imf.sweep.engine import Engine  # noqa: E402
 from imf.sweep.launch import SweepRequest, plan_sweep  # noqa: E402
 
@@ -92,7 +92,7 @@ def ssh_poll_ms(folder: Path, n: int = 20) -> float | None:
     server = start_sshd(folder / "sshd")
     try:
         sch = scheduler_for(server.spec("cpu"), server.host_options(folder / "remote"))
-        handle = sch.start(Job("j", "b", folder / "home", ["sleep", "30"], "smoke"))
+        handle = sch.start(JobRequest("j", "b", folder / "home", ["sleep", "30"], "smoke"))
         sch.poll(handle)  # opens the shared connection
         t0 = time.perf_counter()
         for _ in range(n):
@@ -112,7 +112,7 @@ def slurm_poll_ms(folder: Path, jobs: int = 4, n: int = 20) -> tuple[float, int]
     os.environ["SLURM_CONF"] = str(cluster.conf)
     try:
         sch = scheduler_for("slurm://debug", {})
-        handles = [sch.start(Job(f"j{i}", "b", folder / f"job{i}", ["sleep", "120"], "smoke",
+        handles = [sch.start(JobRequest(f"j{i}", "b", folder / f"job{i}", ["sleep", "120"], "smoke",
                                  token=f"t{i}")) for i in range(jobs)]
         batch = [(h, 0) for h in handles]
         sch.poll_many(batch)

@@ -11,7 +11,7 @@ Plain Python (no numpy), so anything may import it. Conventions:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 Z95 = 1.96
 
@@ -56,11 +56,3 @@ def clear_difference(a: float, se_a: float, b: float, se_b: float, z: float = Z9
 def tied_within_noise(a: float, se_a: float, b: float, se_b: float, z: float = Z95) -> bool:
     """True when a and b are not clearly different (see ``clear_difference``)."""
     return not clear_difference(a, se_a, b, se_b, z)
-
-
-def tied_with_best(scores: Sequence[tuple[float, float]], z: float = Z95) -> list[bool]:
-    """For each (score, se): is it tied within noise with the highest score? The best is True."""
-    if not scores:
-        return []
-    best, best_se = max(scores, key=lambda pair: pair[0])
-    return [tied_within_noise(s, se, best, best_se, z) for s, se in scores]

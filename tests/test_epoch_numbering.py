@@ -10,7 +10,8 @@ import pytest
 from imf.report import build_report
 from imf.scheduler.base import JobStatus
 from imf.sweep.engine import Engine
-from imf.sweep.state import SweepDir, SweepState, TrialState
+from imf.sweep.folder import SweepDir
+from imf.sweep.state import SweepState, TrialState
 from imf.sweep.status import trial_row
 from imf.train.console import epoch_line
 
@@ -62,9 +63,9 @@ def test_the_sweep_counts_finished_epochs_not_the_diverged_marker(tmp_path):
     assert _status_epoch(run_dir, tmp_path) == "1/2"
 
 
-def test_the_report_counts_finished_epochs_not_the_diverged_marker():
-    from imf.store.runs import summarize_log
+def test_the_report_counts_finished_epochs_not_the_diverged_marker(tmp_path):
     rows = [{"epoch": 0, "global_step": 3, "train_loss": 1.0, "test_mean_score": 0.2},
             {"epoch": 1, "global_step": 5, "diverged": True, "reason": "non-finite loss nan at step 5"}]
-    summary = summarize_log(rows)
-    assert (summary.final_epoch, summary.best_epoch, summary.best_score) == (0, 0, 0.2)
+    (tmp_path / "logs.json.txt").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    row = build_report([tmp_path]).trials[0]
+    assert (row.final_epoch, row.best_epoch, row.best_score) == (1, 1, 0.2)  # counted from 1

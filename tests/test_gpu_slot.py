@@ -44,7 +44,7 @@ def test_a_gpu_slot_trial_asks_for_cuda_and_a_cpu_slot_stays_auto(tmp_path):
                   overrides=["training.lr=0.001"])
     sdir, state, _ = plan_sweep(req)
     engine = Engine(sdir, state, lambda s: None)
-    argv = {t.queue: engine.job(t).argv for t in state.trials}
+    argv = {t.queue: engine.job_request(t).argv for t in state.trials}
     assert set(argv) == {"local:0", "local:cpu", "ssh://me@box/gpu:1"}
     for queue in ("local:0", "ssh://me@box/gpu:1"):
         assert "training.device=cuda" in argv[queue]
@@ -83,13 +83,13 @@ def test_one_probe_per_host_and_a_missing_gpu_takes_its_queue_down(tmp_path, mon
 @NO_CUDA
 def test_the_wrapper_probe_asks_the_hosts_torch(tmp_path):
     import subprocess
-    proc = subprocess.run([sys.executable, "-m", "imf.scheduler.job", "gpus", sys.executable],
+    proc = subprocess.run([sys.executable, "-m", "imf.scheduler.wrapper", "gpus", sys.executable],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     found = json.loads(proc.stdout)
     assert found["devices"] == [] and found["torch"] == torch.__version__
     assert "nvidia_smi" in found  # what the driver says, for the line of a down queue
-    stand_in = subprocess.run([sys.executable, "-m", "imf.scheduler.job", "gpus", sys.executable,
+    stand_in = subprocess.run([sys.executable, "-m", "imf.scheduler.wrapper", "gpus", sys.executable,
                                f"IMF_GPU_PROBE={FAKE_GPUS} 0:1000:2000"],
                               capture_output=True, text=True, timeout=300)
     assert json.loads(stand_in.stdout)["devices"][0]["free_mib"] == 1000

@@ -13,8 +13,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "imf"
 # objectives, data), and cli -> store for `imf log`, which edits ITERATION_LOG.md through its store.
 ALLOWED = {
     "__main__": {"cli"},
-    "cli": {"sweep", "scheduler", "train", "report", "suggest", "pusht", "data", "config", "registry", "store",
-            "ensemble"},
+    "cli": {"sweep", "scheduler", "train", "report", "suggest", "loop", "pusht", "data", "config", "registry",
+            "store", "ensemble"},
+    "loop": {"suggest", "sweep", "report", "store", "config", "registry"},  # runs proposals as sweeps
     "sweep": {"scheduler", "store", "report", "config", "registry"},
     "scheduler": {"store", "config", "registry"},
     "train": {"objectives", "model", "pusht", "data", "trackers", "store", "config", "registry", "policy"},
@@ -26,13 +27,13 @@ ALLOWED = {
     "model": {"attention", "registry"},
     "pusht": {"data"},
     "report": {"store"},
-    "suggest": {"sweep", "report", "store", "config"},  # the loop runs its proposals as sweeps
+    "suggest": {"report", "store", "config", "registry"},
     # plugin options are config values: the registry coerces them with the config's rules
     "registry": {"config"},
     "store": set(), "data": set(), "attention": set(), "config": set(),
 }
 # Leaf helpers anyone may import: they import nothing of imf but each other.
-LEAVES = {"errors", "version", "tables", "stats", "atomic"}
+LEAVES = {"errors", "version", "tables", "stats", "atomic", "clock", "typed", "upgrade"}
 
 
 def _imf_imports(path: Path) -> set[str]:

@@ -13,9 +13,9 @@ from imf.config import load_config
 from imf.errors import ImfError, LoopError
 from imf.store.iteration_log import IterationLogStore
 from imf.suggest import suggest
-from imf.suggest.loop import (LoopRequest, check_request, conclude_round, dry_run, plan_round,
-                              start_loop, stop_reason, write_hypothesis)
-from imf.suggest.loop_state import LOOP_FILE, LoopState, Round, load_loop, save_loop
+from imf.loop.loop import (LoopRequest, check_request, conclude_round, dry_run, log_round_hypothesis,
+                           plan_round, start_loop, stop_reason)
+from imf.loop.state import LOOP_FILE, LoopState, Outcome, Round, load_loop, save_loop
 
 
 def _folder(tmp_path: Path) -> Path:
@@ -37,8 +37,8 @@ def test_a_round_takes_the_top_proposals_and_logs_one_block_for_them(tmp_path):
     assert len(current.proposals) == 2 and current.best_before["label"].endswith("e64-l2")
     for p in current.proposals:
         assert Path(p.config).is_absolute() and p.config.endswith("config.yaml") and p.reason
-    first = write_hypothesis(folder, current)
-    assert write_hypothesis(folder, current) == first  # a loop killed after writing it: reused
+    first = log_round_hypothesis(folder, current)
+    assert log_round_hypothesis(folder, current) == first  # a loop killed after writing it: reused
     blocks = IterationLogStore(folder).hypotheses()
     assert [b["id"] for b in blocks] == [first]
     assert blocks[0]["hypothesis"].startswith("imf loop round 1 (loop-r01)")
@@ -47,7 +47,7 @@ def test_a_round_takes_the_top_proposals_and_logs_one_block_for_them(tmp_path):
 
 
 def _conclude(folder: Path, current: Round, scores: dict[str, float]) -> Round:
-    current.hypothesis = write_hypothesis(folder, current)
+    current.hypothesis = log_round_hypothesis(folder, current)
     for p in current.proposals:  # each run as the round's sweep would have left it
         policy = load_config(p.config, p.overrides).policy
         make_run(folder / current.sweep, n_emb=policy.n_emb, n_layer=policy.n_layer, tid=p.id,
@@ -138,13 +138,29 @@ def test_loop_json_round_trips_and_a_damaged_one_is_named(tmp_path):
     again = load_loop(folder)
     assert again == state and again.open_round() is again.rounds[0]
     (folder / LOOP_FILE).write_text(json.dumps({"version": 7}))
-    with pytest.raises(LoopError, match="loop state version 7, this imf reads 1"):
+    with pytest.raises(LoopError, match="loop state version 7; this imf reads 1 to 2"):
         load_loop(folder)
     (folder / LOOP_FILE).write_text("{not json")
     with pytest.raises(LoopError, match="unreadable loop state"):
         load_loop(folder)
     with pytest.raises(LoopError, match="no loop.json here"):
         load_loop(tmp_path)
+
+
+def test_a_version_1_loop_json_is_upgraded_on_load(tmp_path):
+    folder = _folder(tmp_path)
+    state = _state()
+    state.rounds.append(plan_round(folder, state))
+    state.rounds[0].outcomes.append(Outcome("t", "completed", 0.5, 0.01, selection=0.42))
+    save_loop(folder, state)
+    old = json.loads((folder / LOOP_FILE).read_text())
+    old["version"] = 1
+    outcome = old["rounds"][0]["outcomes"][0]
+    outcome["fresh"] = outcome.pop("selection")  # what imf wrote before the seed ranges were named
+    (folder / LOOP_FILE).write_text(json.dumps(old))
+    again = load_loop(folder)
+    assert again.version == 2 and again.rounds[0].outcomes[0].selection == 0.42
+    assert again.rounds == state.rounds
 
 
 def test_dry_run_prints_the_next_round_and_writes_nothing(tmp_path):
@@ -203,7 +219,7 @@ def test_seeds_of_a_tied_cell_are_concluded_as_the_cell_over_its_seeds(tmp_path)
     current = plan_round(folder, _state(per_round=9))
     current.proposals = [p for p in current.proposals if p.kind == "seeds"]
     assert len(current.proposals) == 4  # two more seeds for each of the two tied cells
-    current.hypothesis = write_hypothesis(folder, current)
+    current.hypothesis = log_round_hypothesis(folder, current)
     for p in current.proposals:
         n_emb = load_config(p.config).policy.n_emb
         make_run(folder / current.sweep, n_emb=n_emb, n_layer=2, seed=p.seed, tid=p.id,

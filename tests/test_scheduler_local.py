@@ -10,12 +10,12 @@ import pytest
 from _sweep_helpers import wait_for
 
 from imf.errors import QueueError
-from imf.scheduler.base import Job, scheduler_for
+from imf.scheduler.base import JobRequest, scheduler_for
 from imf.scheduler.wrapped import parse_probe
 
 
-def make_job(tmp_path, script: str, tid: str = "j") -> Job:
-    return Job(tid, "s", tmp_path / tid, ["sh", "-c", script], "smoke")
+def make_job(tmp_path, script: str, tid: str = "j") -> JobRequest:
+    return JobRequest(tid, "s", tmp_path / tid, ["sh", "-c", script], "smoke")
 
 
 @pytest.mark.slow
@@ -75,7 +75,7 @@ def test_reattach_checks_the_start_time_of_the_pid(tmp_path):
 
 
 def test_probe_parsing_treats_zombies_and_missing_folders(tmp_path):
-    from imf.scheduler import job as wrapper
+    from imf.scheduler import wrapper
     assert parse_probe(wrapper.probe(tmp_path / "none", 0, 100)).state == "absent"
     base = {"exists": True, "pid": 10, "start_time": "99", "token": "t", "log_size": 12,
             "out_size": 0, "new_log": '{"epoch": 0}', "exit_code": None, "exit_token": None}
@@ -92,7 +92,7 @@ def test_probe_parsing_treats_zombies_and_missing_folders(tmp_path):
 @pytest.mark.slow
 def test_the_wrapper_writes_pid_stdout_and_exit_files_and_archives_the_attempt_before(tmp_path):
     import io
-    from imf.scheduler import job as wrapper
+    from imf.scheduler import wrapper
     folder = tmp_path / "j"
     folder.mkdir()
     (folder / "stdout.log").write_text("an earlier attempt\n")
@@ -131,7 +131,7 @@ def test_a_job_whose_wrapper_is_still_exiting_does_not_hold_its_folder(tmp_path)
     # the exit file is the wrapper's last write: a start right after it must not read "busy"
     import io
     import os
-    from imf.scheduler import job as wrapper
+    from imf.scheduler import wrapper
     folder = tmp_path / "j"
     folder.mkdir()
     me = os.getpid()  # a live process standing in for a wrapper that has not exited yet
@@ -150,7 +150,7 @@ def test_a_job_whose_wrapper_is_still_exiting_does_not_hold_its_folder(tmp_path)
                                         (["fetch", "/tmp"], "unknown command 'fetch'")])
 def test_bad_wrapper_arguments_are_one_line_and_exit_2(argv, says):
     import io
-    from imf.scheduler import job as wrapper
+    from imf.scheduler import wrapper
     err = io.StringIO()
     assert wrapper.main(argv, io.BytesIO(), err) == 2
     assert says in err.getvalue() and err.getvalue().count("\n") == 1

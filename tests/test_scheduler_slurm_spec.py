@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from imf.errors import QueueError, SweepError
-from imf.scheduler.base import Job
+from imf.scheduler.base import JobRequest
 from imf.sweep.queues import load_hosts, resolve_queues
 from imf.scheduler.slurm import SlurmScheduler, minutes, parse_spec
 
@@ -89,7 +89,7 @@ def test_ssh_defaults_of_a_hosts_file_do_not_reach_a_partition(tmp_path):
 
 def test_dry_run_text_names_the_sbatch_parameters(tmp_path):
     sch = SlurmScheduler("slurm://gpu?gpus=1&time=02:00:00&mem=8G", {"setup": ["module load cuda"]})
-    job = Job("s-t1", "s", tmp_path / "s-t1", ["{python}", "-m", "imf", "trial", "--out", "{run_dir}"],
+    job = JobRequest("s-t1", "s", tmp_path / "s-t1", ["{python}", "-m", "imf", "trial", "--out", "{run_dir}"],
               "smoke")
     text = sch.describe(job)
     assert text.startswith("sbatch --partition=gpu --job-name=s-t1 --time=02:00:00 --gpus-per-node=1 "

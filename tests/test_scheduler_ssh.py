@@ -13,7 +13,7 @@ import pytest
 from _sweep_helpers import SSHD, fake_command, free_port, start_sshd, sweep_controller, wait_for
 
 from imf.errors import QueueError
-from imf.scheduler.base import Job, scheduler_for
+from imf.scheduler.base import JobRequest, scheduler_for
 from imf.sweep.queues import load_hosts
 from imf.sweep.launch import SweepRequest, start_sweep
 from imf.store.scoreboard import ScoreboardStore
@@ -97,7 +97,7 @@ def test_a_gpu_queue_on_a_host_without_cuda_is_down_and_its_trials_move(sshd, tm
 
 def test_remote_jobs_are_detached_reattached_and_stopped_as_a_tree(sshd, tmp_path):
     options = sshd.host_options(tmp_path / "remote")
-    job = Job("hang", "s", tmp_path / "home" / "hang",
+    job = JobRequest("hang", "s", tmp_path / "home" / "hang",
               ["sh", "-c", "sleep 300 & echo '{\"epoch\": 0}' > logs.json.txt; wait"], "smoke")
     first = scheduler_for(sshd.spec("cpu"), options)
     handle = first.start(job)

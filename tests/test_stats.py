@@ -6,7 +6,7 @@ import math
 import pytest
 
 from imf.stats import (clear_difference, difference_se, mean_sd, standard_error,
-                       tied_with_best, tied_within_noise)
+                       tied_within_noise)
 
 
 def test_mean_sd_by_hand():
@@ -41,8 +41,3 @@ def test_clear_difference_and_ties():
     assert clear_difference(0.5, 0.0, 0.4, 0.0) and tied_within_noise(0.5, 0.0, 0.5, 0.0)
 
 
-def test_tied_with_best():
-    scores = [(0.60, 0.02), (0.90, 0.03), (0.85, 0.02), (0.70, 0.01)]
-    # 0.90 vs 0.85: 0.05 < 1.96 * hypot(0.03, 0.02) = 0.0707 -> tied; vs 0.70: 0.20 -> not
-    assert tied_with_best(scores) == [False, True, True, False]
-    assert tied_with_best([]) == []

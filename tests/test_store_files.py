@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from imf.store import atomic_write_json, atomic_write_text
+from imf.atomic import atomic_write_json, atomic_write_text
 
 
 def test_atomic_write_text_replaces_and_keeps_mode(tmp_path):

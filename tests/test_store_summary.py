@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import json
 
-from imf.store.layout import RunLayout
-from imf.store.summary import SUMMARY_VERSION, Checkpoints, RunSummary, read_summary
+from imf.config import load_config
+from imf.store.layout import RunLayout, topk_epoch_score, topk_name
+from imf.store.summary import SUMMARY_VERSION, Checkpoints, RunSummary, params_of, read_summary
 
 # A summary.json as imf wrote it before the schema had a version.
 OLD = {"id": "s-full-e128-l6-s0", "status": "completed", "reason": "", "epochs_done": 3,
@@ -75,3 +76,22 @@ def test_a_wrong_typed_score_is_a_store_error_never_a_missing_score(tmp_path):
     assert record_from_summary(good, tmp_path)["score"] == 0.5
     with pytest.raises(StoreError, match="score must be a number or null, got '0.9'"):
         record_from_summary({**good, "best_score": "0.9"}, tmp_path)
+
+
+def test_the_top_k_file_name_is_read_back_and_listed(tmp_path):
+    name = topk_name(7, 0.8125)
+    assert name == "epoch=0007-test_mean_score=0.812.pt" and topk_epoch_score(name) == (7, 0.812)
+    layout = RunLayout(tmp_path)
+    layout.checkpoints.mkdir()
+    for file in (name, topk_name(2, 0.5), "latest.pt", "epoch=x-test_mean_score=1.pt"):
+        (layout.checkpoints / file).write_bytes(b"")
+    assert [(p.name, e, s) for p, e, s in layout.topk_files()] == [
+        ("epoch=0002-test_mean_score=0.500.pt", 2, 0.5), (name, 7, 0.812)]
+
+
+def test_params_are_built_from_a_config_or_its_dict():
+    cfg = load_config("smoke", ["policy.n_emb=64"])
+    assert params_of(cfg) == params_of(cfg.to_dict()) == {
+        "mask": cfg.policy.mask, "n_emb": 64, "n_layer": cfg.policy.n_layer,
+        "n_head": cfg.policy.n_head, "objective": cfg.objective.name}
+    assert params_of({}) == dict.fromkeys(params_of(cfg))

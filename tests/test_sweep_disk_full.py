@@ -8,7 +8,7 @@ from _sweep_helpers import fake_command
 
 from imf.errors import SweepError
 from imf.sweep.status import render_status
-from imf.sweep.state import SweepDir
+from imf.sweep.folder import SweepDir
 from imf.sweep.launch import SweepRequest, resume_sweep, start_sweep
 
 pytestmark = pytest.mark.slow  # real controller, real stand-in trial processes

@@ -13,10 +13,10 @@ import pytest
 from _sweep_helpers import fake_command, sweep_controller, wait_for
 
 from imf.errors import QueueError
-from imf.scheduler.base import Job
+from imf.scheduler.base import JobRequest
 from imf.sweep.engine import Engine
 from imf.scheduler.local import LocalScheduler
-from imf.sweep.state import SweepDir
+from imf.sweep.folder import SweepDir
 from imf.sweep.status import render_status
 from imf.sweep.launch import SweepRequest, plan_sweep, resume_sweep, start_sweep
 from imf.store.scoreboard import ScoreboardStore
@@ -232,7 +232,7 @@ class _VanishingHost(LocalScheduler):
     def start(self, job):
         if getattr(self, "started", None):
             raise QueueError(f"queue '{self.spec}': host unreachable: gone")
-        self.started = super().start(Job(job.trial_id, job.sweep, job.run_dir, ["sleep", "60"], job.config))
+        self.started = super().start(JobRequest(job.trial_id, job.sweep, job.run_dir, ["sleep", "60"], job.config))
         return self.started
 
     def poll(self, handle, offset=0):

@@ -10,7 +10,7 @@ import pytest
 from _sweep_helpers import fake_command
 
 from imf.errors import FolderInUseError
-from imf.scheduler.base import Job, scheduler_for
+from imf.scheduler.base import JobRequest, scheduler_for
 from imf.sweep.launch import SweepRequest, start_sweep
 from imf.store.runlock import LOCK, Holder, process_start_time
 
@@ -30,7 +30,7 @@ def test_a_local_job_is_refused_in_a_folder_a_live_trial_owns(tmp_path):
     run = tmp_path / "t1"
     before = _owned(run)
     sch = scheduler_for("local:cpu", {})
-    job = Job("t1", "s", run, ["sh", "-c", "echo ran > ran.txt"], "smoke", token="abc")
+    job = JobRequest("t1", "s", run, ["sh", "-c", "echo ran > ran.txt"], "smoke", token="abc")
     with pytest.raises(FolderInUseError, match=r"in use by trial someone-else \(pid 1 on "):
         sch.start(job)
     assert {p.name: p.read_bytes() for p in run.iterdir()} == before  # nothing moved, nothing ran

@@ -10,9 +10,10 @@ import pytest
 
 from imf.errors import SweepError
 from imf.scheduler.base import JobStatus
-from imf.sweep.halving import (Decision, Halving, HalvingState, RungScore, check_rungs, judge, parse_rungs,
-                               plan_halving, rung_score, status_lines, stop_z)
-from imf.sweep.state import QueueState, SweepDir, SweepState, TrialState
+from imf.sweep.folder import SweepDir
+from imf.sweep.halving import (Halving, check_rungs, judge, parse_rungs, plan_halving, rung_score,
+                               status_lines, stop_z)
+from imf.sweep.state import Decision, HalvingState, QueueState, RungScore, SweepState, TrialState
 
 HALF = [1.0, 0.0] * 10  # mean 0.5
 LOW = [0.0] * 18 + [1.0, 1.0]  # mean 0.1
@@ -253,7 +254,7 @@ def test_a_sweep_json_without_halving_still_loads(tmp_path):
                                           "episodes": 0}]}, "halving scores[0] 'score' must be a number, got 'high'"),
     ({"eta": 2, "rungs": [2], "extra": 1}, "halving unknown key 'extra'"),
     ({"eta": "2", "rungs": [2]}, "halving 'eta' must be an int, got '2'"),
-    ({"eta": 2, "rungs": ["2"]}, "halving 'rungs' must be strictly increasing"),
+    ({"eta": 2, "rungs": ["2"]}, "halving 'rungs' must be a list of ints, got ['2']"),
     ([2], "'halving' must be an object"),
 ])
 def test_a_damaged_halving_field_is_one_error_naming_it(tmp_path, halving, words):

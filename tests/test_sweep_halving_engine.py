@@ -17,7 +17,7 @@ from imf.scheduler.local import LocalScheduler
 from imf.store.scoreboard import ScoreboardStore
 from imf.sweep.halving import stop_z
 from imf.sweep.launch import SweepRequest, plan_sweep, resume_sweep, start_sweep
-from imf.sweep.state import SweepDir
+from imf.sweep.folder import SweepDir
 from imf.sweep.status import render_status
 
 pytestmark = pytest.mark.slow  # starts processes: not in the unit tier

@@ -11,7 +11,7 @@ import pytest
 from _sweep_helpers import SSHD, fake_command, wait_for
 
 from imf.errors import BusyError
-from imf.scheduler.base import Job, scheduler_for
+from imf.scheduler.base import JobRequest, scheduler_for
 from imf.sweep.engine import Engine
 from imf.sweep.state import Orphan
 from imf.sweep.status import render_status
@@ -44,8 +44,8 @@ def _trials(sweep_dir: Path) -> list[dict]:
         return []
 
 
-def _job(tmp_path: Path, argv: list[str], token: str, tid: str = "j") -> Job:
-    return Job(tid, "s", tmp_path / "home" / tid, argv, "smoke", token=token)
+def _job(tmp_path: Path, argv: list[str], token: str, tid: str = "j") -> JobRequest:
+    return JobRequest(tid, "s", tmp_path / "home" / tid, argv, "smoke", token=token)
 
 
 def test_a_probe_ignores_the_pid_and_exit_files_of_another_attempt(sshd, tmp_path):
@@ -92,7 +92,7 @@ def _orphan_sweep(sshd, tmp_path, monkeypatch, trial_args: tuple[str, ...]):
     trial, ssh_queue = state.trials[0], state.queues[0]
     trial.queue, ssh_queue.state, ssh_queue.reason = ssh_queue.name, "down", "gone"
     engine = Engine(sdir, state, lambda s: None)
-    job = engine.job(trial)
+    job = engine.job_request(trial)
     job.token = "attempt1"
     handle = engine.scheduler(ssh_queue.name).start(job)
     trial.attempts, trial.queue = 1, "local:cpu"
@@ -215,11 +215,12 @@ class _Polls:
 def _resolve(polls):
     from imf.scheduler.base import Handle
     from imf.sweep.recovery import Recovery
+    from imf.sweep.stall import StallWatch
     from imf.sweep.state import Orphan, TrialState
 
     class Resolver(Recovery):
         def __init__(self):
-            self.seen, self.lines = {}, []
+            self.stalls, self.lines = StallWatch(), []
 
         def scheduler(self, name):
             return polls

@@ -70,10 +70,10 @@ def test_sweep_state_keeps_the_seed_axis_and_the_final_eval(tmp_path):
     sdir.save(state)
     loaded = sdir.load()
     assert loaded.final_eval == 30
-    argv = Engine(sdir, loaded).job(loaded.trials[0]).argv
+    argv = Engine(sdir, loaded).job_request(loaded.trials[0]).argv
     assert argv[argv.index("--final-eval") + 1] == "30"
     plain = plan_sweep(SweepRequest(config="smoke", grids=["64x1"], queues=["local:cpu"], out=tmp_path))
-    assert "--final-eval" not in Engine(plain[0], plain[1]).job(plain[1].trials[0]).argv
+    assert "--final-eval" not in Engine(plain[0], plain[1]).job_request(plain[1].trials[0]).argv
 
 
 def test_dry_run_shows_every_seed_trial_with_its_final_eval(tmp_path):

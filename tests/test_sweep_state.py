@@ -9,7 +9,8 @@ import pytest
 
 from imf.errors import SweepError
 from imf.scheduler.base import Handle
-from imf.sweep.state import ACTIVE, FINAL, TRANSITIONS, SweepState, TrialState
+from imf.sweep.stall import StallWatch
+from imf.sweep.state import ACTIVE, FINAL, STATES, TRANSITIONS, SweepState, TrialState
 
 SWEEP = Path(__file__).resolve().parents[1] / "imf" / "sweep"
 
@@ -46,8 +47,19 @@ def test_a_transition_the_table_does_not_have_is_refused(state, event, final):
     assert trial.state == state
 
 
+def test_the_state_machine_counts_the_attempts():
+    trial = _trial()
+    trial.move("launch")
+    trial.move("not started")  # the start failed: no attempt was made
+    assert (trial.state, trial.attempts) == ("pending", 0)
+    for event in ("launch", "started", "retry", "launch"):
+        trial.move(event)
+    assert (trial.state, trial.attempts) == ("starting", 2)
+
+
 def test_every_event_leads_to_a_known_state():
-    known = {"pending", *ACTIVE, *FINAL}
+    known = set(STATES)
+    assert known == {"pending", *ACTIVE, *FINAL} and len(known) == len(STATES)
     for event, (allowed, to) in TRANSITIONS.items():
         assert set(allowed) <= known and (to is None or to in known), event
 
@@ -157,3 +169,18 @@ def test_a_sweep_state_round_trips_through_json_unchanged():
     out = state.to_dict()
     assert out["trials"][0] == trial
     assert SweepState.from_dict(out).to_dict() == out
+
+
+def test_the_stall_watch_counts_quiet_time_from_the_last_growth():
+    now = [100.0]
+    watch = StallWatch(clock=lambda: now[0])
+    watch.restart("t")
+    now[0] = 130.0
+    watch.saw("t", 0, 0)  # the first sizes after a start are progress
+    now[0] = 160.0
+    watch.saw("t", 0, 0)
+    assert watch.quiet_for("t") == 30.0
+    watch.saw("t", 10, 0)
+    assert watch.quiet_for("t") == 0.0
+    watch.forget("t")
+    assert watch.quiet_for("t") == 0.0

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from imf.config import load_config
-from imf.trackers import Tracker, run_group
+from imf.trackers import RunLogger, run_group
 
 
 def _records(run_dir):
@@ -29,7 +29,7 @@ def _records(run_dir):
 
 def _run(tmp_path, capsys, group=None):
     said = []
-    tracker = Tracker(said.append)
+    tracker = RunLogger(said.append)
     tracker.start(load_config("smoke", ["logging.tracker_options.swanlab.mode=offline"]), "t1", tmp_path, group)
     print("a line the trial prints")  # must not become a SwanLab record
     for step in range(3):

@@ -14,7 +14,7 @@ from plugin_fakes import fake_distribution
 from imf import registry
 from imf.config import load_config
 from imf.errors import ConfigError, PluginError
-from imf.trackers import Tracker, check_trackers
+from imf.trackers import RunLogger, check_trackers
 
 ROWS = [{"train_loss": 1.0 / (s + 1), "lr": 1e-4 * s, "val_loss": float("nan") if s == 1 else 0.5}
         for s in range(3)]
@@ -22,7 +22,7 @@ ROWS = [{"train_loss": 1.0 / (s + 1), "lr": 1e-4 * s, "val_loss": float("nan") i
 
 def _log(cfg, run_dir: Path, group: str | None = None) -> list[str]:
     said: list[str] = []
-    tracker = Tracker(said.append)
+    tracker = RunLogger(said.append)
     tracker.start(cfg, "t1", run_dir, group)
     for step, row in enumerate(ROWS):
         tracker.log(row, step * 10)

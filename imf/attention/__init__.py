@@ -1,6 +1,7 @@
 """Attention-mask plugins (group ``imf.masks``).
 
-A mask plugin is a callable ``(n_action, n_time, n_obs) -> AttentionMasks``.
+A mask plugin is a callable ``(n_action, n_time, n_obs) -> AttentionMasks`` (``Mask``; one
+that declares ``Options`` gets them as a fourth argument).
 Masks are boolean numpy arrays where True means "may attend", or None for no
 mask. Self-attention runs over the n_action action tokens; cross-attention
 goes from action tokens to the condition tokens, laid out as n_time time
@@ -9,6 +10,7 @@ tokens followed by n_obs observation tokens.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -17,6 +19,12 @@ import numpy as np
 class AttentionMasks:
     self_attn: np.ndarray | None  # (n_action, n_action) bool, or None = attend everywhere
     cross_attn: np.ndarray | None  # (n_action, n_time + n_obs) bool, or None
+
+
+class Mask(Protocol):
+    """The contract of an ``imf.masks`` plugin (imf/registry/contracts.py checks it)."""
+
+    def __call__(self, n_action: int, n_time: int, n_obs: int) -> AttentionMasks: ...
 
 
 def _check_counts(n_action: int, n_time: int, n_obs: int) -> None:

@@ -11,7 +11,7 @@ import typer
 
 from imf.cli.app import app
 # Importing a command module registers its commands; this order is the order of `imf --help`.
-from imf.cli import plugins, trial, report, ensemble, sweep, log, data  # noqa: F401,E402,I001
+from imf.cli import plugins, trial, report, loop, ensemble, sweep, log, data  # noqa: F401,E402,I001
 from imf.errors import ImfError
 
 

@@ -8,11 +8,17 @@ import typer
 from imf import registry
 from imf.cli.app import app
 from imf.cli.options import Command
+from imf.errors import PluginError
+from imf.registry.contracts import check_installed
 
 
 @app.command(cls=Command)
-def plugins(as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts.")) -> None:
+def plugins(as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+            check: bool = typer.Option(False, "--check", help="Check every installed plugin against its group's contract; fail with one line naming those that break it.")) -> None:
     """List every plugin by group, with the package that provides it; broken ones with their error."""
+    if check:
+        _check()
+        return
     infos = [info for group in registry.GROUPS for info in registry.discover(group)]
     if as_json:
         typer.echo(json.dumps([i.as_dict() for i in infos], indent=2))
@@ -30,3 +36,11 @@ def plugins(as_json: bool = typer.Option(False, "--json", help="Print JSON for s
             typer.echo(line)
         for name, dist in registry.excluded(group):
             typer.echo(f"  {name:<16} {dist}  EXCLUDED by IMF_PLUGINS")
+
+
+def _check() -> None:
+    problems = [line for group in registry.GROUPS for line in check_installed(group)]
+    if problems:
+        raise PluginError("; ".join(problems))
+    count = sum(len(registry.names(group)) for group in registry.GROUPS)
+    typer.echo(f"{count} plugins in {len(registry.GROUPS)} groups keep their group's contract")

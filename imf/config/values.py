@@ -4,13 +4,12 @@ from __future__ import annotations
 import copy
 import difflib
 import functools
-import types
-import typing
 from typing import Any
 
 import yaml
 
 from imf.errors import ConfigError
+from imf.typed import Kind, kind_of
 
 
 def _type_name(tp: Any) -> str:
@@ -19,24 +18,26 @@ def _type_name(tp: Any) -> str:
 
 def coerce(value: Any, tp: Any, key: str) -> Any:
     """Return ``value`` as type ``tp`` or raise a ConfigError naming ``key``."""
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin in (typing.Union, getattr(types, "UnionType", None)):
-        if value is None and type(None) in args:
-            return None
-        if isinstance(value, str) and value.lower() in ("null", "none") and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return coerce(value, inner[0], key)
-    if origin is list:
+    try:
+        kind = kind_of(tp)
+    except TypeError:
+        raise ConfigError(f"config key '{key}': unsupported type {_type_name(tp)}") from None
+    return _coerce(value, kind, key)
+
+
+def _coerce(value: Any, kind: Kind, key: str) -> Any:
+    if kind.optional and (value is None or isinstance(value, str) and value.lower() in ("null", "none")):
+        return None
+    tp = kind.base
+    if tp is list and kind.item is not None:
         if isinstance(value, str):
             value = parse_scalar(value)
             if isinstance(value, str):
                 value = [v.strip() for v in value.split(",") if v.strip()]
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"config key '{key}': expected a list, got {value!r}")
-        return [coerce(v, args[0], f"{key}[{i}]") for i, v in enumerate(value)]
-    if origin is dict or tp is dict:  # a plugin's options: the plugin checks the values
+        return [_coerce(v, kind.item, f"{key}[{i}]") for i, v in enumerate(value)]
+    if tp is dict:  # a plugin's options: the plugin checks the values
         if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
             raise ConfigError(f"config key '{key}': expected a mapping of names to values, got {value!r}")
         return dict(value)

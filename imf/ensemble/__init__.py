@@ -20,6 +20,7 @@ from imf.ensemble.members import MODES, Selection, check_request, select
 from imf.ensemble.record import check_scoreboard, record, result_of, write_result
 from imf.ensemble.score import chunk_latency, selection_seeds, score_selection
 from imf.errors import EnsembleError
+from imf.store.summary import params_of
 from imf.train.checkpoint import save_checkpoint
 
 __all__ = ["MODES", "EnsembleResult", "check_request", "make_ensemble", "select"]
@@ -35,9 +36,7 @@ class EnsembleResult:
 
 def _params(state: dict[str, Any]) -> dict[str, Any]:
     """The first member's mask, size and objective (the scoreboard's ``config`` entry)."""
-    policy, objective = state["config"].get("policy", {}), state["config"].get("objective", {})
-    return {"mask": policy.get("mask"), "n_emb": policy.get("n_emb"), "n_layer": policy.get("n_layer"),
-            "n_head": policy.get("n_head"), "objective": objective.get("name")}
+    return params_of(state["config"])
 
 
 def make_ensemble(source: Path, top: int, mode: str, out: Path | None = None, final_eval: int = 200,

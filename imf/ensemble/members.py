@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from imf.errors import EnsembleError
-from imf.store.layout import CHECKPOINTS, CONFIG, ENSEMBLES, ensemble_id, topk_epoch_score
+from imf.store.layout import CHECKPOINTS, CONFIG, ENSEMBLES, RunLayout, ensemble_id
 from imf.store.runs import find_run_dirs, is_run_dir, read_yaml_mapping
 from imf.store.summary import read_summary
 
@@ -113,10 +113,9 @@ def run_members(run_dir: Path) -> list[Member]:
     """The run's top-k checkpoint files, best score first (the earlier epoch first on a tie)."""
     trial = _trial_id(run_dir)
     found = []
-    for path in sorted((run_dir / CHECKPOINTS).glob("epoch=*-test_mean_score=*.pt")):
-        parsed = topk_epoch_score(path.name)
-        if parsed is not None and path.is_file():
-            found.append(Member(trial, path, parsed[1], parsed[0]))
+    for path, epoch, score in RunLayout(run_dir).topk_files():
+        if path.is_file():
+            found.append(Member(trial, path, score, epoch))
     return sorted(found, key=lambda m: (-m.score, m.epoch))
 
 

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from imf.atomic import atomic_write_json
+from imf.clock import now_iso
 from imf.ensemble.members import Selection
 from imf.ensemble.score import SelectionScore, Latency, as_dict
-from imf.store.base import ENSEMBLE as KIND, now_iso
+from imf.store.base import ENSEMBLE as KIND
 from imf.store.scoreboard import ScoreboardStore
 from imf.version import code_version
 

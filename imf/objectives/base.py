@@ -24,8 +24,12 @@ Metrics = dict[str, "torch.Tensor | float"]  # 0-dim tensors on the device, or h
 
 
 class Objective(Protocol):
+    """The contract of an ``imf.objectives`` plugin (imf/registry/contracts.py checks it)."""
+
     name: str
     uses_v_head: bool
+
+    def __init__(self, cfg: Any, options: Any = None) -> None: ...
 
     def loss(self, model, actions: torch.Tensor, cond: torch.Tensor,
              generator: torch.Generator | None = None) -> tuple[torch.Tensor, Metrics]: ...

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from imf.atomic import atomic_write_json, atomic_write_text
 from imf.errors import ReportError
 from imf.report.analysis import build_cells, compute_trends, rank_trials, shared_config
 from imf.report.basis import X_AXES, basis_of, default_x
@@ -20,8 +21,8 @@ from imf.report.figures import MATPLOTLIB_MISSING, write_curves, write_heatmap
 from imf.report.model import LAST_K, METRIC, Cell, Curve, Group, Report, TrialRow, Trends
 from imf.report.render import (CSV_FIELDS, heatmap_text, render_csv, render_markdown, render_text,
                                trend_lines)
-from imf.store.files import atomic_write_json, atomic_write_text
-from imf.store.runs import SWEEP_STATE, is_run_dir
+from imf.store.layout import SWEEP_STATE
+from imf.store.runs import is_run_dir
 from imf.store.scoreboard import FILENAME as SCOREBOARD_FILE
 
 __all__ = ["CSV_FIELDS", "LAST_K", "MATPLOTLIB_MISSING", "METRIC", "Cell", "Comparison", "Curve",

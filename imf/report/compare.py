@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imf.atomic import atomic_write_json, atomic_write_text
+from imf.clock import now_iso
 from imf.errors import ReportError
 from imf.report.analysis import combined_se
 from imf.report.basis import basis_of, reach_words
@@ -13,8 +15,6 @@ from imf.report.figures import write_difference_heatmap
 from imf.report.model import Cell, Report
 from imf.report.render import NOISE_RULE, fmt, markdown_table, pm, signed
 from imf.stats import clear_difference, difference_se
-from imf.store.base import now_iso
-from imf.store.files import atomic_write_json, atomic_write_text
 from imf.tables import csv_text, table, to_text
 
 AXES = ("n_emb", "n_layer")

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from imf.atomic import atomic_write_bytes
 from imf.report.model import METRIC, Curve, Trends
 from imf.report.render import heat_grid, heat_label
-from imf.store.files import atomic_write_bytes
 
 MATPLOTLIB_MISSING = ("PNG figures skipped: matplotlib is not installed "
                       "(install it with: pip install 'imf[plot]')")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from imf.store.base import now_iso
+from imf.clock import now_iso
 
 METRIC = "test_mean_score"
 LAST_K = 3  # rollouts averaged by the "last K" score

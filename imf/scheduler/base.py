@@ -4,10 +4,10 @@ A plugin of group ``imf.schedulers`` is a class with ``from_spec(spec, options)`
 picks it by the queue spec's scheme (``local:0`` -> ``local``, ``ssh://host/gpu:0`` -> ``ssh``),
 so a third-party package adds a scheme by declaring an entry point of that name.
 
-Every scheduler runs its job through the job wrapper (imf/scheduler/job.py), the only writer
+Every scheduler runs its job through the job wrapper (imf/scheduler/wrapper.py), the only writer
 of the job's files in its run folder: ``pid`` ("PID STARTTIME TOKEN"), ``stdout.log``,
 ``exit_code`` ("CODE TOKEN"), and ``attempts/K/`` for earlier attempts; the trial writes
-``logs.json.txt``. The token is the attempt's (``Job.token``, kept in the handle): a poll
+``logs.json.txt``. The token is the attempt's (``JobRequest.token``, kept in the handle): a poll
 ignores files of another attempt, and a start refuses (``BusyError``) while the folder's job
 of another attempt is alive. ``start`` returns a ``Handle`` that the engine keeps in sweep.json
 and hands back to ``poll``, ``stop`` and ``fetch``. docs/INTERFACES.md, "Schedulers", is the
@@ -29,7 +29,7 @@ GROUP = "imf.schedulers"
 
 
 @dataclass
-class Job:
+class JobRequest:
     """One attempt of one trial, as the engine hands it to a scheduler.
 
     ``argv`` may hold the placeholders ``{python}``, ``{run_dir}`` and ``{config}``, which the
@@ -159,11 +159,11 @@ class Scheduler(ABC):
         raise QueueError(f"queue '{self.spec}': its scheduler cannot probe GPUs")
 
     @abstractmethod
-    def job_dir(self, job: Job) -> str:
+    def job_dir(self, job: JobRequest) -> str:
         """The job's folder on the machine that runs it."""
 
     @abstractmethod
-    def start(self, job: Job) -> Handle:
+    def start(self, job: JobRequest) -> Handle:
         """Start ``job`` detached from the controller; return its handle."""
 
     @abstractmethod
@@ -191,7 +191,7 @@ class Scheduler(ABC):
     def fetch(self, handle: Handle) -> None:
         """Bring the job's results home into its local run folder (local slots: nothing to do)."""
 
-    def describe(self, job: Job) -> str:
+    def describe(self, job: JobRequest) -> str:
         """The job's command line as this slot would run it (for ``--dry-run``; contacts nothing)."""
         return " ".join(job.argv)
 

@@ -13,8 +13,8 @@ import socket
 from typing import Any
 
 from imf.errors import QueueError
-from imf.scheduler import job as wrapper
-from imf.scheduler.base import Job
+from imf.scheduler import wrapper
+from imf.scheduler.base import JobRequest
 from imf.scheduler.wrapped import WrappedScheduler
 
 
@@ -29,13 +29,13 @@ class LocalScheduler(WrappedScheduler):
             raise QueueError(f"queue spec '{spec}': expected local:N (a GPU index) or local:cpu")
         self.device = match.group(1)
 
-    def job_dir(self, job: Job) -> str:
+    def job_dir(self, job: JobRequest) -> str:
         return str(job.run_dir.resolve())
 
     def host_label(self) -> str:
         return f"this machine ({socket.gethostname()})"
 
-    def _job(self, args: list[str], timeout: float = 60.0) -> tuple[int, bytes, str]:
+    def _wrapper(self, args: list[str], timeout: float = 60.0) -> tuple[int, bytes, str]:
         out, err = io.BytesIO(), io.StringIO()
         try:
             rc = wrapper.main(args, out, err)

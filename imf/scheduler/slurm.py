@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from imf.errors import FolderInUseError, QueueError
-from imf.scheduler.base import Handle, Job, JobStatus, Scheduler, fill_argv
-from imf.scheduler.job import STARTED
+from imf.scheduler.base import Handle, JobRequest, JobStatus, Scheduler, fill_argv
+from imf.scheduler.wrapper import STARTED
 from imf.scheduler.slurm_status import QUEUED, RUNNING, read_progress, slurm_status
 from imf.store.layout import RunLayout
 from imf.store.runlock import live_holder
@@ -166,13 +166,13 @@ class SlurmScheduler(Scheduler):
                              f"partitions: {', '.join(partitions) or 'none'}")
 
     # ------------------------------------------------------------------ jobs
-    def job_dir(self, job: Job) -> str:
+    def job_dir(self, job: JobRequest) -> str:
         return str(job.run_dir.resolve())
 
-    def _fill(self, argv: list[str], job: Job) -> list[str]:
+    def _fill(self, argv: list[str], job: JobRequest) -> list[str]:
         return fill_argv(argv, self.python, self.job_dir(job), job.config)
 
-    def sbatch_parameters(self, job: Job) -> dict[str, Any]:
+    def sbatch_parameters(self, job: JobRequest) -> dict[str, Any]:
         """The job's Slurm parameters, named as sbatch's long options."""
         p = self.params
         named = {"partition": self.partition, "job-name": job.trial_id, "time": p.get("time"),
@@ -181,13 +181,13 @@ class SlurmScheduler(Scheduler):
                  "constraint": p.get("constraint"), "comment": f"imf:{job.token or 'TOKEN'}"}
         return {k: v for k, v in named.items() if v is not None}
 
-    def describe(self, job: Job) -> str:
+    def describe(self, job: JobRequest) -> str:
         params = " ".join(f"--{k}={shlex.quote(str(v))}" for k, v in self.sbatch_parameters(job).items())
         setup = "".join(f"{line}; " for line in self.setup)
         argv = job.resume_argv if job.resume else job.argv
         return f"sbatch {params}: {setup}{shlex.join(self._fill(argv, job))}"
 
-    def _executor(self, job: Job):
+    def _executor(self, job: JobRequest):
         import submitit  # only a sweep with a Slurm queue needs it
 
         executor = submitit.SlurmExecutor(folder=Path(self.job_dir(job)) / "slurm",
@@ -208,8 +208,8 @@ class SlurmScheduler(Scheduler):
         executor.update_parameters(**kwargs)
         return executor
 
-    def start(self, job: Job) -> Handle:
-        from imf.scheduler.slurm_job import TrialCommand
+    def start(self, job: JobRequest) -> Handle:
+        from imf.scheduler.slurm_command import TrialCommand
 
         run_dir = Path(self.job_dir(job))
         holder = live_holder(run_dir)

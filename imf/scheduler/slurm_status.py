@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from imf.scheduler.base import JobStatus
-from imf.scheduler.job import exit_code_of
+from imf.scheduler.wrapper import exit_code_of
 from imf.store.layout import LOGS, STDOUT
 
 QUEUED = ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",

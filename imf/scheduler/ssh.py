@@ -23,19 +23,20 @@ from pathlib import Path
 from typing import Any
 
 from imf.errors import QueueError
-from imf.scheduler.base import Handle, Job
+from imf.scheduler.base import Handle, JobRequest
 from imf.scheduler.wrapped import WrappedScheduler
-from imf.store.layout import BEST, CONFIG, FINAL_EVAL, HOLDOUT, LOGS, STDOUT, SUMMARY, checkpoint_name
+from imf.store.layout import (BEST, CONFIG, EXIT_CODE, FINAL_EVAL, HOLDOUT, LOGS, PID, STDOUT, SUMMARY,
+                              checkpoint_name)
 from imf.store.summary import read_summary
 
 SPEC_RE = re.compile(r"^ssh://(?:(?P<user>[^@/\s]+)@)?(?P<host>[^:/@\s]+)(?::(?P<port>\d+))?"
                      r"/(?P<device>gpu:\d+|cpu)$")
 BASE_OPTIONS = ("BatchMode=yes", "ConnectTimeout=10", "ServerAliveInterval=15",
                 "ServerAliveCountMax=4", "ControlMaster=auto", "ControlPersist=60")
-FETCH_FILES = (SUMMARY, LOGS, STDOUT, CONFIG, "exit_code", "pid", checkpoint_name(BEST), FINAL_EVAL, HOLDOUT)
+FETCH_FILES = (SUMMARY, LOGS, STDOUT, CONFIG, EXIT_CODE, PID, checkpoint_name(BEST), FINAL_EVAL, HOLDOUT)
 CHECK = r'''case $1 in "~/"*) set -- "$HOME/${1#"~/"}";; esac
 command -v "$1" >/dev/null || exit 7
-"$1" -c "import imf.scheduler.job" 2>/dev/null || exit 8
+"$1" -c "import imf.scheduler.wrapper" 2>/dev/null || exit 8
 echo ok
 '''
 UPLOAD = r'''case $1 in "~/"*) d="$HOME/${1#"~/"}";; *) d=$1;; esac
@@ -150,10 +151,10 @@ class SshScheduler(WrappedScheduler):
         remote = " ".join(["sh", "-c", shlex.quote(script), "imf", *(shlex.quote(a) for a in args)])
         return self._ssh(remote, timeout, data)
 
-    def _job(self, args: list[str], timeout: float = 60.0) -> tuple[int, bytes, str]:
+    def _wrapper(self, args: list[str], timeout: float = 60.0) -> tuple[int, bytes, str]:
         py = self.python  # a "~/" path is expanded by the remote shell, so it is left unquoted
         py = '"$HOME"/' + shlex.quote(py[2:]) if py.startswith("~/") else shlex.quote(py)
-        return self._ssh(" ".join([py, "-m", "imf.scheduler.job", *(shlex.quote(a) for a in args)]), timeout)
+        return self._ssh(" ".join([py, "-m", "imf.scheduler.wrapper", *(shlex.quote(a) for a in args)]), timeout)
 
     def check(self) -> None:
         rc, out, err = self._sh(CHECK, [self.python], timeout=30)
@@ -169,10 +170,10 @@ class SshScheduler(WrappedScheduler):
     def host_label(self) -> str:
         return f"{self.host}:{self.port}" if self.port else self.host
 
-    def sweep_dir(self, job: Job) -> str:
+    def sweep_dir(self, job: JobRequest) -> str:
         return f"{self.workdir}/{job.sweep}"
 
-    def job_dir(self, job: Job) -> str:
+    def job_dir(self, job: JobRequest) -> str:
         return f"{self.sweep_dir(job)}/{job.trial_id}"
 
     def remote_path(self, path: str) -> str:
@@ -186,20 +187,20 @@ class SshScheduler(WrappedScheduler):
             self._home = out.decode().strip()
         return self._home + path[1:]
 
-    def config_path(self, job: Job) -> str:
+    def config_path(self, job: JobRequest) -> str:
         if job.config_text is None:
             return job.config
         return self.remote_path(f"{self.sweep_dir(job)}/{Path(job.config).name}")
 
-    def planned_config_path(self, job: Job) -> str:
+    def planned_config_path(self, job: JobRequest) -> str:
         if job.config_text is None:
             return job.config
         return f"{self.sweep_dir(job)}/{Path(job.config).name}"  # "~/" is left to the remote shell
 
-    def describe(self, job: Job) -> str:
+    def describe(self, job: JobRequest) -> str:
         return f"ssh {self.target}: {super().describe(job)}"
 
-    def start(self, job: Job) -> Handle:
+    def start(self, job: JobRequest) -> Handle:
         if job.config_text is not None:
             rc, _, err = self._sh(UPLOAD, [self.sweep_dir(job), Path(job.config).name],
                                   data=job.config_text.encode())

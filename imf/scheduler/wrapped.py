@@ -1,6 +1,6 @@
-"""Schedulers that run the job wrapper (imf/scheduler/job.py) on the machine of their slot:
-``local`` calls it in this process, ``ssh`` runs ``python -m imf.scheduler.job`` over SSH.
-A subclass says how to run a wrapper command (``_job``) and where a job's folder is; starting,
+"""Schedulers that run the job wrapper (imf/scheduler/wrapper.py) on the machine of their slot:
+``local`` calls it in this process, ``ssh`` runs ``python -m imf.scheduler.wrapper`` over SSH.
+A subclass says how to run a wrapper command (``_wrapper``) and where a job's folder is; starting,
 probing, stopping and fetching are the same for both and read the wrapper's one output format.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from imf.errors import BusyError, FolderInUseError, QueueError
-from imf.scheduler.base import Handle, Job, JobStatus, Scheduler, fill_argv
+from imf.scheduler.base import Handle, JobRequest, JobStatus, Scheduler, fill_argv
 from imf.scheduler.gpu_probe import PROBE_TIMEOUT_S
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -46,8 +46,8 @@ class WrappedScheduler(Scheduler):
     default_threads: int | None = None  # thread variables of a cpu slot without a "threads" option
 
     @abstractmethod
-    def _job(self, args: list[str], timeout: float = 60.0) -> tuple[int, bytes, str]:
-        """Run ``python -m imf.scheduler.job ARGS`` on the slot's machine -> (rc, stdout, stderr)."""
+    def _wrapper(self, args: list[str], timeout: float = 60.0) -> tuple[int, bytes, str]:
+        """Run ``python -m imf.scheduler.wrapper ARGS`` on the slot's machine -> (rc, stdout, stderr)."""
 
     def slot_env(self) -> dict[str, str]:
         """Environment variables this slot sets for its jobs: the ``env`` option, then the
@@ -72,7 +72,7 @@ class WrappedScheduler(Scheduler):
 
     def probe_gpus(self) -> dict[str, Any]:
         env = [f"{k}={v}" for k, v in (self.options.get("env") or {}).items()]
-        rc, out, err = self._job(["gpus", self.python, *env], timeout=PROBE_TIMEOUT_S + 30)
+        rc, out, err = self._wrapper(["gpus", self.python, *env], timeout=PROBE_TIMEOUT_S + 30)
         try:
             data = json.loads(out) if rc == 0 else None
         except ValueError:
@@ -82,22 +82,22 @@ class WrappedScheduler(Scheduler):
                              f"(exit {rc}): {err.strip()[-300:] or out[-300:]!r}")
         return data
 
-    def config_path(self, job: Job) -> str:
+    def config_path(self, job: JobRequest) -> str:
         return job.config
 
-    def command(self, job: Job, run_dir: str, config: str | None = None) -> list[str]:
+    def command(self, job: JobRequest, run_dir: str, config: str | None = None) -> list[str]:
         return fill_argv(job.argv, self.python, run_dir, config or self.config_path(job))
 
-    def planned_config_path(self, job: Job) -> str:
+    def planned_config_path(self, job: JobRequest) -> str:
         """Where the job's config will be, worked out without contacting the machine."""
         return self.config_path(job)
 
-    def describe(self, job: Job) -> str:
+    def describe(self, job: JobRequest) -> str:
         env = [f"{k}={v}" for k, v in {**self.slot_env(), **job.env}.items()]
         argv = self.command(job, self.job_dir(job), self.planned_config_path(job))
         return shlex.join((["env", *env] if env else []) + argv)
 
-    def start(self, job: Job) -> Handle:
+    def start(self, job: JobRequest) -> Handle:
         run_dir = self.job_dir(job)
         env = {**self.slot_env(), **job.env}
         bad = [k for k in env if not _ENV_KEY.match(k)]
@@ -105,7 +105,7 @@ class WrappedScheduler(Scheduler):
             raise QueueError(f"queue '{self.spec}': invalid environment variable name '{bad[0]}'")
         args = ["start", run_dir, job.token, *(f"{k}={v}" for k, v in env.items()), "--",
                 *self.command(job, run_dir)]
-        rc, out, err = self._job(args)
+        rc, out, err = self._wrapper(args)
         fields = out.decode(errors="replace").split()
         if rc == 4 and fields[:1] == ["busy"]:
             holder = Handle(self.spec, run_dir, str(job.run_dir), fields[3] if len(fields) > 3 else "",
@@ -122,7 +122,7 @@ class WrappedScheduler(Scheduler):
         return Handle(self.spec, run_dir, str(job.run_dir), job.token, int(fields[0]), fields[1])
 
     def poll(self, handle: Handle, offset: int = 0) -> JobStatus:
-        rc, out, err = self._job(["probe", handle.dir, str(int(offset)), str(self.log_chunk)])
+        rc, out, err = self._wrapper(["probe", handle.dir, str(int(offset)), str(self.log_chunk)])
         try:
             data = json.loads(out) if rc == 0 else None
         except ValueError:
@@ -133,12 +133,12 @@ class WrappedScheduler(Scheduler):
         return parse_probe(data, handle.token)
 
     def stop(self, handle: Handle) -> None:
-        self._job(["stop", handle.dir, f"{self.stop_grace_s:g}", handle.token],
+        self._wrapper(["stop", handle.dir, f"{self.stop_grace_s:g}", handle.token],
                   timeout=self.stop_grace_s + 30)
 
     def pack(self, handle: Handle, files: list[str]) -> None:
         """Copy ``files`` (relative to the job's folder) home into its local folder."""
-        rc, out, err = self._job(["pack", handle.dir, *files], timeout=3600)
+        rc, out, err = self._wrapper(["pack", handle.dir, *files], timeout=3600)
         if rc != 0 and not out:
             raise QueueError(f"queue '{self.spec}': fetching {handle.dir} failed: {err.strip()[-300:]}")
         dest = Path(handle.local_dir)

@@ -7,10 +7,10 @@ trial twice replaces its entry and never duplicates it.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from imf.clock import now_iso
 from imf.errors import StoreError
 from imf.store.layout import SUMMARY
 from imf.store.summary import RunSummary
@@ -32,11 +32,6 @@ class Store(Protocol):
     def read(self) -> list[dict[str, Any]]:
         """Every trial recorded so far, in the order first recorded."""
         ...
-
-
-def now_iso() -> str:
-    """The current UTC time, ISO 8601 to the second."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def check_id(trial_id: Any, where: str) -> str:

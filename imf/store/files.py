@@ -11,10 +11,10 @@ from typing import Iterator
 
 from filelock import FileLock, Timeout
 
-from imf.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text, clean_stale_temps
+from imf.atomic import clean_stale_temps
 from imf.errors import StoreError
 
-__all__ = ["atomic_write_bytes", "atomic_write_json", "atomic_write_text", "clean_stale_temps", "locked"]
+__all__ = ["locked"]
 LOCK_TIMEOUT_S = 120.0
 
 

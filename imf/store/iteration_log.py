@@ -24,7 +24,8 @@ from typing import Any
 
 from imf.atomic import atomic_write_text
 from imf.errors import StoreError
-from imf.store.base import normalize_record, now_iso
+from imf.clock import now_iso
+from imf.store.base import normalize_record
 from imf.store.files import locked
 
 FILENAME = "ITERATION_LOG.md"

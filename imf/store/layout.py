@@ -1,13 +1,16 @@
-"""The run folder's layout: the one place that names the files a trial leaves.
+"""The run folder's layout: the one place that names the files a trial and its job leave.
 
 ```
 <run>/config.yaml  logs.json.txt  stdout.log  summary.json  swanlog/  tensorboard/  wandb/
 <run>/final_eval.json   best.pt on the selection seeds     holdout.json   every look at the holdout
-<run>/checkpoints/latest.pt  best.pt  epoch=NNNN-test_mean_score=S.pt
+<run>/checkpoints/latest.pt  best.pt  epoch=NNNN-test_mean_score=S.pt (the top-k files)
+<run>/trial.lock    the live trial that owns the folder
+<run>/pid  exit_code   the job wrapper's files (the job folder is the run folder)
 <run>/attempts/N/   an earlier attempt's files, moved aside when the folder is used again
+<sweep>/sweep.json  sweep.log  <trial-id>/   a sweep folder: its state, its log, one run folder per trial
 ```
-The trial, the sweep's job wrapper (imf/scheduler/job.py), the stores and the report read
-these names from here.
+The trial, the sweep's job wrapper (imf/scheduler/wrapper.py), the schedulers, the stores, the
+report, suggest and the ensembles read these names from here; nothing else spells them.
 """
 from __future__ import annotations
 
@@ -28,18 +31,39 @@ BEST = "best.pt"
 ATTEMPTS = "attempts"
 FINAL_EVAL = "final_eval.json"  # best.pt re-scored on the selection seeds (imf trial --final-eval)
 HOLDOUT = "holdout.json"  # every look at the holdout seeds (imf eval --holdout), appended
+LOCK = "trial.lock"  # imf/store/runlock.py: the live trial that owns the folder
+PID = "pid"  # the job wrapper's "PID STARTTIME TOKEN"
+EXIT_CODE = "exit_code"  # the job wrapper's "CODE TOKEN"
+SWEEP_STATE = "sweep.json"  # a sweep folder's plan and state (imf/sweep/folder.py)
+SWEEP_LOG = "sweep.log"  # a sweep folder's master log
 HYDRA_CONFIG = Path(".hydra") / "config.yaml"  # a Diffusion Policy run folder's config
 TRIAL_FILES = (LOGS, SUMMARY, CHECKPOINTS, CONFIG, SWANLOG, TENSORBOARD, WANDB)  # what one attempt of a trial writes
 
 
 ENSEMBLES = "ensembles"  # beside the runs (where their scoreboard is): imf ensemble's checkpoints
+TOPK_GLOB = "epoch=*-test_mean_score=*.pt"
 TOPK_FILE = re.compile(r"^epoch=(\d+)-test_mean_score=(-?\d+\.\d+)\.pt$")
+
+
+def topk_name(epoch: int, score: float) -> str:
+    """The file name of the top-k checkpoint of (0-based) ``epoch`` scoring ``score``."""
+    return f"epoch={epoch:04d}-test_mean_score={score:.3f}.pt"
 
 
 def topk_epoch_score(name: str) -> tuple[int, float] | None:
     """(0-based epoch, test_mean_score) a top-k checkpoint's file name carries, else None."""
     match = TOPK_FILE.match(Path(name).name)
     return (int(match[1]), float(match[2])) if match else None
+
+
+def topk_files(checkpoints: Path) -> list[tuple[Path, int, float]]:
+    """(path, 0-based epoch, score) of every top-k file in a ``checkpoints`` folder, by name."""
+    found = []
+    for path in sorted(Path(checkpoints).glob(TOPK_GLOB)):
+        parsed = topk_epoch_score(path.name)
+        if parsed is not None:
+            found.append((path, *parsed))
+    return found
 
 
 def ensemble_id(source_name: str, top: int, mode: str) -> str:
@@ -91,6 +115,29 @@ class RunLayout:
     @property
     def best(self) -> Path:
         return self.checkpoints / BEST
+
+    @property
+    def final_eval(self) -> Path:
+        return self.root / FINAL_EVAL
+
+    @property
+    def holdout(self) -> Path:
+        return self.root / HOLDOUT
+
+    @property
+    def lock(self) -> Path:
+        return self.root / LOCK
+
+    @property
+    def pid(self) -> Path:
+        return self.root / PID
+
+    @property
+    def exit_code(self) -> Path:
+        return self.root / EXIT_CODE
+
+    def topk_files(self) -> list[tuple[Path, int, float]]:
+        return topk_files(self.checkpoints)
 
     def archive_attempt(self, when: tuple[str, ...] = TRIAL_FILES, everything: bool = False) -> Path | None:
         """Move an earlier attempt's files to ``attempts/N`` (the first free N) when any of

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from imf.atomic import atomic_write_text
+from imf.clock import now_iso
 from imf.errors import RunBusyError
+from imf.store.layout import LOCK
 
-LOCK = "trial.lock"
 HEARTBEAT_S = 30.0
 REMOTE_STALE_S = 300.0
 
@@ -121,7 +122,6 @@ class RunLock:
         return lock
 
     def _take(self) -> None:
-        from imf.store.base import now_iso  # store.base reads summaries, which read this module
 
         me = Holder(os.getpid(), process_start_time(os.getpid()) or "0", socket.gethostname(),
                     now_iso(), self.trial_id)

@@ -16,9 +16,8 @@ from typing import Any, Iterable
 
 import yaml
 
-from imf.store.layout import ATTEMPTS, CONFIG, HYDRA_CONFIG, LOGS, SUMMARY
+from imf.store.layout import ATTEMPTS, CONFIG, HYDRA_CONFIG, LOGS, SUMMARY, SWEEP_STATE
 
-SWEEP_STATE = "sweep.json"
 DP_OUTPUTS = Path("data") / "outputs"
 DP_EPISODE_PREFIX = "test/sim_max_reward_"
 NOT_RUN_FOLDERS = {"checkpoints", "wandb", "swanlog", "media", "__pycache__", "node_modules",
@@ -147,25 +146,6 @@ def row_score(row: dict[str, Any]) -> float | None:
 def row_success(row: dict[str, Any]) -> float | None:
     """The row's test success rate under either spelling, or None."""
     return first_number(row, SUCCESS_KEYS)
-
-
-@dataclass
-class LogSummary:
-    final_epoch: int | None = None
-    best_score: float | None = None  # max test mean score; the first of equal maxima wins
-    best_epoch: int | None = None
-    success_rate: float | None = None  # test success rate on the row of the best score
-
-
-def summarize_log(rows: list[dict[str, Any]]) -> LogSummary:
-    """Final epoch, best score, its epoch and success rate from logs.json.txt rows."""
-    epochs = [r["epoch"] for r in rows if is_epoch_row(r)]
-    result = LogSummary(final_epoch=max(epochs) if epochs else None)
-    scored = [(s, r) for r in rows if (s := row_score(r)) is not None]
-    if scored:
-        result.best_score, best_row = max(scored, key=lambda pair: pair[0])
-        result.best_epoch, result.success_rate = best_row.get("epoch"), row_success(best_row)
-    return result
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

@@ -17,9 +17,24 @@ from imf.atomic import atomic_write_json
 from imf.store.layout import SUMMARY
 from imf.store.runlock import live_holder
 from imf.store.runs import read_json_object
+from imf.typed import Kind, field_kinds, fits
 
 SUMMARY_VERSION = 1
-PARAM_KEYS = ("mask", "n_emb", "n_layer", "n_head", "objective")
+# a trial's params (summary.json, sweep.json, the stores' "config"): name -> its config key
+PARAMS = {"mask": "policy.mask", "n_emb": "policy.n_emb", "n_layer": "policy.n_layer",
+          "n_head": "policy.n_head", "objective": "objective.name"}
+PARAM_KEYS = tuple(PARAMS)
+
+
+def params_of(config: Any) -> dict[str, Any]:
+    """The params of a trial with ``config``: a Config, or its nested dict (None where unset)."""
+    out = {}
+    for name, key in PARAMS.items():
+        value = config
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else getattr(value, part, None)
+        out[name] = value
+    return out
 
 
 @dataclass
@@ -71,18 +86,19 @@ class RunSummary:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunSummary":
-        known = {f.name: f for f in fields(cls)}
+        known = field_kinds(cls)
         kwargs: dict[str, Any] = {}
-        for name, f in known.items():
+        for name, kind in known.items():
             if name in data and name not in ("extra", "checkpoints"):
-                value = _typed(data[name], str(f.type))
+                value = _typed(data[name], kind)
                 if value is not _WRONG:
                     kwargs[name] = value
         ckpts = data.get("checkpoints") if isinstance(data.get("checkpoints"), dict) else {}
+        kinds = field_kinds(Checkpoints)
         kwargs["checkpoints"] = Checkpoints(
-            latest=_typed(ckpts.get("latest"), "str | None", None),
-            best=_typed(ckpts.get("best"), "str | None", None),
-            topk=_typed(ckpts.get("topk", []), "list[str]", []))
+            latest=_typed(ckpts.get("latest"), kinds["latest"], None),
+            best=_typed(ckpts.get("best"), kinds["best"], None),
+            topk=_typed(ckpts.get("topk", []), kinds["topk"], []))
         extra = {k: v for k, v in data.items() if k not in known and k != "version"}
         return cls(**kwargs, extra=extra)
 
@@ -117,19 +133,10 @@ def observed_status(status: str, run_dir: Path) -> str:
 _WRONG = object()
 
 
-def _typed(value: Any, kind: str, default: Any = _WRONG) -> Any:
-    """``value`` as the annotated ``kind`` (ints read as floats), else ``default``."""
-    if value is None:
-        return None if "None" in kind else default
-    base = kind.replace(" | None", "")
-    if base == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value) if math.isfinite(value) else (None if "None" in kind else default)
-    if base == "int" and isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if base == "str" and isinstance(value, str) or base == "bool" and isinstance(value, bool):
-        return value
-    if base == "list[str]" and isinstance(value, list):
-        return [str(v) for v in value]
-    if base.startswith("dict") and isinstance(value, dict):
-        return dict(value)
-    return default
+def _typed(value: Any, kind: Kind, default: Any = _WRONG) -> Any:
+    """``value`` as ``kind`` (ints read as floats, a non-finite float as None), else ``default``."""
+    if value is None or not fits(value, kind):
+        return None if value is None and kind.optional else default
+    if kind.base is float:
+        return float(value) if math.isfinite(value) else (None if kind.optional else default)
+    return list(value) if kind.base is list else dict(value) if kind.base is dict else value

@@ -17,14 +17,16 @@ from typing import Any
 
 from imf.errors import ReportError
 from imf.report import build_report
+from imf.report.model import Report
 from imf.report.render import pm
 from imf.store.iteration_log import IterationLogStore
-from imf.store.layout import CONFIG
-from imf.store.runs import SWEEP_STATE, is_run_dir, read_json_object
-from imf.suggest.rules import Context, Proposal, continuation, ensemble, more_seeds, neighbours
+from imf.store.layout import CONFIG, SWEEP_STATE
+from imf.store.runs import is_run_dir, read_json_object
+from imf.suggest.rules import Context, Proposal, continuation, ensemble, more_seeds, neighbours, unique_id
 from imf.suggest.tried import full_config, read_tried
 
-__all__ = ["Proposal", "Suggestions", "suggest", "render_text", "as_json", "write_hypothesis"]
+__all__ = ["Proposal", "Suggestions", "suggest", "best_cell", "unique_id", "command_text", "render_text",
+           "as_json", "write_hypothesis"]
 
 
 @dataclass
@@ -61,7 +63,7 @@ def suggest(folder: Path) -> Suggestions:
     if not cells:
         raise ReportError(f"no test_mean_score in any of the {len(report.trials)} trial(s) under "
                           f"{folder} (no rollout yet); nothing to suggest from yet")
-    best = max(cells, key=lambda c: c.mean)  # the report's best cell: the first of equal means
+    best = max(cells, key=lambda c: c.mean)
     # Given one run folder, new runs go beside it (where its stores are), never inside it.
     root = folder.resolve().parent if is_run_dir(folder) else folder  # Path(".").parent is "."
     ctx = Context(root, report, read_tried(root, report.trials), _prefix(root, report))
@@ -69,16 +71,25 @@ def suggest(folder: Path) -> Suggestions:
     neighbours(ctx, best)
     more_seeds(ctx, best)
     ensemble(ctx, best)
-    top = max((t for t in report.trials if t.cell == best.label and t.best_score is not None),
-              key=lambda t: t.best_score)
-    summary = {"label": best.label, "mean": best.mean, "se": best.se, "n": best.n,
-               "noise": best.noise, "trial": top.id, "n_emb": best.n_emb, "n_layer": best.n_layer}
-    result = Suggestions(root, summary, ctx.proposals, ctx.notes)
+    result = Suggestions(root, best_cell(report) or {}, ctx.proposals, ctx.notes)
     for block in ctx.tried.hypotheses:
         for proposal in result.proposals:
             if proposal.id in (block.get("command") or "").split() and proposal.id not in result.logged:
                 result.logged[proposal.id] = block["id"]
     return result
+
+
+def best_cell(report: Report) -> dict[str, Any] | None:
+    """The report's best cell (the first of equal means) and its best run: label, mean, se, n,
+    noise, trial, n_emb, n_layer; None when no cell has a score."""
+    cells = [c for c in report.trends.cells if c.mean is not None]
+    if not cells:
+        return None
+    best = max(cells, key=lambda c: c.mean)
+    top = max((t for t in report.trials if t.cell == best.label and t.best_score is not None),
+              key=lambda t: t.best_score)
+    return {"label": best.label, "mean": best.mean, "se": best.se, "n": best.n,
+            "noise": best.noise, "trial": top.id, "n_emb": best.n_emb, "n_layer": best.n_layer}
 
 
 def command_text(proposal: Proposal) -> str:

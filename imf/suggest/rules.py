@@ -19,7 +19,7 @@ from imf.errors import ConfigError
 from imf.report.model import Cell, Curve, Report, TrialRow
 from imf.report.render import pm
 from imf.stats import clear_difference, difference_se, standard_error, tied_within_noise
-from imf.store.layout import CHECKPOINTS, CONFIG, RunLayout, ensemble_id, topk_epoch_score
+from imf.store.layout import CONFIG, RunLayout, ensemble_id
 from imf.suggest.tried import Tried, full_config, norm_value, settings_of
 
 STEPS = {"policy.n_emb": 128, "policy.n_layer": 6}  # the reference grid's spacing (one value tried)
@@ -57,12 +57,16 @@ class Context:
         return [t for t in self.report.trials if t.cell == cell.label]
 
     def new_id(self, tid: str) -> str:
-        taken = self.tried.ids | {p.id for p in self.proposals}
-        unique, number = tid, 1
-        while unique in taken:
-            number += 1
-            unique = f"{tid}-{number}"
-        return unique
+        return unique_id(tid, self.tried.ids | {p.id for p in self.proposals})
+
+
+def unique_id(base: str, taken: set[str]) -> str:
+    """``base``, or ``base-2``, ``base-3``... the first not in ``taken``."""
+    unique, number = base, 1
+    while unique in taken:
+        number += 1
+        unique = f"{base}-{number}"
+    return unique
 
 
 def cell_words(cell: Cell) -> str:
@@ -301,12 +305,9 @@ def _top_checkpoints(run_dir: Path, curve: Curve | None) -> list[tuple[int, floa
     from the rollout of that epoch (the file name rounds the score), else the name's score."""
     points = {p[0]: p for p in (curve.rollouts if curve else []) if p[1] is not None}
     found = []
-    for path in (run_dir / CHECKPOINTS).glob("epoch=*-test_mean_score=*.pt"):
-        parsed = topk_epoch_score(path.name)
-        if parsed is None:
-            continue
-        point = points.get(parsed[0] + 1)  # the curve counts epochs from 1
-        found.append((parsed[0], point[1], point[2]) if point else (parsed[0], parsed[1], None))
+    for _, epoch, score in RunLayout(run_dir).topk_files():
+        point = points.get(epoch + 1)  # the curve counts epochs from 1
+        found.append((epoch, point[1], point[2]) if point else (epoch, score, None))
     return sorted(found, key=lambda f: (-f[1], f[0]))
 
 

@@ -17,9 +17,8 @@ from imf.store.iteration_log import IterationLogStore
 from imf.store.layout import CONFIG
 from imf.store.runs import SUMMARY, read_json_object, read_yaml_mapping
 from imf.store.scoreboard import ScoreboardStore
+from imf.store.summary import PARAMS
 
-PARAM_KEYS = {"mask": "policy.mask", "n_emb": "policy.n_emb", "n_layer": "policy.n_layer",
-              "n_head": "policy.n_head", "objective": "objective.name"}
 
 
 @dataclass
@@ -96,7 +95,7 @@ def full_config(run_dir: Path) -> dict[str, Any]:
 def _from_record(record: dict[str, Any]) -> dict[str, Any]:
     settings: dict[str, Any] = {}
     params = record.get("config") if isinstance(record.get("config"), dict) else {}
-    for name, key in PARAM_KEYS.items():
+    for name, key in PARAMS.items():
         if name in params:
             settings[key] = params[name]
     for override in record.get("overrides") or []:

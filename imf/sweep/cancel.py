@@ -17,7 +17,8 @@ from filelock import FileLock, Timeout
 
 from imf.errors import QueueError, SweepError
 from imf.scheduler.base import Handle, Scheduler, scheduler_for
-from imf.sweep.state import ACTIVE, SweepDir, SweepState
+from imf.sweep.folder import SweepDir
+from imf.sweep.state import ACTIVE, SweepState
 
 CONTROLLER_WAIT_S = 120.0
 

@@ -21,19 +21,19 @@ from typing import Any, Iterator
 from filelock import FileLock, Timeout
 
 from imf.atomic import clean_stale_temps
+from imf.clock import now_iso
 from imf.errors import (EXIT_DISK_FULL, EXIT_GPU_OOM, EXIT_NO_CUDA, BusyError, FolderInUseError,
                         ImfError, QueueError, SweepError)
 from imf.scheduler.base import Handle, JobStatus, Scheduler
-from imf.sweep.engine_base import DOWN_AFTER
 from imf.sweep.finish import notify, write_report
 from imf.sweep.gpus import free_mib
 from imf.sweep.recovery import Recovery
-from imf.sweep.state import ACTIVE, FINAL, QueueState, SweepState, TrialState, now_iso
-from imf.store.layout import STDOUT
+from imf.sweep.state import ACTIVE, FINAL, QueueState, SweepState, TrialState
+from imf.store.layout import STDOUT, SWEEP_STATE
 from imf.store.runs import is_epoch_row, parse_log, row_score, row_success
 from imf.store.summary import read_summary
 
-__all__ = ["DOWN_AFTER", "Engine"]
+__all__ = ["Engine"]
 GOOD_ENDS = ("completed", "stopped_early", "diverged")
 
 
@@ -48,7 +48,7 @@ class Engine(Recovery):
         except Timeout:
             raise SweepError(f"{self.sdir.path}: another controller is running this sweep "
                              f"(pid {self.state.controller.get('pid')})") from None
-        clean_stale_temps(self.sdir.path, ("sweep.json",))  # only a controller writes sweep.json
+        clean_stale_temps(self.sdir.path, (SWEEP_STATE,))  # only a controller writes sweep.json
         old = None
         if threading.current_thread() is threading.main_thread():
             old = signal.signal(signal.SIGTERM, _interrupt)
@@ -135,11 +135,10 @@ class Engine(Recovery):
         return trial
 
     def _launch(self, trial: TrialState, queue: QueueState) -> None:
-        job, sch = self.job(trial), self.scheduler(queue.name)
+        job, sch = self.job_request(trial), self.scheduler(queue.name)
         job.token = secrets.token_hex(8)  # names this attempt in its pid and exit files
         trial.move("launch")
         trial.reason = ""
-        trial.attempts += 1
         trial.handle = Handle(queue.spec, sch.job_dir(job), str(job.run_dir), job.token)
         self.save()  # before the process exists: a resume then looks before starting again
         try:
@@ -149,7 +148,6 @@ class Engine(Recovery):
             return
         except QueueError as exc:
             trial.move("not started")
-            trial.attempts -= 1
             holder = exc.holder if isinstance(exc, BusyError) else trial.handle
             self._orphan(trial, queue.name, holder, trial.attempts)  # stopped before a retry
             trial.handle = None
@@ -162,7 +160,7 @@ class Engine(Recovery):
         trial.log_offset, trial.epoch, trial.last_score, trial.best_score = 0, 0, None, None
         trial.best_success = None
         trial.val_mse = None
-        self.seen[trial.id] = ((-1, -1), time.monotonic())
+        self.stalls.restart(trial.id)
         self.log(f"start {trial.id} on {queue.name} (attempt {trial.attempts}, {handle.label()})"
                  + (", resuming from its latest checkpoint" if job.resume else ""))
         self.save()
@@ -192,7 +190,7 @@ class Engine(Recovery):
         if status.state == "queued":  # waiting for the batch system: no progress, no stall
             trial.move("waiting")
             trial.reason = status.reason
-            self.seen[trial.id] = ((0, 0), time.monotonic())
+            self.stalls.restart(trial.id)
             return
         if trial.state == "queued":
             trial.move("started")
@@ -212,7 +210,7 @@ class Engine(Recovery):
             self._ended(trial, status, sch)
         elif status.state == "absent":
             self._attempt_over(trial, "failed", None, "its folder or pid file disappeared")
-        elif time.monotonic() - self.seen[trial.id][1] > self.state.stall_timeout:
+        elif self.stalls.quiet_for(trial.id) > self.state.stall_timeout:
             try:
                 sch.stop(trial.handle or Handle(trial.queue))
             except QueueError as exc:
@@ -236,9 +234,7 @@ class Engine(Recovery):
         trial.log_offset += len(complete.encode())
         if trial.started_unix:
             trial.elapsed_s = round(time.time() - trial.started_unix, 1)
-        sizes = (status.log_size, status.out_size)
-        if trial.id not in self.seen or self.seen[trial.id][0] != sizes:
-            self.seen[trial.id] = (sizes, time.monotonic())
+        self.stalls.saw(trial.id, status.log_size, status.out_size)
 
     def _ended(self, trial: TrialState, status: JobStatus, sch: Scheduler) -> None:
         try:
@@ -287,7 +283,7 @@ class Engine(Recovery):
         trial.note_attempt("disk full", reason, EXIT_DISK_FULL)
         trial.move("requeued")
         trial.exit_code, trial.reason, trial.handle = EXIT_DISK_FULL, reason, None
-        self.seen.pop(trial.id, None)
+        self.stalls.forget(trial.id)
         self._queue_down(self.state.queue(trial.queue), f"disk full: {reason}", state="blocked")
 
     def _no_cuda(self, trial: TrialState, reason: str) -> None:
@@ -296,7 +292,7 @@ class Engine(Recovery):
         trial.note_attempt("no CUDA", reason, EXIT_NO_CUDA)
         trial.move("requeued")
         trial.exit_code, trial.reason, trial.handle = EXIT_NO_CUDA, reason, None
-        self.seen.pop(trial.id, None)
+        self.stalls.forget(trial.id)
         self._queue_down(self.state.queue(trial.queue), f"its trial found no CUDA device: {reason}")
 
     def _out_of_memory(self, trial: TrialState, reason: str) -> None:
@@ -305,7 +301,7 @@ class Engine(Recovery):
         here = self.state.queue(trial.queue)
         trial.note_attempt("out of memory", reason, EXIT_GPU_OOM)
         trial.exit_code, trial.reason = EXIT_GPU_OOM, reason
-        self.seen.pop(trial.id, None)
+        self.stalls.forget(trial.id)
         first = sum(h["outcome"] == "out of memory" for h in trial.history) == 1
         bigger = self._more_gpu_memory(here) if first else None
         if bigger is None:

@@ -13,12 +13,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
+from imf.clock import now_iso
 from imf.errors import ImfError
-from imf.scheduler.base import Handle, Job, Scheduler, scheduler_for
+from imf.scheduler.base import Handle, JobRequest, Scheduler, scheduler_for
 from imf.sweep.finish import record_trial
 from imf.sweep.halving import Halving
 from imf.sweep.plan import assign
-from imf.sweep.state import ACTIVE, FINAL, Orphan, QueueState, SweepDir, SweepState, TrialState, now_iso
+from imf.sweep.folder import SweepDir, config_text
+from imf.sweep.stall import StallWatch
+from imf.sweep.state import ACTIVE, FINAL, Orphan, QueueState, SweepState, TrialState
 
 DOWN_AFTER = 3  # consecutive failed contacts with a queue's machine before it is marked down
 RETRIED = ("failed", "stalled", "timeout")  # timeout: ended by a batch system's time limit
@@ -30,7 +33,7 @@ class EngineBase:
         self.sdir, self.state, self.echo, self.sleep = sdir, state, echo, sleep
         self.schedulers: dict[str, Scheduler] = {}
         self.failures: Counter[str] = Counter()  # queue -> failed contacts in a row
-        self.seen: dict[str, tuple[tuple[int, int], float]] = {}  # sizes, when they last grew
+        self.stalls = StallWatch()  # when each running trial's files last grew
         self.orphan_tried: dict[str, float] = {}  # down queue -> when its orphans were last asked
         self.report_path: Path | None = None
         self.report_text: str | None = None
@@ -53,7 +56,7 @@ class EngineBase:
             self.schedulers[queue] = scheduler_for(q.spec, q.options)
         return self.schedulers[queue]
 
-    def job(self, trial: TrialState) -> Job:
+    def job_request(self, trial: TrialState) -> JobRequest:
         s = self.state
         # A GPU slot's trial trains on that GPU or fails loudly (never on the CPU by "auto");
         # the user's own training.device override comes later and wins.
@@ -65,7 +68,7 @@ class EngineBase:
                 *(["--init-from", trial.init_from] if trial.init_from else []),
                 *(["--final-eval", str(s.final_eval)] if s.final_eval else [])]
         config = trial.config or s.config
-        job = Job(trial.id, s.name, self.sdir.trial_dir(trial.id), argv, config, s.config_text(config))
+        job = JobRequest(trial.id, s.name, self.sdir.trial_dir(trial.id), argv, config, config_text(config))
         job.resume_argv = [*s.trial_command, "--resume", "--id", trial.id, "--out", "{run_dir}",
                            "--store", "none"]
         job.resume = bool(trial.history) and trial.history[-1].get("outcome") == "timeout"
@@ -76,7 +79,7 @@ class EngineBase:
         """The current attempt ended with ``outcome``: a retry when one is left, else the end."""
         trial.note_attempt(outcome, reason, exit_code)
         trial.exit_code, trial.reason = exit_code, reason
-        self.seen.pop(trial.id, None)
+        self.stalls.forget(trial.id)
         failures = sum(h["outcome"] in RETRIED for h in trial.history)
         if outcome in RETRIED and failures <= self.state.retries:
             trial.move("retry")
@@ -129,7 +132,7 @@ class EngineBase:
                 self.log(f"{trial.id} was running on {queue.name}; it starts again on a live queue")
                 trial.note_attempt("queue down", reason, queue=queue.name)
                 trial.handle = None
-                self.seen.pop(trial.id, None)
+                self.stalls.forget(trial.id)
             trial.move("requeued")
         live = self.state.live_queues()
         moved = [t for t in moved if t.state == "pending"]

@@ -11,8 +11,9 @@ import subprocess
 from pathlib import Path
 
 from imf import registry
+from imf.clock import now_iso
 from imf.errors import ImfError
-from imf.sweep.state import SweepState, TrialState, now_iso
+from imf.sweep.state import SweepState, TrialState
 from imf.store.summary import PARAM_KEYS, RunSummary, read_summary
 
 

@@ -21,65 +21,19 @@ trial with a stop decision that still runs is stopped again, never retried.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from imf.errors import SweepError
 from imf.stats import Z95, difference_se, standard_error
-from imf.store.base import now_iso
 from imf.store.runs import is_epoch_row, parse_log, row_episode_scores, row_score
 
-if TYPE_CHECKING:
-    from imf.scheduler.base import JobStatus
-    from imf.sweep.state import SweepState, TrialState
+from imf.scheduler.base import JobStatus
+from imf.sweep.state import Decision, HalvingState, RungScore, SweepState, TrialState
 
 RUNGS_RE = re.compile(r"^\s*\d+(\s*,\s*\d+)*\s*$")
 STATUS_STOPS = 10  # stops whose reason ``imf status`` prints (the latest)
-
-
-@dataclass
-class RungScore:
-    trial: str
-    rung: int  # the epoch, counted from 1
-    score: float
-    se: float | None  # None: fewer than two per-episode scores, the noise is unknown
-    episodes: int
-
-
-@dataclass
-class Decision:
-    trial: str
-    rung: int
-    outcome: str  # "kept" or "stopped"
-    reason: str
-    cut: float | None = None  # the rung's cut when it was decided
-    compared: int = 0  # trials with a score at the rung when it was decided
-    when: str = field(default_factory=now_iso)
-
-
-@dataclass
-class HalvingState:
-    eta: int
-    rungs: list[int]
-    scores: list[RungScore] = field(default_factory=list)
-    decisions: list[Decision] = field(default_factory=list)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "HalvingState":
-        """sweep.json's ``halving``, once imf/sweep/validate.py has checked it."""
-        return cls(data["eta"], list(data["rungs"]), [RungScore(**s) for s in data.get("scores", [])],
-                   [Decision(**d) for d in data.get("decisions", [])])
-
-    def score_of(self, trial: str, rung: int) -> RungScore | None:
-        return next((s for s in self.scores if s.trial == trial and s.rung == rung), None)
-
-    def decision_of(self, trial: str, rung: int) -> Decision | None:
-        return next((d for d in self.decisions if d.trial == trial and d.rung == rung), None)
-
-    def stop_of(self, trial: str) -> Decision | None:
-        """The decision that stopped ``trial``, if one did."""
-        return next((d for d in self.decisions if d.trial == trial and d.outcome == "stopped"), None)
 
 
 def parse_rungs(text: str) -> list[int]:
@@ -175,14 +129,14 @@ def judge(mine: RungScore, at_rung: list[RungScore], eta: int) -> Verdict:
 class Halving:
     """The engine's side: rung scores from each poll's new log text, and the decisions."""
 
-    def __init__(self, state: "SweepState") -> None:
+    def __init__(self, state: SweepState) -> None:
         self.state = state
 
     @property
     def on(self) -> HalvingState | None:
         return self.state.halving
 
-    def verdict(self, trial: "TrialState", status: "JobStatus") -> str | None:
+    def verdict(self, trial: TrialState, status: JobStatus) -> str | None:
         """Note ``trial``'s rung scores in ``status.new_log``; the reason to stop it now (a stop
         decided now or before a restart), else None. A trial that ended by itself (exit 0) or
         has nothing left to run is never stopped; its scores still count for the cut."""
@@ -202,12 +156,12 @@ class Halving:
                 return hv.decisions[-1].reason
         return None
 
-    def stopped(self, trial: "TrialState") -> str | None:
+    def stopped(self, trial: TrialState) -> str | None:
         """The reason a stop decision gave for ``trial``, if there is one."""
         stop = self.on.stop_of(trial.id) if self.on is not None else None
         return stop.reason if stop else None
 
-    def _note_scores(self, hv: HalvingState, trial: "TrialState", text: str) -> None:
+    def _note_scores(self, hv: HalvingState, trial: TrialState, text: str) -> None:
         complete = text[: text.rfind("\n") + 1]
         for row in parse_log(complete.splitlines()).rows:
             if not is_epoch_row(row) or row["epoch"] + 1 not in hv.rungs:
@@ -217,7 +171,7 @@ class Halving:
             if found is not None and hv.score_of(trial.id, rung) is None:
                 hv.scores.append(found)  # the first attempt's score at a rung is the one judged
 
-    def _decide(self, hv: HalvingState, trial: "TrialState", rung: int) -> str | None:
+    def _decide(self, hv: HalvingState, trial: TrialState, rung: int) -> str | None:
         mine = hv.score_of(trial.id, rung)
         if mine is None or hv.decision_of(trial.id, rung) is not None:
             return None
@@ -236,7 +190,7 @@ def describe(hv: HalvingState | None) -> str:
     return f"successive halving: eta {hv.eta}, rungs {','.join(map(str, hv.rungs))}"
 
 
-def status_lines(state: "SweepState") -> list[str]:
+def status_lines(state: SweepState) -> list[str]:
     """``imf status`` notes: the rule, what it decided, and why each stopped trial stopped."""
     hv = state.halving
     if hv is None:

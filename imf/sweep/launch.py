@@ -25,7 +25,8 @@ from imf.sweep.gpus import probe_queues
 from imf.sweep.halving import check_rungs, describe as describe_halving, plan_halving
 from imf.sweep.plan import Plan, TrialPlan, build_trials, make_plan, parse_seeds, render_plan
 from imf.sweep.queues import load_hosts, resolve_queues
-from imf.sweep.state import QueueState, SweepDir, SweepState, TrialState
+from imf.sweep.folder import SweepDir
+from imf.sweep.state import QueueState, SweepState, TrialState
 
 __all__ = ["SweepError", "SweepRequest", "describe", "dry_run", "load_plugins", "parse_seeds",
            "plan_sweep", "resume_sweep", "start_sweep"]
@@ -151,7 +152,7 @@ def describe(sdir: SweepDir, state: SweepState, plan: Plan) -> str:
     planned = str((sdir.path / CONFIG_FILE).resolve())  # start_sweep writes a YAML config there
     by_id = {t.id: t for t in state.trials}
     for trial in (by_id[tid] for ids in plan.order.values() for tid in ids):
-        job = engine.job(trial)
+        job = engine.job_request(trial)
         if job.config_text is not None:
             job = replace(job, config=planned)
         lines.append(f"  {trial.id} on {trial.queue}: {engine.scheduler(trial.queue).describe(job)}")

@@ -16,7 +16,7 @@ from rich.live import Live
 from rich.text import Text
 
 from imf.errors import ImfError, SweepError
-from imf.sweep.state import SweepDir
+from imf.sweep.folder import SweepDir
 from imf.sweep.status import find_sweep, render_status, status_view, sweep_over
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from imf.config import Config, is_config_key, load_config
 from imf.config.compat import ALIASES
 from imf.errors import SweepError
+from imf.store.summary import params_of
 from imf.registry.options import fill_options
 
 FIXED_COST = 0.5  # per epoch, in units of n_layer * n_emb^2 / 1e6 (encoder, data, rollouts)
@@ -148,8 +149,7 @@ def build_trials(name: str, config: str, grids: list[str], overrides: list[str],
         cfg = load_config(config, base + own + [f"{k}={v}" for k, v in point.items() if k in SEED_KEYS])
         fill_options(cfg)  # a plugin's bad option fails here, before any trial starts
         trial_seed = cfg.training.seed if seed is None or any(k in point for k in SEED_KEYS) else seed
-        params = {"mask": cfg.policy.mask, "n_emb": cfg.policy.n_emb, "n_layer": cfg.policy.n_layer,
-                  "n_head": cfg.policy.n_head, "objective": cfg.objective.name, **point}
+        params = {**params_of(cfg), **point}
         epochs_n = cfg.training.num_epochs
         trials.append(TrialPlan(trial_id(name, cfg, trial_seed, point), own, trial_seed, epochs_n,
                                 params, cost_of(cfg.policy.n_emb, cfg.policy.n_layer, epochs_n)))

@@ -82,7 +82,7 @@ class Recovery(EngineBase):
             trial.move("orphan result")
             trial.queue, trial.handle = orphan.queue, handle
             trial.log_offset, trial.epoch, trial.started_unix = 0, 0, None
-            self.seen[trial.id] = ((-1, -1), time.monotonic())
+            self.stalls.restart(trial.id)
             self.log(f"{trial.id} takes the result of its orphan on {where} (it ended with exit 0)")
             return
         else:
@@ -106,7 +106,7 @@ class Recovery(EngineBase):
             queue = self.state.queue(trial.queue)
             sch = self.scheduler(queue.name)
             if trial.handle is None or not trial.handle.dir:  # sweeps of imf before handles held it
-                job = self.job(trial)
+                job = self.job_request(trial)
                 trial.handle = Handle(queue.spec, sch.job_dir(job), str(job.run_dir),
                                       trial.handle.token if trial.handle else "")
             try:
@@ -127,7 +127,6 @@ class Recovery(EngineBase):
         if never_started and trial.state == "starting":
             trial.move("not started")
             trial.handle = None
-            trial.attempts -= 1
             self.log(f"{trial.id} had not started when the controller stopped; it starts normally")
             return
         if never_started:
@@ -137,6 +136,6 @@ class Recovery(EngineBase):
         trial.handle.pid, trial.handle.start_time = status.pid, status.start_time
         trial.move("started")
         trial.started_unix = trial.started_unix or time.time()
-        self.seen[trial.id] = ((-1, -1), time.monotonic())
+        self.stalls.restart(trial.id)
         self.log(f"re-attached {trial.id} on {queue.name} ({trial.handle.label()}, {status.state})")
 

@@ -1,26 +1,25 @@
-"""sweep.json (the plan and the state of every trial) and sweep.log (one line per event).
+"""What sweep.json holds: the plan and the state of every trial, queue and halving decision.
 
-sweep.json is rewritten atomically (temporary file in the same folder, fsync, rename), so a
-controller killed at any moment leaves a readable state that ``--resume`` continues from.
+Data only: imf/sweep/folder.py reads and writes it (checked by imf/sweep/validate.py), the
+engine changes it, imf/sweep/halving.py holds the halving rule.
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from imf.atomic import atomic_write_json
 from imf.errors import SweepError
 from imf.scheduler.base import Handle
-from imf.store.base import now_iso
-from imf.sweep.halving import HalvingState
+from imf.clock import now_iso
 
 VERSION = 1
 FINAL = ("completed", "stopped_early", "diverged", "failed", "stalled")
 ACTIVE = ("starting", "queued", "running")  # queued: waiting in a batch system (Slurm)
+STATES = ("pending", *ACTIVE, *FINAL)  # every state a trial can be in
+QUEUE_STATES = ("live", "down", "blocked")  # blocked: a full disk
+SWEEP_STATUSES = ("planned", "running", "interrupted", "finished", "stopped")
 
 # A trial's life as events: the states each may happen in, and the state it leads to (None:
 # the final state the engine names). Every change of a trial's state goes through
@@ -35,6 +34,7 @@ TRANSITIONS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "requeued": (("pending", *ACTIVE), "pending"),  # its queue went down or blocked, or cancelled
     "orphan result": (("pending",), "running"),  # takes the result of its job on a lost host
 }
+ATTEMPTS_BY = {"launch": 1, "not started": -1}  # a start that never happened is no attempt
 
 
 @dataclass
@@ -65,8 +65,8 @@ class TrialState:
     cost: float
     queue: str
     order: int = 0  # position on its queue; the lowest pending one starts next
-    state: str = "pending"  # pending, or one of ACTIVE or FINAL; changed only by ``move``
-    attempts: int = 0  # launches so far
+    state: str = "pending"  # one of STATES; changed only by ``move``
+    attempts: int = 0  # launches so far (counted by ``move``)
     handle: Handle | None = None
     started: str | None = None
     finished: str | None = None
@@ -94,6 +94,7 @@ class TrialState:
             raise SweepError(f"internal error: trial {self.id} cannot go from {self.state} by "
                              f"'{event}'{f' to {final}' if final else ''}")
         self.state = to
+        self.attempts += ATTEMPTS_BY.get(event, 0)
 
     def note_attempt(self, outcome: str, reason: str, exit_code: int | None = None,
                      attempt: int | None = None, queue: str | None = None,
@@ -134,6 +135,51 @@ class QueueState:
     gpu: dict[str, Any] | None = None  # its GPU at the last probe: index, name, free_mib, total_mib
 
 
+# ---------------------------------------------------------------------- halving (imf/sweep/halving.py: the rule)
+@dataclass
+class RungScore:
+    trial: str
+    rung: int  # the epoch, counted from 1
+    score: float
+    se: float | None  # None: fewer than two per-episode scores, the noise is unknown
+    episodes: int
+
+
+@dataclass
+class Decision:
+    trial: str
+    rung: int
+    outcome: str  # "kept" or "stopped"
+    reason: str
+    cut: float | None = None  # the rung's cut when it was decided
+    compared: int = 0  # trials with a score at the rung when it was decided
+    when: str = field(default_factory=now_iso)
+
+
+@dataclass
+class HalvingState:
+    eta: int
+    rungs: list[int]
+    scores: list[RungScore] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "HalvingState":
+        """sweep.json's ``halving``, once imf/sweep/validate.py has checked it."""
+        return cls(data["eta"], list(data["rungs"]), [RungScore(**s) for s in data.get("scores", [])],
+                   [Decision(**d) for d in data.get("decisions", [])])
+
+    def score_of(self, trial: str, rung: int) -> RungScore | None:
+        return next((s for s in self.scores if s.trial == trial and s.rung == rung), None)
+
+    def decision_of(self, trial: str, rung: int) -> Decision | None:
+        return next((d for d in self.decisions if d.trial == trial and d.rung == rung), None)
+
+    def stop_of(self, trial: str) -> Decision | None:
+        """The decision that stopped ``trial``, if one did."""
+        return next((d for d in self.decisions if d.trial == trial and d.outcome == "stopped"), None)
+
+
 @dataclass
 class SweepState:
     name: str
@@ -172,16 +218,6 @@ class SweepState:
             data["halving"] = HalvingState.from_dict(data["halving"])
         return cls(**data)
 
-    def config_text(self, config: str | None = None) -> str | None:
-        """The text of the config file ``config`` (default: the sweep's); None for a preset name."""
-        config = config or self.config
-        if Path(config).suffix not in (".yaml", ".yml"):
-            return None
-        try:
-            return Path(config).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SweepError(f"cannot read the sweep's config {config} ({exc})") from None
-
     def trial(self, tid: str) -> TrialState:
         return next(t for t in self.trials if t.id == tid)
 
@@ -194,55 +230,3 @@ class SweepState:
 
     def live_queues(self) -> list[QueueState]:
         return [q for q in self.queues if q.state == "live"]
-
-
-class SweepDir:
-    """A sweep's folder: its state file, its master log, one folder per trial."""
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-
-    @property
-    def state_file(self) -> Path:
-        return self.path / "sweep.json"
-
-    def trial_dir(self, tid: str) -> Path:
-        return (self.path / tid).resolve()
-
-    def exists(self) -> bool:
-        return self.state_file.exists()
-
-    def load(self) -> SweepState:
-        """The state in sweep.json, checked field by field (SweepError naming the field)."""
-        from imf.sweep.validate import check_sweep_dict
-
-        try:
-            data = json.loads(self.state_file.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise SweepError(f"{self.path}: no sweep.json here (is it a sweep folder?)") from None
-        except (OSError, ValueError) as exc:  # ValueError: JSON, UTF-8
-            raise SweepError(f"{self.state_file}: unreadable sweep state ({exc})") from None
-        version = data.get("version") if isinstance(data, dict) else None
-        if isinstance(data, dict) and version != VERSION:
-            raise SweepError(f"{self.state_file}: state version {version}, this imf reads {VERSION}")
-        try:
-            check_sweep_dict(data, SweepState, QueueState, TrialState)
-        except SweepError as exc:
-            raise SweepError(f"{self.state_file}: {exc}") from None
-        return SweepState.from_dict(data)
-
-    def save(self, state: SweepState) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.state_file, state.to_dict())
-
-    def log(self, message: str) -> str:
-        return self.log_lines([message])[0]
-
-    def log_lines(self, messages: list[str]) -> list[str]:
-        """Append ``messages`` to sweep.log in one write (a plan of 10,000 trials is as many lines)."""
-        stamp = now_iso()
-        lines = [f"{stamp} {message}" for message in messages]
-        self.path.mkdir(parents=True, exist_ok=True)
-        with open(self.path / "sweep.log", "a") as f:
-            f.write("".join(line + "\n" for line in lines))
-        return lines

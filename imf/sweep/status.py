@@ -11,8 +11,10 @@ from rich.progress_bar import ProgressBar
 from rich.text import Text
 
 from imf.errors import SweepError
+from imf.store.layout import SWEEP_STATE
+from imf.sweep.folder import SweepDir
 from imf.sweep.halving import status_lines
-from imf.sweep.state import ACTIVE, FINAL, SweepDir, SweepState, TrialState
+from imf.sweep.state import ACTIVE, FINAL, SweepState, TrialState
 from imf.tables import table, to_text
 
 COLUMNS = ("queue", "trial", "state", "epoch", "val_mse", "last", "best", "success", "elapsed", "eta")
@@ -21,9 +23,9 @@ COLUMNS = ("queue", "trial", "state", "epoch", "val_mse", "last", "best", "succe
 def find_sweep(path: str | Path) -> SweepDir:
     """``path`` itself when it holds sweep.json, else its most recently updated sweep folder."""
     path = Path(path)
-    if (path / "sweep.json").is_file():
+    if (path / SWEEP_STATE).is_file():
         return SweepDir(path)
-    found = sorted(path.glob("*/sweep.json"), key=lambda p: p.stat().st_mtime) if path.is_dir() else []
+    found = sorted(path.glob(f"*/{SWEEP_STATE}"), key=lambda p: p.stat().st_mtime) if path.is_dir() else []
     if not found:
         raise SweepError(f"{path}: no sweep.json here or in its folders; give a sweep folder "
                          f"such as runs/<name>")

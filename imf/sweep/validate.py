@@ -12,26 +12,21 @@ from typing import Any
 from imf import registry
 from imf.errors import ImfError, SweepError
 from imf.scheduler.base import GROUP, HANDLE_FIELDS, scheme_of
-from imf.sweep.halving import Decision, HalvingState, RungScore
-
-TRIAL_STATES = ("pending", "starting", "queued", "running", "completed", "stopped_early",
-                "diverged", "failed", "stalled")
-QUEUE_STATES = ("live", "down", "blocked")  # blocked: a full disk
-SWEEP_STATUSES = ("planned", "running", "interrupted", "finished", "stopped")
-_STORED_AS = {"Handle": "dict", "Orphan": "dict"}  # dataclasses kept in sweep.json as objects
-_NAMES = {"str": "a string", "int": "an int", "float": "a number", "bool": "true or false",
-          "dict": "an object", "list": "a list", "None": "null"}
+from imf.sweep.state import (QUEUE_STATES, STATES, SWEEP_STATUSES, Decision, HalvingState,
+                             QueueState, RungScore, SweepState, TrialState)
+from imf.typed import Kind, describe, field_kinds, fits
 
 
-def check_sweep_dict(data: Any, cls: type, queue_cls: type, trial_cls: type) -> None:
-    """Raise SweepError (naming the field) unless ``data`` can be read as a ``cls`` state."""
+
+def check_sweep_dict(data: Any) -> None:
+    """Raise SweepError (naming the field) unless ``data`` can be read as a SweepState."""
     if not isinstance(data, dict):
         raise SweepError(f"must be a JSON object, got {type(data).__name__}")
-    _check_fields(data, cls, "")
+    _check_fields(data, SweepState, "")
     for i, queue in enumerate(data["queues"]):
-        _check_item(queue, queue_cls, f"queues[{i}]")
+        _check_item(queue, QueueState, f"queues[{i}]")
     for i, trial in enumerate(data["trials"]):
-        _check_item(trial, trial_cls, f"trials[{i}]")
+        _check_item(trial, TrialState, f"trials[{i}]")
     _check_values(data)
 
 
@@ -46,32 +41,14 @@ def _check_fields(data: dict[str, Any], cls: type, where: str) -> None:
     unknown = [k for k in data if k not in fields]
     if unknown:
         raise SweepError(f"{where}unknown key '{unknown[0]}'")
+    kinds = field_kinds(cls)
     for name, f in fields.items():
         if name not in data:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise SweepError(f"{where}'{name}' is missing")
             continue
-        kinds = [k.strip() for k in str(f.type).split("|")]
-        if not any(_is(data[name], kind) for kind in kinds):
-            bases = [_STORED_AS.get(k.split("[")[0], k.split("[")[0]) for k in kinds]
-            wanted = " or ".join(_NAMES.get(b, b) for b in bases)
-            raise SweepError(f"{where}'{name}' must be {wanted}, got {data[name]!r:.60}")
-
-
-def _is(value: Any, kind: str) -> bool:
-    base, _, inner = kind.partition("[")
-    base, inner = _STORED_AS.get(base, base), _STORED_AS.get(inner.rstrip("]"), inner)
-    if base == "None":
-        return value is None
-    if base in ("int", "float") and isinstance(value, bool):
-        return False
-    types = {"str": str, "int": int, "float": (int, float), "bool": bool, "dict": dict,
-             "list": list}.get(base)
-    if types is None or not isinstance(value, types):
-        return types is None  # Any
-    if base == "list" and inner.startswith(("str", "dict")):  # list[QueueState]: checked apart
-        return all(isinstance(v, str if inner.startswith("str") else dict) for v in value)
-    return True
+        if not fits(data[name], kinds[name]):
+            raise SweepError(f"{where}'{name}' must be {describe(kinds[name])}, got {data[name]!r:.60}")
 
 
 def _check_values(data: dict[str, Any]) -> None:
@@ -94,9 +71,9 @@ def _check_values(data: dict[str, Any]) -> None:
                              f"{', '.join(installed) or 'none'}")
     names = {q["name"] for q in data["queues"]}
     for i, trial in enumerate(data["trials"]):
-        if trial.get("state", "pending") not in TRIAL_STATES:
+        if trial.get("state", "pending") not in STATES:
             raise SweepError(f"trials[{i}] state '{trial['state']}' is not one of "
-                             f"{', '.join(TRIAL_STATES)}")
+                             f"{', '.join(STATES)}")
         _check_handle(trial.get("handle"), f"trials[{i}] handle")
         for j, orphan in enumerate(trial.get("orphans", [])):
             if not (isinstance(orphan.get("queue"), str) and isinstance(orphan.get("handle"), dict)):
@@ -113,7 +90,7 @@ def _check_handle(handle: dict[str, Any] | None, where: str) -> None:
     for key, kind in {**HANDLE_FIELDS, **_declared_handle_keys((handle or {}).get("queue"))}.items():
         value = (handle or {}).get(key)
         if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-            raise SweepError(f"{where} '{key}' must be {_NAMES[kind.__name__]} or null, got {value!r:.60}")
+            raise SweepError(f"{where} '{key}' must be {describe(Kind(kind, optional=True))}, got {value!r:.60}")
 
 
 def _declared_handle_keys(spec: Any) -> dict[str, type]:
@@ -131,7 +108,7 @@ def _check_halving(data: Any) -> None:
     eta, rungs = data["eta"], data["rungs"]
     if eta < 2:
         raise SweepError(f"halving 'eta' must be an int >= 2, got {eta!r:.60}")
-    if not (rungs and all(_is(r, "int") and r >= 1 for r in rungs) and rungs == sorted(set(rungs))):
+    if not (rungs and all(r >= 1 for r in rungs) and rungs == sorted(set(rungs))):
         raise SweepError(f"halving 'rungs' must be strictly increasing epochs >= 1, got {rungs!r:.60}")
     for i, score in enumerate(data.get("scores", [])):
         _check_item(score, RungScore, f"halving scores[{i}]")

@@ -9,7 +9,7 @@ is a class built as ``cls(options)`` (its ``Options`` dataclass, from
   how to sync or view it) is printed once;
 - ``log(scalars: dict[str, float], step: int)``: finite scalars at ``global_step``, named as in
   logs.json.txt;
-- ``finish()``;
+- ``finish()`` (``Tracker``);
 
 and ``requires``, the distributions it needs (``imf plugins`` shows them; a missing one is a
 broken plugin and one error line before a trial's folder is made). A tracker never kills
@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from imf import registry
 from imf.config import Config
@@ -39,6 +39,19 @@ class TrackerRun:
     group: str | None  # the sweep's name for a sweep's trial (logging.group wins)
     run_dir: Path
     project: str
+
+
+class Tracker(Protocol):
+    """The contract of an ``imf.trackers`` plugin (imf/registry/contracts.py checks it); built
+    as ``cls()``, or ``cls(options)`` when it declares ``Options``."""
+
+    def __init__(self) -> None: ...
+
+    def start(self, run: TrackerRun) -> str | None: ...
+
+    def log(self, scalars: dict[str, float], step: int) -> None: ...
+
+    def finish(self) -> None: ...
 
 
 def tracker_names(cfg: Config) -> list[str]:
@@ -74,8 +87,9 @@ def check_trackers(cfg: Config) -> list[tuple[str, Any, Any]]:
     return found
 
 
-class Tracker:
-    """The loop's logger: ``start``, ``log`` every epoch, ``finish``; never raises."""
+class RunLogger:
+    """The loop's logger over the configured trackers: ``start``, ``log`` every epoch,
+    ``finish``; never raises."""
 
     def __init__(self, say: Callable[[str], None]) -> None:
         self._say = say

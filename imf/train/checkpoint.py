@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import random
-import re
 import shutil
 import zipfile
 from dataclasses import dataclass, field
@@ -20,8 +19,30 @@ import torch
 
 from imf.atomic import atomic_path
 from imf.errors import CheckpointError
+from imf.store.layout import topk_files, topk_name
+from imf.upgrade import FileKind, Step
 
-FORMAT = "imf-checkpoint-1"
+
+EXTRA = "_extra_state"  # a module's get_extra_state(): the policy's normaliser
+
+
+def _from_format_1(state: dict[str, Any]) -> dict[str, Any]:
+    """Format 1: a policy config from before keypoint observations names no obs_type (it trained
+    on images), and older writers kept a copy of the normaliser in the policy's and the EMA's
+    weights; the checkpoint's own ``normalizer`` is the one every reader uses."""
+    config = state.get("config")
+    if isinstance(config, dict) and isinstance(config.get("policy"), dict):
+        config["policy"].setdefault("obs_type", "image")
+    for holder in [state, *(m for m in state.get("members") or [] if isinstance(m, dict))]:
+        for key in ("policy", "ema"):
+            if isinstance(holder.get(key), dict):
+                holder[key] = {k: v for k, v in holder[key].items() if k != EXTRA}
+    return state
+
+
+KIND = FileKind("checkpoint", (Step(2, "obs_type named, one normaliser", _from_format_1),),
+                key="format", prefix="imf-checkpoint-")
+FORMAT = KIND.stamp()
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
@@ -35,9 +56,6 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
         handle.write(buffer.getbuffer())
 
 
-EXTRA = "_extra_state"  # a module's get_extra_state(): the policy's normaliser
-
-
 def weights_to_save(state_dict: dict[str, Any]) -> dict[str, Any]:
     """A policy's (or its EMA's) weights without the normaliser: the checkpoint keeps one copy
     of it, under ``normalizer``, instead of three (``weights_with_normalizer`` puts it back)."""
@@ -46,9 +64,7 @@ def weights_to_save(state_dict: dict[str, Any]) -> dict[str, Any]:
 
 def weights_with_normalizer(weights: dict[str, Any], ckpt: dict[str, Any]) -> dict[str, Any]:
     """Weights from a checkpoint, ready for ``load_state_dict``: the checkpoint's normaliser is
-    the policy's extra state (older checkpoints carry their own copy, which is kept)."""
-    if EXTRA in weights or "normalizer" not in ckpt:
-        return weights
+    the policy's extra state."""
     return {**weights, EXTRA: {"normalizer": ckpt["normalizer"]}}
 
 
@@ -70,8 +86,12 @@ def load_checkpoint(path: Path | str) -> dict[str, Any]:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - torch raises many kinds on a bad file
         raise CheckpointError(f"checkpoint {path} is not readable: {_load_failure(exc)}") from None
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
+    if not isinstance(state, dict):
         raise CheckpointError(f"checkpoint {path} is not an imf checkpoint (format {FORMAT} expected)")
+    try:
+        state = KIND.upgrade(state)
+    except ValueError as exc:
+        raise CheckpointError(f"checkpoint {path} is not an imf checkpoint this imf reads ({exc})") from None
     if state.get("kind") == ENSEMBLE:
         _check_members(state, path)
         return state
@@ -135,13 +155,6 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------ top-k
 
-_SCORE_FILE = re.compile(r"^epoch=(\d+)-test_mean_score=(-?\d+\.\d+)\.pt$")
-
-
-def _score_name(epoch: int, score: float) -> str:
-    return f"epoch={epoch:04d}-test_mean_score={score:.3f}.pt"
-
-
 @dataclass
 class TopK:
     """The k best checkpoints by test_mean_score, as files named by epoch and score."""
@@ -157,7 +170,7 @@ class TopK:
         """Copy ``source`` in as a top-k file if it earns a place; drop the worst beyond k."""
         if not self.wants(score):
             return None
-        name = _score_name(epoch, score)
+        name = topk_name(epoch, score)
         copy_checkpoint(source, self.folder / name)
         self.entries.append((score, epoch, name))
         self.entries.sort(key=lambda e: (-e[0], e[1]))
@@ -178,10 +191,9 @@ class TopK:
         from the folder. Beyond k, the worst are dropped, as ``add`` does."""
         self.entries = [(float(s), int(e), str(n)) for s, e, n in entries]
         known = set(self.names())
-        for path in self.folder.glob("epoch=*-test_mean_score=*.pt"):
-            match = _SCORE_FILE.match(path.name)
-            if match and path.name not in known and (upto_epoch is None or int(match[1]) <= upto_epoch):
-                self.entries.append((float(match[2]), int(match[1]), path.name))
+        for path, epoch, score in topk_files(self.folder):
+            if path.name not in known and (upto_epoch is None or epoch <= upto_epoch):
+                self.entries.append((score, epoch, path.name))
         self.entries.sort(key=lambda e: (-e[0], e[1]))
         for _, _, dropped in self.entries[self.k:]:
             (self.folder / dropped).unlink(missing_ok=True)
@@ -207,7 +219,7 @@ def check_compatible(ckpt: dict[str, Any], policy_cfg: Any, source: Path) -> Non
                               "models; warm start needs one model's checkpoint (a member's, or a "
                               "weight soup from imf ensemble --mode weights)")
     old = ckpt["config"].get("policy", {})
-    old_obs = old.get("obs_type", "image")  # checkpoints from before keypoints were images
+    old_obs = old.get("obs_type")
     if old_obs != policy_cfg.obs_type:
         raise CheckpointError(
             f"checkpoint {source} was trained with policy.obs_type={old_obs}, this run has "

@@ -24,7 +24,7 @@ from imf.errors import CheckpointError, ConfigError
 from imf.policy import ActionEnsemble, ImfPolicy
 from imf.pusht.scorer import ScoreResult, score_policy
 from imf.stats import standard_error
-from imf.store.base import now_iso
+from imf.clock import now_iso
 from imf.store.holdout import append_look, read_looks
 from imf.store.layout import FINAL_EVAL, HOLDOUT, run_dir_of
 from imf.store.summary import read_summary

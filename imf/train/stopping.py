@@ -96,10 +96,6 @@ class StepMetrics:
             self._sums[key] = value if old is None else old + value
         return len(self._losses) >= self.every
 
-    @property
-    def pending(self) -> int:
-        return len(self._losses)
-
     def flush(self) -> list[float]:
         """The window's per-step losses (host floats, in step order); its sums join ``sums``."""
         if not self._losses:

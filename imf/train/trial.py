@@ -23,10 +23,10 @@ from imf.config import Config
 from imf.errors import DiskFullError, TrainingError
 from imf.registry.options import fill_options
 from imf.store import record_from_summary
-from imf.store.base import now_iso
+from imf.clock import now_iso
 from imf.store.layout import BEST, LATEST, RunLayout, checkpoint_name
 from imf.store.runlock import RunLock
-from imf.store.summary import Checkpoints, RunSummary
+from imf.store.summary import Checkpoints, RunSummary, params_of
 from imf.train import checkpoint as ckpt_io
 from imf.train.console import EpochBar, epoch_line, progress_text, rollout_status, shown
 from imf.train.evaluate import rollout_metrics
@@ -36,7 +36,7 @@ from imf.train.runfiles import JsonLinesLog, Tee
 from imf.train.state import TrainState, checkpoint_of, restore, save_epoch
 from imf.train.step import accumulate_gradients, to_device
 from imf.train.stopping import StepMetrics, StopSignals
-from imf.trackers import Tracker, check_trackers, run_group
+from imf.trackers import RunLogger, check_trackers, run_group
 from imf.version import code_version
 
 
@@ -61,7 +61,7 @@ class Trial:
     files: RunLayout
     log: JsonLinesLog
     say: Callable[[str], None]
-    tracker: Tracker
+    tracker: RunLogger
     stop: StopSignals = field(default_factory=StopSignals)  # SIGTERM / SIGINT received
     cfg_dict: dict[str, Any] = field(default_factory=dict)  # the config, serialised once
     started: str = field(default_factory=now_iso)
@@ -83,7 +83,7 @@ def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
         resume_ckpt = _prepare_folder(cfg, opts, files)
         out = Tee(files.stdout) if not _stdout_is(files.stdout) else None
         say = out.line if out else _print
-        trial = Trial(cfg, opts, files, JsonLinesLog(files.logs), say, Tracker(say), stop, cfg.to_dict())
+        trial = Trial(cfg, opts, files, JsonLinesLog(files.logs), say, RunLogger(say), stop, cfg.to_dict())
         state = TrainState()
         try:
             topk = _train_and_score(trial, state, device, resume_ckpt, warm)
@@ -322,7 +322,7 @@ def rollout(cfg: Config, parts: TrainParts, state: TrainState, record: dict[str,
 # ------------------------------------------------------------------ summary and stores
 
 def _write_summary(trial: Trial, state: TrainState, topk: ckpt_io.TopK | None, finished: bool) -> RunSummary:
-    cfg, opts, files, p = trial.cfg, trial.opts, trial.files, trial.cfg.policy
+    cfg, opts, files = trial.cfg, trial.opts, trial.files
     summary = RunSummary(
         id=opts.trial_id, status=state.status, reason=state.reason, epochs_done=state.epoch,
         num_epochs=cfg.training.num_epochs, global_step=state.global_step,
@@ -332,8 +332,7 @@ def _write_summary(trial: Trial, state: TrainState, topk: ckpt_io.TopK | None, f
         warm_started=opts.init_from is not None,
         init_from=str(opts.init_from) if opts.init_from else None,
         overrides=list(opts.overrides), note=opts.note, seed=cfg.training.seed,
-        params={"mask": p.mask, "n_emb": p.n_emb, "n_layer": p.n_layer, "n_head": p.n_head,
-                "objective": cfg.objective.name},
+        params=params_of(cfg),
         checkpoints=Checkpoints(
             latest=checkpoint_name(LATEST) if files.latest.exists() else None,
             best=checkpoint_name(BEST) if files.best.exists() else None,

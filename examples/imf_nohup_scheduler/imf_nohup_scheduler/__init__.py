@@ -1,5 +1,5 @@
 """A third-party imf scheduler: ``nohup:N`` runs each job on this machine under nohup, through
-imf's job wrapper (``python -m imf.scheduler.job``), as docs/INTERFACES.md "Schedulers" says."""
+imf's job wrapper (``python -m imf.scheduler.wrapper``), as docs/INTERFACES.md "Schedulers" says."""
 import json
 import subprocess
 import sys
@@ -8,13 +8,13 @@ from pathlib import Path
 
 from imf.errors import QueueError
 from imf.scheduler.base import Handle, Scheduler, fill_argv
-from imf.scheduler.job import STARTED
+from imf.scheduler.wrapper import STARTED
 from imf.scheduler.wrapped import parse_probe
 from imf.store.layout import RunLayout
 
 
 def wrapper(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "imf.scheduler.job", *args], capture_output=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "imf.scheduler.wrapper", *args], capture_output=True, timeout=60)
 
 
 class NohupScheduler(Scheduler):
@@ -29,7 +29,7 @@ class NohupScheduler(Scheduler):
         RunLayout(folder).archive_attempt(STARTED, everything=True)  # an earlier attempt's files
         argv = fill_argv(job.argv, self.python, str(folder), job.config)
         env = [f"{k}={v}" for k, v in job.env.items()]
-        subprocess.Popen(["nohup", sys.executable, "-m", "imf.scheduler.job", "run", job.token, *env, "--", *argv],
+        subprocess.Popen(["nohup", sys.executable, "-m", "imf.scheduler.wrapper", "run", job.token, *env, "--", *argv],
                          cwd=folder, start_new_session=True, stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         handle = Handle(self.spec, str(folder), str(folder), job.token)

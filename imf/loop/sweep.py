@@ -8,34 +8,32 @@ them like any sweep; a round whose sweep.json exists is resumed, one that finish
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from imf.atomic import atomic_write_text
 from imf.config import load_config
 from imf.errors import ConfigError, LoopError
-from imf.sweep.launch import resume_sweep, sweep_state, write_sweep
+from imf.loop.state import LoopState, Planned, Round
+from imf.store.summary import params_of
 from imf.sweep.engine import Engine
+from imf.sweep.folder import SweepDir
+from imf.sweep.launch import resume_sweep, sweep_state, write_sweep
 from imf.sweep.plan import Plan, TrialPlan, cost_of, render_plan
 from imf.sweep.queues import load_hosts, resolve_queues
-from imf.sweep.state import SweepDir, SweepState
-
-if TYPE_CHECKING:
-    from imf.suggest.loop_state import LoopState, Planned, Round
+from imf.sweep.state import SweepState
 
 
-def _trial_plan(planned: "Planned") -> TrialPlan:
+def _trial_plan(planned: Planned) -> TrialPlan:
     try:
         cfg = load_config(planned.config, planned.overrides)
     except ConfigError as exc:
         raise LoopError(f"proposal {planned.id}: {exc}") from None
-    params = {"mask": cfg.policy.mask, "n_emb": cfg.policy.n_emb, "n_layer": cfg.policy.n_layer,
-              "n_head": cfg.policy.n_head, "objective": cfg.objective.name}
     epochs = cfg.training.num_epochs
-    return TrialPlan(planned.id, list(planned.overrides), planned.seed, epochs, params,
+    return TrialPlan(planned.id, list(planned.overrides), planned.seed, epochs, params_of(cfg),
                      cost_of(cfg.policy.n_emb, cfg.policy.n_layer, epochs))
 
 
-def round_sweep(folder: Path, loop: "LoopState", current: "Round") -> tuple[SweepDir, SweepState, Plan]:
+def round_sweep(folder: Path, loop: LoopState, current: Round) -> tuple[SweepDir, SweepState, Plan]:
     """The round's sweep, planned and checked; nothing is written."""
     sdir = SweepDir(folder / current.sweep)
     plans = [_trial_plan(p) for p in current.proposals]
@@ -52,7 +50,7 @@ def round_sweep(folder: Path, loop: "LoopState", current: "Round") -> tuple[Swee
     return sdir, state, plan
 
 
-def run_round_sweep(folder: Path, loop: "LoopState", current: "Round",
+def run_round_sweep(folder: Path, loop: LoopState, current: Round,
                     echo: Callable[[str], None]) -> None:
     """Run the round's sweep to its end: a new one, or the one a stopped loop left."""
     sdir = SweepDir(folder / current.sweep)

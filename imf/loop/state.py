@@ -14,9 +14,22 @@ from typing import Any
 
 from imf.atomic import atomic_write_json
 from imf.errors import LoopError
+from imf.upgrade import FileKind, Step
 
 LOOP_FILE = "loop.json"
-VERSION = 1
+
+
+def _selection_named(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 kept an outcome's selection-seed score as "fresh"."""
+    for round_ in data.get("rounds") or []:
+        for outcome in (round_.get("outcomes") or []) if isinstance(round_, dict) else []:
+            if isinstance(outcome, dict) and "fresh" in outcome:
+                outcome["selection"] = outcome.pop("fresh")
+    return data
+
+
+KIND = FileKind(LOOP_FILE, (Step(2, "an outcome's selection score is 'selection', not 'fresh'", _selection_named),))
+VERSION = KIND.current
 
 
 @dataclass
@@ -62,9 +75,7 @@ class Round:
     def from_dict(cls, data: dict[str, Any]) -> "Round":
         data = dict(data)
         data["proposals"] = [Planned(**p) for p in data.get("proposals", [])]
-        # loop.json of an imf before the seed ranges were named kept the selection score as "fresh"
-        data["outcomes"] = [Outcome(**{("selection" if k == "fresh" else k): v for k, v in o.items()})
-                            for o in data.get("outcomes", [])]
+        data["outcomes"] = [Outcome(**o) for o in data.get("outcomes", [])]
         return cls(**data)
 
 
@@ -103,9 +114,12 @@ def load_loop(folder: Path) -> LoopState:
                            "--rounds N --queue SPEC") from None
     except (OSError, ValueError) as exc:
         raise LoopError(f"{path}: unreadable loop state ({exc})") from None
-    if not isinstance(data, dict) or data.get("version") != VERSION:
-        raise LoopError(f"{path}: loop state version {data.get('version') if isinstance(data, dict) else None}, "
-                           f"this imf reads {VERSION}")
+    if not isinstance(data, dict):
+        raise LoopError(f"{path}: loop state must be a JSON object, got {type(data).__name__}")
+    try:
+        data = KIND.upgrade(data)
+    except ValueError as exc:
+        raise LoopError(f"{path}: loop state {exc}") from None
     try:
         return LoopState.from_dict(data)
     except (TypeError, KeyError) as exc:

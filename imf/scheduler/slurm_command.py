@@ -1,7 +1,7 @@
 """What a Slurm job of a sweep runs on its node: the trial's command in its run folder.
 
 submitit pickles a ``TrialCommand`` and calls it inside the job; it runs the trial through the
-job wrapper's ``run_attempt`` (imf/scheduler/job.py), so a Slurm trial's folder holds the same
+job wrapper's ``run_attempt`` (imf/scheduler/wrapper.py), so a Slurm trial's folder holds the same
 files as any other and the controller reads its progress and end the same way.
 A retry after a time limit or a preemption runs the resume command when the folder holds
 a checkpoint to resume from; a requeued job (SLURM_RESTART_COUNT > 0) does the same. When
@@ -14,9 +14,8 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from imf.scheduler.job import run_attempt
-
-LATEST = Path("checkpoints") / "latest.pt"
+from imf.scheduler.wrapper import run_attempt
+from imf.store.layout import LATEST, RunLayout, checkpoint_name
 
 
 @dataclass
@@ -33,10 +32,10 @@ class TrialCommand:
         if not (self.resume or restarted):
             return self.argv
         why = "Slurm requeued this job" if restarted else "Slurm stopped the previous attempt"
-        if (Path(self.run_dir) / LATEST).is_file():
-            say(f"imf: {why}; resuming from {LATEST}")
+        if RunLayout(Path(self.run_dir)).latest.is_file():
+            say(f"imf: {why}; resuming from {checkpoint_name(LATEST)}")
             return self.resume_argv
-        say(f"imf: {why}, but there is no {LATEST} yet; starting over")
+        say(f"imf: {why}, but there is no {checkpoint_name(LATEST)} yet; starting over")
         return self.argv
 
     def __call__(self) -> int:

@@ -7,7 +7,7 @@ retries, stall detection and stores), then fills the block's result and conclusi
 against the best before the round, better / worse / no clear difference with the difference
 ± its SE. The loop stops when nothing is left to propose, its rounds or hours are spent, or
 two rounds in a row gained nothing beyond noise. Every decision is in DIR/loop.json first
-(loop_state.py), so ``imf loop --resume DIR`` after a kill finishes the round it was in.
+(imf/loop/state.py), so ``imf loop --resume DIR`` after a kill finishes the round it was in.
 """
 from __future__ import annotations
 
@@ -20,15 +20,15 @@ from typing import Callable
 
 from imf.config.eval_seeds import check_episodes
 from imf.errors import LoopError, ReportError
+from imf.loop.state import LOOP_FILE, LoopState, Outcome, Planned, Round, load_loop, save_loop
+from imf.loop.sweep import round_sweep, run_round_sweep
 from imf.report import build_report
-from imf.report.model import Report
 from imf.report.basis import basis_of, reach_words
+from imf.report.model import Report
 from imf.report.render import pm
 from imf.stats import Z95, clear_difference, difference_se
 from imf.store.iteration_log import IterationLogStore
-from imf.suggest import Proposal, command_text, suggest
-from imf.suggest.loop_state import LOOP_FILE, LoopState, Outcome, Planned, Round, load_loop, save_loop
-from imf.suggest.loop_sweep import round_sweep, run_round_sweep
+from imf.suggest import Proposal, best_cell, command_text, suggest, unique_id
 from imf.sweep.queues import load_hosts, resolve_queues
 
 Echo = Callable[[str], None]
@@ -105,7 +105,7 @@ def run_loop(folder: Path, state: LoopState, echo: Echo) -> LoopState:
 
 def _run_round(folder: Path, state: LoopState, current: Round, echo: Echo) -> None:
     if current.hypothesis is None:
-        current.hypothesis = write_hypothesis(folder, current)
+        current.hypothesis = log_round_hypothesis(folder, current)
         save_loop(folder, state)
         echo(f"round {current.number}: hypothesis {current.hypothesis} in {folder / 'ITERATION_LOG.md'}")
     current.status = "running"
@@ -147,12 +147,7 @@ def _nothing_left(folder: Path) -> str:
 def _trial_name(proposal: Proposal, taken: set[str]) -> str:
     """A folder-safe trial id unique in the loop (the report's id of a loop run holds its
     round folder, loop-rNN/ID: a continuation of it is named after ID)."""
-    base = proposal.id.rsplit("/", 1)[-1]
-    name, number = base, 1
-    while name in taken:
-        number += 1
-        name = f"{base}-{number}"
-    return name
+    return unique_id(proposal.id.rsplit("/", 1)[-1], taken)
 
 
 def _planned(proposal: Proposal, name: str) -> Planned:
@@ -203,7 +198,7 @@ def _expected(best: dict) -> str:
             "best by more than 1.96 SE of the difference")
 
 
-def write_hypothesis(folder: Path, current: Round) -> str:
+def log_round_hypothesis(folder: Path, current: Round) -> str:
     """The round's block in ITERATION_LOG.md: the one already there for it (a loop killed
     after writing it), else a new one."""
     store = IterationLogStore(folder)
@@ -237,29 +232,21 @@ def _outcome(report: Report, run_dir: Path, planned: Planned, best: dict) -> Out
     return out
 
 
-def _best_now(report: Report) -> dict:
-    cells = [c for c in report.trends.cells if c.mean is not None]
-    best = max(cells, key=lambda c: c.mean)
-    top = max((t for t in report.trials if t.cell == best.label and t.best_score is not None),
-              key=lambda t: t.best_score)
-    return {"label": best.label, "mean": best.mean, "se": best.se, "n": best.n, "trial": top.id}
-
-
 def conclude_round(folder: Path, current: Round) -> None:
     """Each run against the best before the round; the block's result and conclusion filled."""
     try:
         report = build_report([folder])
     except ReportError as exc:
         raise LoopError(f"round {current.number}: its results cannot be read ({exc})") from None
-    if not any(c.mean is not None for c in report.trends.cells):
+    after = best_cell(report)
+    if after is None:
         raise LoopError(f"round {current.number}: no run in {folder} has a score yet")
     best = current.best_before
     current.outcomes = [_outcome(report, folder / current.sweep / p.id, p, best)
                         for p in current.proposals]
     current.gain = any(o.verdict == "better" for o in current.outcomes)
-    current.best_after = _best_now(report)
+    current.best_after = after
     result = "\n".join(_result_line(o) for o in current.outcomes)
-    after = current.best_after
     moved = after["label"] != best["label"] or after["trial"] != best["trial"]
     conclusion = "\n".join(
         [f"{o.id}: {o.verdict}" for o in current.outcomes] + _seed_cells(report, current)

@@ -1,4 +1,4 @@
-"""The job wrapper every scheduler runs on the host of its slot: ``python -m imf.scheduler.job``.
+"""The job wrapper every scheduler runs on the host of its slot: ``python -m imf.scheduler.wrapper``.
 
 It is the only writer of a job's files in its run folder (each written whole, then renamed):
 
@@ -49,11 +49,10 @@ from typing import Any, BinaryIO, TextIO
 from imf.atomic import atomic_write_text
 from imf.errors import ImfError
 from imf.scheduler import gpu_probe
-from imf.store.layout import LOGS, STDOUT, SUMMARY, RunLayout
+from imf.store.layout import EXIT_CODE, LOGS, PID, STDOUT, SUMMARY, RunLayout
 from imf.store.runlock import live_holder, process_start_time
 
-PID, EXIT = "pid", "exit_code"
-STARTED = (PID, STDOUT, EXIT, LOGS, SUMMARY)  # any of them: an attempt ran in this folder
+STARTED = (PID, STDOUT, EXIT_CODE, LOGS, SUMMARY)  # any of them: an attempt ran in this folder
 PID_WAIT_S = 20.0
 
 
@@ -85,7 +84,7 @@ def read_files(folder: Path) -> JobFiles:
     pid = _fields(folder / PID)
     if len(pid) >= 2 and pid[0].isdigit():
         files.pid, files.start_time, files.token = int(pid[0]), pid[1], (pid[2] if len(pid) > 2 else "")
-    end = _fields(folder / EXIT)
+    end = _fields(folder / EXIT_CODE)
     if end and end[0].lstrip("-").isdigit():
         files.exit_code, files.exit_token = int(end[0]), (end[1] if len(end) > 1 else "")
     return files
@@ -129,7 +128,7 @@ def start(folder: Path, token: str, env: dict[str, str], argv: list[str], out: B
     if argv and argv[0].startswith("~/"):
         argv = [str(_home(argv[0])), *argv[1:]]
     pairs = [f"{k}={v}" for k, v in env.items()]
-    child = subprocess.Popen([sys.executable, "-m", "imf.scheduler.job", "run", token, *pairs, "--", *argv],
+    child = subprocess.Popen([sys.executable, "-m", "imf.scheduler.wrapper", "run", token, *pairs, "--", *argv],
                              cwd=folder, start_new_session=True, stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True)
     # The pid file now, not after the child's interpreter has started: a controller killed in
@@ -179,7 +178,7 @@ def run_attempt(folder: Path, token: str, argv: list[str], env: dict[str, str] |
                     continue
     code = 128 - code if code < 0 else code
     if not stopped:
-        atomic_write_text(folder / EXIT, f"{code} {token}\n")
+        atomic_write_text(folder / EXIT_CODE, f"{code} {token}\n")
     return code
 
 
@@ -235,7 +234,7 @@ def pack(folder: Path, names: list[str], out: BinaryIO) -> None:
 
 # ---------------------------------------------------------------- the command line
 
-USAGE = ("usage: python -m imf.scheduler.job start DIR TOKEN [K=V ...] -- ARGV | run TOKEN [K=V ...] -- ARGV"
+USAGE = ("usage: python -m imf.scheduler.wrapper start DIR TOKEN [K=V ...] -- ARGV | run TOKEN [K=V ...] -- ARGV"
          " | probe DIR OFFSET LIMIT | stop DIR GRACE_S [TOKEN] | pack DIR FILE ... | gpus PYTHON [K=V ...]")
 
 
@@ -245,10 +244,10 @@ def main(argv: list[str], out: BinaryIO, err: TextIO) -> int:
     try:
         return _command(argv, out, err)
     except (IndexError, ValueError) as exc:
-        err.write(f"imf.scheduler.job: bad arguments {argv[:3]!r} ({exc}); {USAGE}\n")
+        err.write(f"imf.scheduler.wrapper: bad arguments {argv[:3]!r} ({exc}); {USAGE}\n")
         return 2
     except (OSError, ImfError) as exc:  # e.g. a full disk while writing the pid file
-        err.write(f"imf.scheduler.job: {exc}\n")
+        err.write(f"imf.scheduler.wrapper: {exc}\n")
         return 3
 
 

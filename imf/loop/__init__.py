@@ -1,0 +1,1 @@
+"""The closed loop, ``imf loop DIR``: suggest -> sweep -> conclude, round after round, resumable."""

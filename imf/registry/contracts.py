@@ -1,0 +1,129 @@
+"""Each plugin group's contract, and the one check of a plugin against it (``imf plugins --check``).
+
+A contract is a class beside its group, one style for all: the methods (and ``__init__`` or
+``__call__``) a plugin must have, with the parameters the callers pass, and the attributes it
+must carry (annotated without a value):
+
+    imf.masks       imf.attention.Mask            a function (n_action, n_time, n_obs)
+    imf.objectives  imf.objectives.base.Objective cls(cfg, options): loss, sample
+    imf.schedulers  imf.scheduler.base.Scheduler  the base class schedulers extend
+    imf.stores      imf.store.base.Store          cls(root): record, read
+    imf.trackers    imf.trackers.Tracker          cls(): start, log, finish
+
+A plugin that declares ``Options`` (imf/registry/options.py) also takes them as the last argument
+of its constructor (of the call, for a function), where the contract does not pass them always.
+The contracts are named here as "module:attr", loaded like entry points, so the registry imports
+none of the groups' packages.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any
+
+from imf import registry
+
+CONTRACTS = {
+    "imf.masks": "imf.attention:Mask",
+    "imf.objectives": "imf.objectives.base:Objective",
+    "imf.schedulers": "imf.scheduler.base:Scheduler",
+    "imf.stores": "imf.store.base:Store",
+    "imf.trackers": "imf.trackers:Tracker",
+}
+_NOT_MEMBERS = {"__init__", "__call__"}
+
+
+def check_installed(group: str) -> list[str]:
+    """One line for each plugin of ``group`` that fails to load or breaks the group's contract."""
+    contract = contract_of(group)
+    lines = []
+    for info in registry.discover(group):
+        if info.shadowed_by:
+            continue
+        where = f"plugin '{info.name}' in {group} (from {info.dist})"
+        if info.broken:
+            lines.append(f"{where} does not load: {info.error}")
+            continue
+        found = problem(registry.get(group, info.name), contract)
+        if found:
+            lines.append(f"{where} breaks its contract: {found}")
+    return lines
+
+
+def contract_of(group: str) -> type:
+    module, _, attr = CONTRACTS[group].partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def problem(plugin: Any, contract: type) -> str | None:
+    """What ``plugin`` lacks of ``contract`` (one phrase), or None when it keeps it."""
+    if "__call__" in vars(contract):
+        if isinstance(plugin, type) or not callable(plugin):
+            return f"must be a function (contract {contract.__name__}), got {type(plugin).__name__}"
+        return _call_problem(plugin, vars(contract)["__call__"], "the call", _takes_options(plugin))
+    if not isinstance(plugin, type):
+        return f"must be a class (contract {contract.__name__}), got {type(plugin).__name__}"
+    for name in _required_attributes(contract):
+        if not hasattr(plugin, name):
+            return f"has no attribute '{name}' (contract {contract.__name__})"
+    if "__init__" in vars(contract):
+        found = _call_problem(plugin, vars(contract)["__init__"], "the constructor", _takes_options(plugin))
+        if found:
+            return found
+    for name, wanted in _methods(contract).items():
+        got = inspect.getattr_static(plugin, name, None)
+        if got is None:
+            return f"has no method '{name}' (contract {contract.__name__})"
+        if getattr(got, "__isabstractmethod__", False):
+            return f"does not implement '{name}' (contract {contract.__name__})"
+        if isinstance(wanted, property) or isinstance(got, property):
+            continue
+        found = _call_problem(getattr(plugin, name), wanted, f"'{name}'", 0,
+                              self_slot=inspect.isfunction(got))
+        if found:
+            return found
+    return None
+
+
+def _takes_options(plugin: Any) -> int:
+    return 1 if getattr(plugin, "Options", None) is not None else 0
+
+
+def _methods(contract: type) -> dict[str, Any]:
+    """The public methods and properties of the contract and of its own bases (not of object
+    or typing): name -> the function (a classmethod's function) or the property."""
+    found: dict[str, Any] = {}
+    for cls in reversed(contract.__mro__):
+        if cls.__module__ in ("builtins", "typing", "abc"):
+            continue
+        for name, value in vars(cls).items():
+            if name.startswith("_"):
+                continue
+            if isinstance(value, classmethod):
+                found[name] = value.__func__
+            elif inspect.isfunction(value) or isinstance(value, property):
+                found[name] = value
+    return found
+
+
+def _required_attributes(contract: type) -> list[str]:
+    return [name for name in vars(contract).get("__annotations__", {})
+            if not name.startswith("_") and name not in vars(contract)]
+
+
+def _call_problem(target: Any, wanted: Any, what: str, options: int, self_slot: bool = False) -> str | None:
+    """``target`` cannot be called with the positional arguments of ``wanted`` (its first, self
+    or cls, left out); ``options``: one more, unless ``wanted`` passes options already;
+    ``self_slot``: ``target`` is an unbound method, self comes first."""
+    params = [p.name for p in inspect.signature(wanted).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][1:]
+    n = len(params) + (options if "options" not in params else 0) + self_slot
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):
+        return None  # a builtin without a signature: nothing to hold it to
+    try:
+        signature.bind(*[None] * n)
+    except TypeError as exc:
+        return f"{what} must take ({', '.join(params) or 'no arguments'}): {exc}"
+    return None
