@@ -102,13 +102,15 @@ def test_scoreboard_lists_members_and_keeps_a_trained_trial_best(made):
 
 
 @pytest.mark.slow
-def test_report_ranks_ensembles_beside_trials_but_counts_none(made):
+def test_report_lists_ensembles_after_the_trials_but_counts_none(made):
     folder, _, _, ens = made
     report = build_report([folder])
     ids = {e.selection.id for e in ens.values()}
     rows = {t.id: t for t in report.trials}
-    assert ids <= set(rows) and all(rows[i].rank is not None for i in ids)
-    assert sorted(t.rank for t in report.trials if t.rank) == list(range(1, len(report.trials) + 1))
+    # the trials ranked by their max; the ensembles after them, set against the trials' selection seeds
+    assert ids <= set(rows) and all(rows[i].rank is None and rows[i].vs_selection for i in ids)
+    assert [t.is_ensemble for t in report.trials] == [False, False, True, True, True]
+    assert sorted(t.rank for t in report.trials if t.rank) == [1, 2]
     for i in ids:
         assert rows[i].cell is None and rows[i].seed is None and rows[i].status == "ensemble"
         assert rows[i].selection == pytest.approx(ens_mean(ens, i))
@@ -116,7 +118,7 @@ def test_report_ranks_ensembles_beside_trials_but_counts_none(made):
     assert sum(g.trials for g in report.trends.by_n_emb) == 2
     assert {s for c in report.trends.cells for s in c.seeds} == {1, 2}
     from imf.report import render_text
-    assert render_text(report).startswith("2 trial(s), 2 scored, in 2 scored cell(s), and 3 ensemble(s)")
+    assert render_text(report).startswith("2 trial(s), 2 scored, in 2 scored cell(s), and 3 ensemble(s) after them")
 
 
 def ens_mean(ens, tid: str) -> float:

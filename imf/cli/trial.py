@@ -165,19 +165,21 @@ def _resumed_run(out: Path, trial_id: str | None, note: str,
 def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | None,
                  start_seed: int | None, device: str, workers: int | None, as_json: bool,
                  noise_seed: int | None = None, holdout: bool = False) -> None:
-    from imf.train.evaluate import best_checkpoint, evaluate_checkpoint, holdout_look
+    from imf.train.evaluate import best_checkpoint, check_options, evaluate_checkpoint, holdout_look
+    from imf.train.parts import pick_device
 
     if (checkpoint is None) == (best is None):
         raise ConfigError("imf eval: give a checkpoint path or --best DIR (one of the two)")
+    if not holdout:
+        check_options(n_test, start_seed, workers)  # the numbers first, then the file
     if holdout:
         refuse_flags({"--start-seed": start_seed is not None, "--workers": workers is not None,
                       "--noise-seed": noise_seed is not None},
                      "--holdout scores on the holdout seeds with the checkpoint's own settings")
         check_episodes(RECOMMENDED_EPISODES if n_test is None else n_test, "--holdout --n-test", HOLDOUT)
     path = checkpoint if checkpoint is not None else best_checkpoint(best)
-    if not path.is_file():
-        raise ConfigError(f"imf eval: checkpoint {path} does not exist")
     if holdout:
+        pick_device(device, source="--device")  # a bad device fails before a look is begun
         look = holdout_look(path, RECOMMENDED_EPISODES if n_test is None else n_test, device=device,
                             echo=(lambda _: None) if as_json else typer.echo)
         if as_json:
