@@ -90,11 +90,15 @@ def comparison(data: Data, name: str, other: str, label: str) -> list[str]:
         cov, cov_clear = gap(a, b, "score")
         suc, suc_clear = gap(a, b, "success", points=True)
         parts.append(f"seed {seed}: coverage {cov}, success {suc}")
-        beyond += [f"seed {seed}'s {what}" for what, clear in (("coverage", cov_clear), ("success", suc_clear)) if clear]
+        for what, key, clear in (("coverage", "score", cov_clear), ("success", "success", suc_clear)):
+            if clear:
+                ahead = "imf-1" if a[f"holdout_{key}"] > b[f"holdout_{key}"] else label
+                beyond.append(f"seed {seed}'s {what} ({ahead} ahead)")
     if not data.seeds(name, other):
         raise ClaimError(f"{data.folder / name}.json has no {other} run")
     if beyond:
-        reading = f"not a tie: {', '.join(beyond)} {'differs' if len(beyond) == 1 else 'differ'} beyond 1.96 SE"
+        reading = f"not a tie: {', '.join(beyond)} beyond 1.96 SE"
+        reading += f"; seed {', '.join(map(str, missing))} not measured" if missing else ""
     elif missing:
         reading = (f"no difference beyond 1.96 SE where measured; with no {label} run at seed "
                    f"{', '.join(map(str, missing))}, no tie is claimed across seeds")
