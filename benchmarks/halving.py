@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from _sweep_helpers import fake_command  # noqa: E402
-from halving_plant import BEST, near_planting, planting, request  # noqa: E402
+from halving_plant import BEST, add_sweep_options, near_planting, planting, request  # noqa: E402
 from results_file import write_section  # noqa: E402
 
 from imf.sweep.halving import judge  # noqa: E402
@@ -231,13 +231,7 @@ def main() -> None:
     parser.add_argument("--near", action="store_true",
                         help="near-rival plantings, each also simulated (benchmarks/halving_sim.py)")
     parser.add_argument("--full", type=int, default=3, help="plantings also run without halving")
-    parser.add_argument("--trials", type=int, default=9)
-    parser.add_argument("--slots", type=int, default=3)
-    parser.add_argument("--eta", type=int, default=3)
-    parser.add_argument("--rungs", default="2,4")
-    parser.add_argument("--epochs", type=int, default=8)
-    parser.add_argument("--epoch-s", type=float, default=0.3)
-    parser.add_argument("--episodes", type=int, default=50)
+    add_sweep_options(parser)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     args.full = max(1, min(args.full, args.plantings))

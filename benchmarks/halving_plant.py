@@ -13,6 +13,17 @@ from imf.sweep.launch import SweepRequest
 BEST = 0.85
 
 
+def add_sweep_options(parser: argparse.ArgumentParser) -> None:
+    """The planted sweep's shape, shared by halving.py and halving_sim.py."""
+    parser.add_argument("--trials", type=int, default=9)
+    parser.add_argument("--slots", type=int, default=3)
+    parser.add_argument("--eta", type=int, default=3)
+    parser.add_argument("--rungs", default="2,4")
+    parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--epoch-s", type=float, default=0.3)
+    parser.add_argument("--episodes", type=int, default=50)
+
+
 def request(args: argparse.Namespace, out: Path, name: str, halving: bool) -> SweepRequest:
     seeds = ",".join(str(i) for i in range(1, args.trials + 1))
     return SweepRequest(config="smoke", grids=[f"seed={seeds}"], queues=["local:cpu"] * args.slots,

@@ -38,7 +38,7 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from halving_plant import near_planting, request  # noqa: E402
+from halving_plant import add_sweep_options, near_planting, request  # noqa: E402
 from results_file import write_section  # noqa: E402
 
 from imf.scheduler.base import JobStatus  # noqa: E402
@@ -206,13 +206,7 @@ def main() -> None:
     parser.add_argument("--plantings", type=int, default=2000)
     parser.add_argument("--rule", choices=("bonferroni", "uncorrected"), default="bonferroni",
                         help="the engine's rule, or the 1.96-SE rule it replaced (for comparison)")
-    parser.add_argument("--trials", type=int, default=9)
-    parser.add_argument("--slots", type=int, default=3)
-    parser.add_argument("--eta", type=int, default=3)
-    parser.add_argument("--rungs", default="2,4")
-    parser.add_argument("--epochs", type=int, default=8)
-    parser.add_argument("--epoch-s", type=float, default=0.3)
-    parser.add_argument("--episodes", type=int, default=50)
+    add_sweep_options(parser)
     parser.add_argument("--start-s", default="0.3,0.6", help="a trial's start after its launch: LOW,HIGH s")
     parser.add_argument("--poll", type=float, default=0.1)
     parser.add_argument("--no-write", action="store_true")
