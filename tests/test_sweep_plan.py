@@ -175,7 +175,8 @@ def test_dry_run_from_the_command_line_prints_the_plan_and_writes_nothing(tmp_pa
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "queue ssh://me@gpubox/gpu:1 (speed 1): 3 trials" in proc.stdout
-    assert "--epochs 350 sweep.name=seed policy.mask=full" in proc.stdout and "lower bound" in proc.stdout
+    assert "--epochs 350 sweep.name=seed training.device=cuda policy.mask=full" in proc.stdout  # a GPU slot holds its GPU
+    assert "lower bound" in proc.stdout
     assert list(tmp_path.iterdir()) == []
 
 
