@@ -16,8 +16,11 @@ import json
 import math
 import re
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any, Callable
+
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 Z = 1.96
@@ -125,7 +128,6 @@ def eval_seconds(data: Data, name: str, objective: str) -> str:
 
 def preset(data: Data, name: str) -> dict[str, Any]:
     """A shipped preset's own YAML (its keys as written, without its base)."""
-    import yaml
     return yaml.safe_load((data.folder.parents[1] / "imf" / "configs" / f"{name}.yaml").read_text())
 
 
@@ -181,8 +183,7 @@ def readme_learning(data: Data) -> list[str]:
 
 def readme_main_job(data: Data) -> list[str]:
     """How to read the main job's report: equal time, not equal steps."""
-    import yaml
-    demo = yaml.safe_load((data.folder.parents[1] / "imf" / "configs" / "demo.yaml").read_text())
+    demo = preset(data, "demo")
     minutes = demo["training"]["time_budget_s"] / 60
     hold = data["anchors"]["hold_still"]["test"]
     expert = data["anchors"]["expert"]["test"]
@@ -286,7 +287,6 @@ def run(root: Path, check: bool) -> list[str]:
 
 def _wrap(line: str, width: int = 96) -> str:
     """A passage line wrapped like the hand-written text around it (list items hang)."""
-    import textwrap
     indent = " " * (len(line) - len(line.lstrip(" -")))
     return textwrap.fill(line, width, subsequent_indent=indent, break_on_hyphens=False,
                          break_long_words=False) if line else line

@@ -82,9 +82,11 @@ def test_the_epoch_line_shows_budget_progress_under_a_time_budget():
     assert progress_text(0, 400, 900.0, "wall", None) == "epoch 1 · 0.0/15.0 min wall"
 
 
-TINY = ["training.max_train_steps=3", "training.batch_size=16", "eval.n_test=2", "eval.n_train=0",
+# the time budget, not the epochs, ends these trials (num_epochs is far out of reach)
+TINY = ["training.max_train_steps=10", "training.batch_size=16", "eval.n_test=2", "eval.n_train=0",
         "eval.max_steps=16", "eval.n_workers=1", "data.demo_episodes=4", "logging.trackers=none",
-        "training.rollout_every=1", "training.time_budget_s=6", "training.budget_clock=cpu"]
+        "training.num_epochs=1000", "training.rollout_every=3", "training.time_budget_s=6",
+        "training.budget_clock=cpu"]
 
 
 @pytest.mark.slow
@@ -103,8 +105,11 @@ def test_two_real_time_budgeted_trials_of_different_widths(tmp_path, demo_cache)
     md = (tmp_path / "report" / "report.md").read_text()
     width = next(line for line in md.splitlines() if line.startswith("- width"))
     assert "at equal training time (0.1 min, cpu clock)" in width
-    if max(steps.values()) > 1.1 * min(steps.values()):  # the narrower model makes more steps
-        assert f"n_emb 64 made {steps[64]} steps, n_emb 32 {steps[32]}" in width
+    # tiny models on a shared machine: which one makes more steps is noise, so check both readings
+    if max(steps.values()) > 1.1 * min(steps.values()):
+        assert f"n_emb 64 made {steps[64]} steps, n_emb 32 {steps[32]}; this compares throughput" in width
+    else:
+        assert " made " not in width
 
 
 def _sweep(root, mask, steps_per_epoch):

@@ -170,18 +170,18 @@ def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | No
 
     if (checkpoint is None) == (best is None):
         raise ConfigError("imf eval: give a checkpoint path or --best DIR (one of the two)")
-    if not holdout:
-        check_options(n_test, start_seed, workers)  # the numbers first, then the file
+    episodes = RECOMMENDED_EPISODES if n_test is None else n_test
     if holdout:
         refuse_flags({"--start-seed": start_seed is not None, "--workers": workers is not None,
                       "--noise-seed": noise_seed is not None},
                      "--holdout scores on the holdout seeds with the checkpoint's own settings")
-        check_episodes(RECOMMENDED_EPISODES if n_test is None else n_test, "--holdout --n-test", HOLDOUT)
+        check_episodes(episodes, "--holdout --n-test", HOLDOUT)
+        pick_device(device, source="--device")  # a bad device fails before a look is begun
+    else:
+        check_options(n_test, start_seed, workers)  # the numbers first, then the file
     path = checkpoint if checkpoint is not None else best_checkpoint(best)
     if holdout:
-        pick_device(device, source="--device")  # a bad device fails before a look is begun
-        look = holdout_look(path, RECOMMENDED_EPISODES if n_test is None else n_test, device=device,
-                            echo=(lambda _: None) if as_json else typer.echo)
+        look = holdout_look(path, episodes, device=device, echo=(lambda _: None) if as_json else typer.echo)
         if as_json:
             typer.echo(json.dumps(look, indent=2))
         return
