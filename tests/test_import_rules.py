@@ -18,7 +18,9 @@ ALLOWED = {
     "loop": {"suggest", "sweep", "report", "store", "config", "registry"},  # runs proposals as sweeps
     "sweep": {"scheduler", "store", "report", "config", "registry"},
     "scheduler": {"store", "config", "registry"},
-    "train": {"objectives", "model", "pusht", "data", "trackers", "store", "config", "registry", "policy"},
+    "train": {"objectives", "curricula", "model", "pusht", "data", "trackers", "store", "config", "registry",
+              "policy"},
+    "curricula": {"pusht"},  # easy_first orders by the T's distance to the task's goal
     "trackers": {"store", "config", "registry"},  # run-folder names from the store's layout
     # imf ensemble: members from the run files, checkpoints and scoring through train's eval path
     "ensemble": {"train", "pusht", "data", "store", "config"},

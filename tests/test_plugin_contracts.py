@@ -109,7 +109,7 @@ def test_plugins_check_passes_for_the_built_ins(monkeypatch, capsys):
     with pytest.raises(SystemExit) as done:
         main()
     assert done.value.code == 0
-    assert capsys.readouterr().out.endswith("plugins in 5 groups keep their group's contract\n")
+    assert capsys.readouterr().out.endswith("plugins in 6 groups keep their group's contract\n")
 
 
 def test_plugins_check_fails_in_one_line_for_a_plugin_that_breaks_its_contract(broken, monkeypatch, capsys):

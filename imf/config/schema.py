@@ -58,6 +58,8 @@ class DataConfig:
     val_ratio: float = 0.02
     split_seed: int = 42
     max_train_episodes: int | None = 90
+    curriculum: str = "none"  # an imf.curricula plugin: which training episodes each epoch samples
+    curriculum_options: dict[str, Any] = field(default_factory=dict)  # the curriculum's own (its Options)
 
 
 @dataclass
@@ -148,7 +150,7 @@ class Config:
 
 
 # Mappings that plugins own (imf.registry.options checks them against the plugin's Options).
-OPTION_KEYS = ("policy.mask_options", "objective.options", "logging.tracker_options")
+OPTION_KEYS = ("policy.mask_options", "objective.options", "data.curriculum_options", "logging.tracker_options")
 
 
 def all_keys(cls: type = Config, prefix: str = "") -> list[str]:

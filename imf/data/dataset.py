@@ -57,6 +57,11 @@ class ReplayWindows(Dataset):
         return WindowSampler(self.buffer.episode_ends, self.horizon, pad_before=self.n_obs_steps - 1,
                              pad_after=self.n_action_steps - 1, episode_mask=mask)
 
+    def window_episodes(self) -> np.ndarray:
+        """(W,) the buffer index of each window's episode."""
+        starts = np.concatenate([[0], self.buffer.episode_ends[:-1]])
+        return np.searchsorted(starts, self.sampler.windows[:, 0], side="right") - 1
+
     def get_validation_dataset(self) -> "ReplayWindows":
         val_set = copy.copy(self)
         val_set.val = True

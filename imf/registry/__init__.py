@@ -22,7 +22,7 @@ from typing import Any
 
 from imf.errors import PluginError, UnknownPluginError
 
-GROUPS = ("imf.masks", "imf.objectives", "imf.schedulers", "imf.stores", "imf.trackers")
+GROUPS = ("imf.curricula", "imf.masks", "imf.objectives", "imf.schedulers", "imf.stores", "imf.trackers")
 BUILTIN_DIST = "imf"
 
 
@@ -182,11 +182,17 @@ def get(group: str, name: str) -> Any:
     raise unknown(group, name)
 
 
+def kind_of(group: str) -> str:
+    """What one plugin of ``group`` is called: ``imf.masks`` -> mask, ``imf.curricula`` -> curriculum."""
+    plural = group.split(".", 1)[1]
+    return plural[:-1] + "um" if plural.endswith("ula") else plural.rstrip("s")
+
+
 def unknown(group: str, name: str) -> UnknownPluginError:
     """The error for a name nothing answers to: what is installed, and why a plugin of that
     name that is installed does not count."""
     installed = ", ".join(names(group)) or "none"
-    kind = group.split(".", 1)[1].rstrip("s")
+    kind = kind_of(group)
     why = "".join(f"; '{name}' is provided by {dist}, which IMF_PLUGINS excludes"
                   for ep, dist, _ in _scan(group).excluded if ep.name == name)
     return UnknownPluginError(f"unknown {kind} '{name}' in {group}{why}; installed: {installed}")

@@ -4,6 +4,7 @@ A contract is a class beside its group, one style for all: the methods (and ``__
 ``__call__``) a plugin must have, with the parameters the callers pass, and the attributes it
 must carry (annotated without a value):
 
+    imf.curricula   imf.curricula.Curriculum      cls(options): check, pool
     imf.masks       imf.attention.Mask            a function (n_action, n_time, n_obs)
     imf.objectives  imf.objectives.base.Objective cls(cfg, options): loss, sample
     imf.schedulers  imf.scheduler.base.Scheduler  the base class schedulers extend
@@ -24,6 +25,7 @@ from typing import Any
 from imf import registry
 
 CONTRACTS = {
+    "imf.curricula": "imf.curricula:Curriculum",
     "imf.masks": "imf.attention:Mask",
     "imf.objectives": "imf.objectives.base:Objective",
     "imf.schedulers": "imf.scheduler.base:Scheduler",

@@ -21,6 +21,7 @@ from imf.errors import ConfigError, OptionError
 PLACES = {
     "policy.mask_options": ("imf.masks", "policy", "mask"),
     "objective.options": ("imf.objectives", "objective", "name"),
+    "data.curriculum_options": ("imf.curricula", "data", "curriculum"),
 }
 
 
@@ -70,7 +71,7 @@ def plugin_and_options(cfg: Any, where: str) -> tuple[Any, Any]:
     part = getattr(cfg, section)
     name = getattr(part, name_key)
     plugin = registry.get(group, name)
-    kind = group.split(".", 1)[1].rstrip("s")
+    kind = registry.kind_of(group)
     return plugin, resolve(plugin, getattr(part, where.split(".", 1)[1]), where, f"{kind} '{name}'")
 
 

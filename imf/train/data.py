@@ -13,6 +13,7 @@ from imf.data.dataset import PushTImageDataset
 from imf.data.normalizer import MinMaxNormalizer
 from imf.data.keypoint_dataset import PushTKeypointDataset
 from imf.data.replay_buffer import ReplayBuffer
+from imf.data.sampler import PoolSampler
 
 
 def resolve_data_path(cfg: Config, say: Callable[[str], None]) -> Path:
@@ -58,7 +59,7 @@ def make_loader(dataset: Any, cfg: Config, shuffle: bool, generator: torch.Gener
     the global RNG depends on whether the workers persist across epochs (0 workers and N give
     the same batches and the same losses)."""
     workers = loader_workers(cfg.training.num_workers, device)
-    sampler = torch.utils.data.RandomSampler(dataset, generator=generator) if shuffle else None
+    sampler = PoolSampler(dataset.window_episodes(), generator) if shuffle else None
     return DataLoader(dataset, batch_size=cfg.training.batch_size, sampler=sampler,
                       generator=torch.Generator().manual_seed(cfg.training.seed), num_workers=workers,
                       pin_memory=device.type == "cuda", drop_last=False,

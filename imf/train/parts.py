@@ -26,6 +26,7 @@ from imf.policy import ImfPolicy, load_weights_partial
 from imf.store.layout import RunLayout
 from imf.train import checkpoint as ckpt_io
 from imf.train.budget import TrainClock, cosine_with_warmup
+from imf.train.curriculum import CurriculumDriver
 from imf.train.data import build_datasets, make_loader
 from imf.train.stopping import DivergenceDetector, EarlyStopper
 from imf.train.validation import ActionProbe
@@ -43,6 +44,7 @@ class TrainParts:
     val_loader: Any | None
     probe: ActionProbe
     steps_per_epoch: int
+    curriculum: CurriculumDriver
     clock: TrainClock
     topk: ckpt_io.TopK
     stopper: EarlyStopper
@@ -129,8 +131,9 @@ def build_parts(cfg: Config, run: RunLayout, device: torch.device, warm: tuple[P
         optimizer, cosine_with_warmup(t.lr_warmup_steps, steps_per_epoch * t.num_epochs, clock))
     topk = ckpt_io.TopK(run.checkpoints, t.checkpoint_topk)
     topk.folder.mkdir(parents=True, exist_ok=True)
+    curriculum = CurriculumDriver(cfg, train_ds, train_loader.sampler, say)
     return TrainParts(device, policy, ema, optimizer, lr_schedule, shuffle, train_loader, val_loader,
-                      probe, steps_per_epoch, clock, topk, EarlyStopper(t.patience),
+                      probe, steps_per_epoch, curriculum, clock, topk, EarlyStopper(t.patience),
                       DivergenceDetector(t.divergence_factor, t.divergence_warmup_steps),
                       use_bf16(device, t.bf16))
 

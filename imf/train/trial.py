@@ -28,6 +28,7 @@ from imf.store.layout import BEST, LATEST, RunLayout, checkpoint_name
 from imf.store.runlock import RunLock
 from imf.store.summary import Checkpoints, RunSummary, params_of
 from imf.train import checkpoint as ckpt_io
+from imf.train.curriculum import check_curriculum
 from imf.train.console import EpochBar, epoch_line, progress_text, rollout_status, shown
 from imf.train.evaluate import rollout_metrics
 from imf.train.memory import is_out_of_memory, out_of_memory_error
@@ -74,8 +75,9 @@ def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
     check_trackers(cfg)  # a missing tracker or its package: one line, before the folder is made
     for store in stores:  # bad names fail before anything is written or trained
         registry.check("imf.stores", store)
-    device = pick_device(cfg.training.device)  # these two fail before the run folder changes
+    device = pick_device(cfg.training.device)  # these three fail before the run folder changes
     warm = _warm_start(cfg, opts)
+    check_curriculum(cfg)
     files = RunLayout(opts.run_dir)
     # The folder is this process's until it returns: a second trial, a --resume or a final
     # eval into it is refused while we live (imf/store/runlock.py).
@@ -229,6 +231,7 @@ def train_epoch(cfg: Config, parts: TrainParts, state: TrainState,
     or None when it diverged."""
     parts.policy.train()
     parts.shuffle.manual_seed(cfg.training.seed * 1_000_003 + state.epoch)  # same order on resume
+    pool = parts.curriculum.start_epoch(state.epoch, parts.clock.seconds())
     t = cfg.training
     label = progress_text(state.epoch, t.num_epochs, t.time_budget_s, t.budget_clock, parts.clock.seconds())
     bar = EpochBar(label, parts.steps_per_epoch) if sys.stdout.isatty() else None
@@ -259,7 +262,8 @@ def train_epoch(cfg: Config, parts: TrainParts, state: TrainState,
             bar.close()
     n = len(window.losses)
     means = {f"train_{k}": v / n for k, v in window.sums.items() if k != "loss"}
-    return {"train_loss": float(np.mean(window.losses)) if n else None, **means}
+    episodes = {"train_episodes": pool} if parts.curriculum.active else {}
+    return {"train_loss": float(np.mean(window.losses)) if n else None, **means, **episodes}
 
 
 def _diverged(window: StepMetrics, parts: TrainParts, state: TrainState, bar: EpochBar | None) -> bool:
