@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
@@ -50,6 +51,12 @@ def loader_workers(setting: str, device: torch.device) -> int:
     return min(8, max(0, (os.cpu_count() or 1) - 1)) if device.type == "cuda" else 0
 
 
+def _window_episodes(dataset: Any) -> np.ndarray:
+    """(W,) each item's episode, for the curriculum's pools; a plain dataset's items stand alone."""
+    of = getattr(dataset, "window_episodes", None)
+    return of() if of is not None else np.arange(len(dataset))
+
+
 def make_loader(dataset: Any, cfg: Config, shuffle: bool, generator: torch.Generator | None,
                 device: torch.device = torch.device("cpu")) -> DataLoader:
     """Batches for ``device``: pinned on CUDA (so the copy can be non-blocking), images uint8.
@@ -59,7 +66,7 @@ def make_loader(dataset: Any, cfg: Config, shuffle: bool, generator: torch.Gener
     the global RNG depends on whether the workers persist across epochs (0 workers and N give
     the same batches and the same losses)."""
     workers = loader_workers(cfg.training.num_workers, device)
-    sampler = PoolSampler(dataset.window_episodes(), generator) if shuffle else None
+    sampler = PoolSampler(_window_episodes(dataset), generator) if shuffle else None
     return DataLoader(dataset, batch_size=cfg.training.batch_size, sampler=sampler,
                       generator=torch.Generator().manual_seed(cfg.training.seed), num_workers=workers,
                       pin_memory=device.type == "cuda", drop_last=False,
