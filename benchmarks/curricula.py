@@ -6,15 +6,15 @@
 Each run is benchmarks/learning.py's trial (imf at one step, 15 minutes on the cpu clock, best.pt
 on 200 selection seeds, one look at the holdout) with `data.curriculum=<name>` and the options
 below, fixed before any run. The baseline, curriculum none, is the same preset's runs at the same
-seeds in benchmarks/learning_results/keypoints.json. A curriculum is adopted only when it beats
-none beyond noise on the selection seeds at every training seed; the holdout is reported, never
-chosen by. Writes benchmarks/learning_results/curricula.json and its RESULTS.md section.
+seeds in benchmarks/learning_results/keypoints.json. benchmarks/claims.py writes the reading
+(benchmarks/claims_data.py): a curriculum is adopted only when it beats none beyond noise on the
+selection seeds at every training seed; the holdout is reported, never chosen by. Writes
+benchmarks/learning_results/curricula.json and its RESULTS.md table.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 from pathlib import Path
@@ -27,7 +27,6 @@ from run_record import read_record
 
 SECTION = "## Curricula, keypoints (benchmarks/curricula.py)"
 OPTIONS = {"easy_first": [], "doubling": ["data.curriculum_options.at_epochs=6,12"]}  # chosen before the runs
-Z = 1.96
 
 
 def record_of(run_dir: Path) -> dict:
@@ -49,39 +48,6 @@ def collect(folder: Path) -> list[dict]:
     return sorted((record_of(r) for r in runs), key=lambda r: (r["curriculum"], r["seed"]))
 
 
-def baseline(seed: int) -> dict:
-    path = RESULTS_DIR / "keypoints.json"
-    found = [r for r in json.loads(path.read_text()) if r["objective"] == "imf" and r["seed"] == seed]
-    if len(found) != 1:
-        sys.exit(f"curricula.py: {path} has no imf run of seed {seed} to compare with")
-    return found[0]
-
-
-def gap(run: dict, base: dict, key: str, seeds: str) -> tuple[float, float]:
-    a, b = run[f"{seeds}_{key}"], base[f"{seeds}_{key}"]
-    return a - b, math.hypot(run[f"{seeds}_{key}_se"], base[f"{seeds}_{key}_se"])
-
-
-def verdict(runs: list[dict]) -> str:
-    """Adopted only when every seed's selection coverage or success gain is beyond noise and
-    neither falls beyond noise."""
-    wins = []
-    for run in runs:
-        gaps = [gap(run, baseline(run["seed"]), key, "selection") for key in ("score", "success")]
-        if any(d < -Z * se for d, se in gaps):
-            return "not adopted: below none beyond noise on the selection seeds at a training seed"
-        wins.append(any(d > Z * se for d, se in gaps))
-    if len(runs) >= 2 and all(wins):
-        return "adopted: beyond noise above none on the selection seeds at every training seed"
-    return "not adopted: not beyond noise above none on the selection seeds at every training seed"
-
-
-def _pm(d: float, se: float, points: bool = False) -> str:
-    scale = 100 if points else 1
-    unit = " points" if points else ""
-    return f"{d * scale:+.{1 if points else 3}f} ± {se * scale:.{1 if points else 3}f}{unit} (z {d / se if se else 0:.2f})"
-
-
 def lines_of(records: list[dict]) -> list[str]:
     lines = [SECTION, "",
              "`python benchmarks/curricula.py`: pusht_lowdim_cpu (imf, one step, 500 scripted demonstrations, "
@@ -92,21 +58,13 @@ def lines_of(records: list[dict]) -> list[str]:
              "from a quarter of the episodes, doubling after epochs 6 and 12. Selection: 200 seeds, what "
              "adoption is decided on; holdout: 200 seeds, one look a run.", "",
              "| curriculum | seed | samples | selection coverage | selection success | holdout coverage | "
-             "holdout success | selection gap to none: coverage | success |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "holdout success |", "|---|---|---|---|---|---|---|"]
     for r in records:
-        base = baseline(r["seed"])
-        cov, suc = gap(r, base, "score", "selection"), gap(r, base, "success", "selection")
         lines.append(f"| {r['curriculum']} | {r['seed']} | {r['samples'] / 1e6:.2f}M | "
                      f"{r['selection_score']:.3f} ± {r['selection_score_se']:.3f} | "
                      f"{r['selection_success']:.3f} ± {r['selection_success_se']:.3f} | "
                      f"{r['holdout_score']:.3f} ± {r['holdout_score_se']:.3f} | "
-                     f"{r['holdout_success']:.3f} ± {r['holdout_success_se']:.3f} | {_pm(*cov)} | {_pm(*suc, points=True)} |")
-    lines.append("")
-    by_name: dict[str, list[dict]] = {}
-    for r in records:
-        by_name.setdefault(r["curriculum"], []).append(r)
-    lines += [f"- {name}: {verdict(runs)}." for name, runs in by_name.items()]
+                     f"{r['holdout_success']:.3f} ± {r['holdout_success_se']:.3f} |")
     return lines
 
 

@@ -14,19 +14,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
+import re
 import sys
 from pathlib import Path
 
 import yaml
 
+from claims_data import by_size, mean_of
 from learning import RESULTS_DIR, ROOT, train
 from results_file import write_section
 from run_record import read_record
 
 SECTION = "## Data scaling, keypoints (benchmarks/data_scaling.py)"
-KEEP = ("id", "demo_episodes", "seed", "preset", "objective", "budget_s", "budget_clock", "status", "steps",
+WINDOWS = re.compile(r"(\d+) train windows")
+KEEP = ("id", "demo_episodes", "train_windows", "seed", "preset", "objective", "budget_s", "budget_clock", "status", "steps",
         "samples", "train_min", "best_test_score", "best_test_score_se", "best_test_success", "best_epoch",
         "selection_score", "selection_score_se", "selection_success", "selection_success_se", "selection_episodes",
         "holdout_score", "holdout_score_se", "holdout_success", "holdout_success_se", "holdout_episodes",
@@ -37,7 +39,9 @@ def record_of(run_dir: Path) -> dict:
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
     if config["data"].get("path"):
         sys.exit(f"data_scaling.py: {run_dir} trained on data.path, not the scripted demos")
-    record = {**read_record(run_dir), "demo_episodes": config["data"]["demo_episodes"]}
+    found = WINDOWS.search((run_dir / "stdout.log").read_text())
+    record = {**read_record(run_dir), "demo_episodes": config["data"]["demo_episodes"],
+              "train_windows": int(found.group(1)) if found else None}
     missing = [k for k in ("selection_score", "holdout_score") if k not in record]
     if missing:
         sys.exit(f"data_scaling.py: {run_dir} has no {' or '.join(missing)} (run with --final-eval and --holdout)")
@@ -55,24 +59,6 @@ def collect(folder: Path) -> list[dict]:
 
 def _pm(value: float, se: float) -> str:
     return f"{value:.3f} ± {se:.3f}"
-
-
-def mean_of(records: list[dict], key: str) -> tuple[float, float]:
-    """Mean over the seeds, SE the larger of the seeds' spread and the episodes' (as the report)."""
-    values = [r[key] for r in records]
-    mean = sum(values) / len(values)
-    episodes = math.sqrt(sum(r[f"{key}_se"] ** 2 for r in records)) / len(records)
-    if len(values) < 2:
-        return mean, episodes
-    seeds = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1) / len(values))
-    return mean, max(seeds, episodes)
-
-
-def by_size(records: list[dict]) -> dict[int, list[dict]]:
-    sizes: dict[int, list[dict]] = {}
-    for r in records:
-        sizes.setdefault(r["demo_episodes"], []).append(r)
-    return dict(sorted(sizes.items()))
 
 
 def table(records: list[dict]) -> list[str]:

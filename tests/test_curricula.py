@@ -221,3 +221,52 @@ def test_a_killed_doubling_trial_resumes_in_the_right_stage(cache, tmp_path):
     assert [r["train_episodes"] for r in log] == expected
     stage = next(n for e, n in enumerate(expected) if e == killed_at)
     assert f"curriculum doubling: epoch {killed_at + 1} trains on {stage} of {total}" in again.stdout
+
+
+LONGEST_FIRST = '''
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Options:
+    share: float = 0.5
+
+
+class LongestFirst:
+    """Only the longest share of the episodes, every epoch."""
+    Options = Options
+
+    def __init__(self, options):
+        self.options = options
+
+    def check(self, episodes):
+        pass
+
+    def pool(self, episodes, epoch, progress):
+        n = max(1, int(len(episodes) * self.options.share))
+        return np.sort(episodes.ids[np.argsort(-episodes.lengths, kind="stable")[:n]])
+'''
+
+
+def test_a_third_party_curriculum_is_listed_checked_and_used(tmp_path, monkeypatch, capsys):
+    from imf.registry.contracts import check_installed
+    from imf.train.curriculum import load_curriculum
+    from plugin_fakes import fake_distribution
+
+    root = fake_distribution(tmp_path / "site", "imf-longest", "imf_longest", LONGEST_FIRST,
+                             {"imf.curricula": {"longest": "imf_longest:LongestFirst"}})
+    monkeypatch.syspath_prepend(str(root))
+    registry.clear_cache()
+    assert "longest" in registry.names("imf.curricula") and check_installed("imf.curricula") == []
+    cfg = load_config("smoke", ["data.curriculum=longest", "data.curriculum_options.share=0.25"])
+    episodes = _episodes(8)
+    pool = load_curriculum(cfg).pool(episodes, 0, 0.0)
+    assert sorted(pool.tolist()) == sorted(episodes.ids[np.argsort(-episodes.lengths)[:2]].tolist())
+    monkeypatch.setattr(sys, "argv", ["imf", "plugins"])
+    with pytest.raises(SystemExit):
+        main()
+    listed = capsys.readouterr().out
+    assert "imf.curricula:" in listed and "longest" in listed and "imf-longest 1.0" in listed
+    registry.clear_cache()

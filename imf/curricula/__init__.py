@@ -9,6 +9,7 @@ every epoch), ``easy_first`` and ``doubling``.
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,8 +27,8 @@ class TrainEpisodes:
         return len(self.ids)
 
 
-class Curriculum:
-    """The contract of ``imf.curricula`` plugins."""
+class Curriculum(ABC):
+    """The contract of ``imf.curricula`` plugins (a plugin may extend it, or only match it)."""
 
     def __init__(self, options: object) -> None:
         self.options = options
@@ -35,10 +36,10 @@ class Curriculum:
     def check(self, episodes: TrainEpisodes) -> None:
         """Raise ``imf.errors.DataError`` (one line) when the data lacks what this orders by."""
 
+    @abstractmethod
     def pool(self, episodes: TrainEpisodes, epoch: int, progress: float) -> np.ndarray:
         """The buffer indices of the episodes epoch ``epoch`` samples from; ``progress`` is the
         share of training done when it starts, in [0, 1] (of the time budget, or the epochs)."""
-        raise NotImplementedError
 
 
 class NoCurriculum(Curriculum):

@@ -1,0 +1,136 @@
+"""The data passages of benchmarks/claims.py: what more demonstrations and the curricula buy,
+written from benchmarks/learning_results/data_scaling.json and curricula.json."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+Z = 1.96
+
+
+def by_size(records: list[dict]) -> dict[int, list[dict]]:
+    sizes: dict[int, list[dict]] = {}
+    for r in records:
+        sizes.setdefault(r["demo_episodes"], []).append(r)
+    return dict(sorted(sizes.items()))
+
+
+def mean_of(records: list[dict], key: str) -> tuple[float, float]:
+    """Mean over the training seeds; SE the larger of the seeds' spread and the episodes' (as the report)."""
+    values = [r[key] for r in records]
+    mean = sum(values) / len(values)
+    episodes = math.sqrt(sum(r[f"{key}_se"] ** 2 for r in records)) / len(records)
+    if len(values) < 2:
+        return mean, episodes
+    seeds = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1) / len(values))
+    return mean, max(seeds, episodes)
+
+
+def _step(a: list[dict], b: list[dict], key: str) -> tuple[float, float]:
+    (ma, sa), (mb, sb) = mean_of(a, key), mean_of(b, key)
+    return mb - ma, math.hypot(sa, sb)
+
+
+def _words(d: float, se: float, points: bool = False) -> str:
+    scale, unit, digits = (100, " points", 1) if points else (1, "", 3)
+    return f"{scale * d:+.{digits}f} ± {scale * se:.{digits}f}{unit} (z {d / se if se else 0:+.2f})"
+
+
+def _beyond(d: float, se: float) -> int:
+    return 0 if abs(d) <= Z * se else (1 if d > 0 else -1)
+
+
+def _size_line(n: int, runs: list[dict]) -> str:
+    cov, suc = mean_of(runs, "holdout_score"), mean_of(runs, "holdout_success")
+    passes = [r["samples"] / r["train_windows"] for r in runs if r.get("train_windows")]
+    seen = f"; {sum(passes) / len(passes):.1f} passes over its training windows in the budget" if passes else ""
+    seeds = ", ".join(str(r["seed"]) for r in runs)
+    return (f"- {n} demonstrations (training seed{'s' if len(runs) > 1 else ''} {seeds}): holdout "
+            f"{cov[0]:.3f} ± {cov[1]:.3f} coverage, {100 * suc[0]:.1f}% ± {100 * suc[1]:.1f} success{seen}.")
+
+
+def results_data_scaling(data: Any) -> list[str]:
+    sizes = by_size(data["data_scaling"])
+    lines = ["What the data-scaling runs say (written by benchmarks/claims.py from "
+             "benchmarks/learning_results/data_scaling.json; holdout numbers, mean ± SE over the training "
+             "seeds; a step is claimed beyond 1.96 SE):"]
+    lines += [_size_line(n, runs) for n, runs in sizes.items()]
+    gains = []
+    pairs = list(zip(list(sizes)[:-1], list(sizes)[1:]))
+    for a, b in pairs:
+        cov, suc = _step(sizes[a], sizes[b], "holdout_score"), _step(sizes[a], sizes[b], "holdout_success")
+        verdict = {1: "more helps", -1: "more hurts", 0: "within noise"}
+        found = [f"coverage {verdict[_beyond(*cov)]}" if _beyond(*cov) else "",
+                 f"success {verdict[_beyond(*suc)]}" if _beyond(*suc) else ""]
+        found = [f for f in found if f] or ["within noise on both"]
+        gains.append(max(_beyond(*cov), _beyond(*suc)) > 0)
+        lines.append(f"- {a} -> {b}: coverage {_words(*cov)}, success {_words(*suc, points=True)}: {', '.join(found)}.")
+    lines.append("- " + _reading(list(sizes), pairs, gains))
+    budget = budget_or_data(data, sizes)
+    if budget:
+        lines.append(budget)
+    reference = data["references"]["lerobot_diffusion_pusht"]
+    if 200 in sizes:
+        cov, suc = mean_of(sizes[200], "holdout_score"), mean_of(sizes[200], "holdout_success")
+        lines.append(f"- At about the size of Diffusion Policy's human data set ({reference['data']}): "
+                     f"200 scripted demonstrations give {cov[0]:.3f} ± {cov[1]:.3f} coverage and "
+                     f"{100 * suc[0]:.1f}% ± {100 * suc[1]:.1f} success on the holdout in the same budget "
+                     f"(scripted, not human demonstrations, and {sizes[200][0]['samples'] / 1e6:.2f}M samples "
+                     f"against its {reference['samples'] / 1e6:.1f}M).")
+    return lines
+
+
+def _reading(order: list[int], pairs: list[tuple[int, int]], gains: list[bool]) -> str:
+    if not pairs:
+        return "only one size was run: no trend."
+    last_gain = max((i for i, g in enumerate(gains) if g), default=None)
+    if last_gain is None:
+        return "no step between adjacent sizes gains beyond noise at this budget."
+    after = "; no larger step gains beyond noise" if last_gain < len(pairs) - 1 else ""
+    return f"more demonstrations help beyond noise up to {pairs[last_gain][1]}{after} at this budget."
+
+
+def budget_or_data(data: Any, sizes: dict[int, list[dict]], seed: int = 42, size: int = 500) -> str | None:
+    """At the preset's size and one seed, on the selection seeds: twice the budget (the 30-minute
+    run of the preset's settings in ablations_keypoints.json) against twice the data."""
+    longer = next((r for r in data["ablations_keypoints"] if r["change"] == ["training.lr=2e-3"]), None)
+    here = next((r for r in sizes.get(size, []) if r["seed"] == seed), None)
+    more = next((r for r in sizes.get(2 * size, []) if r["seed"] == seed), None)
+    if longer is None or here is None or more is None:
+        return None
+    twice = [(x[f"selection_{k}"] - here[f"selection_{k}"], math.hypot(x[f"selection_{k}_se"], here[f"selection_{k}_se"]))
+             for x in (longer, more) for k in ("score", "success")]
+    return (f"- Budget or data, at {size} demonstrations (training seed {seed}, selection seeds): twice the budget "
+            f"({longer['budget_s'] / 60:.0f} minutes, the preset's settings: ablations_keypoints.json, lr2e3) gives coverage "
+            f"{_words(*twice[0])} and success {_words(*twice[1], points=True)}; twice the data ({2 * size} demonstrations, "
+            f"{here['budget_s'] / 60:.0f} minutes) gives coverage {_words(*twice[2])} and success "
+            f"{_words(*twice[3], points=True)}.")
+
+
+def results_curricula(data: Any) -> list[str]:
+    """Each curriculum against none per training seed: the selection gap decides, the holdout is reported."""
+    records = data["curricula"]
+    base = {r["seed"]: r for r in data["keypoints"] if r["objective"] == "imf"}
+    lines = ["What the curricula runs say (written by benchmarks/claims.py from "
+             "benchmarks/learning_results/curricula.json against the none runs in keypoints.json; adopted "
+             "only beyond noise on the selection seeds at every training seed):"]
+    names = sorted({r["curriculum"] for r in records})
+    for name in names:
+        runs = [r for r in records if r["curriculum"] == name]
+        parts, wins, losses = [], [], []
+        for r in sorted(runs, key=lambda r: r["seed"]):
+            none = base[r["seed"]]
+            cov = (r["selection_score"] - none["selection_score"], math.hypot(r["selection_score_se"], none["selection_score_se"]))
+            suc = (r["selection_success"] - none["selection_success"],
+                   math.hypot(r["selection_success_se"], none["selection_success_se"]))
+            hold = (r["holdout_score"] - none["holdout_score"], math.hypot(r["holdout_score_se"], none["holdout_score_se"]))
+            wins.append(_beyond(*cov) > 0 or _beyond(*suc) > 0)
+            losses.append(_beyond(*cov) < 0 or _beyond(*suc) < 0)
+            parts.append(f"seed {r['seed']}: selection coverage {_words(*cov)}, success {_words(*suc, points=True)}; "
+                         f"holdout coverage {_words(*hold)}")
+        adopted = len(runs) >= 2 and all(wins) and not any(losses)
+        verdict = ("adopted" if adopted else "not adopted") + (
+            ": below none beyond noise at a seed" if any(losses) else
+            "" if adopted else ": not beyond noise above none at every training seed")
+        lines.append(f"- {name} minus none, {'; '.join(parts)}. {verdict[0].upper() + verdict[1:]}.")
+    return lines
