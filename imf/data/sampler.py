@@ -6,12 +6,19 @@ import numpy as np
 from imf.errors import DataError
 
 
-def validation_mask(n_episodes: int, val_ratio: float, seed: int) -> np.ndarray:
-    """(E,) bool: n_val = min(max(1, round(E * val_ratio)), E - 1) episodes drawn by default_rng(seed)."""
-    mask = np.zeros(n_episodes, dtype=bool)
+def validation_count(n_episodes: int, val_ratio: float) -> int:
+    """Episodes held out for validation: min(max(1, round(E * val_ratio)), E - 1); 0 without a ratio."""
     if val_ratio <= 0:
+        return 0
+    return min(max(1, round(n_episodes * val_ratio)), n_episodes - 1)
+
+
+def validation_mask(n_episodes: int, val_ratio: float, seed: int) -> np.ndarray:
+    """(E,) bool: validation_count(E, val_ratio) episodes drawn by default_rng(seed)."""
+    mask = np.zeros(n_episodes, dtype=bool)
+    n_val = validation_count(n_episodes, val_ratio)
+    if n_val == 0:
         return mask
-    n_val = min(max(1, round(n_episodes * val_ratio)), n_episodes - 1)
     rng = np.random.default_rng(seed=seed)
     mask[rng.choice(n_episodes, size=n_val, replace=False)] = True
     return mask

@@ -19,7 +19,8 @@ import torch
 
 from imf import registry
 from imf.atomic import clean_stale_temps
-from imf.config import Config
+from imf.config import MAX_TRAIN_CAP, Config
+from imf.data.size import check_data_size
 from imf.errors import DiskFullError, TrainingError
 from imf.registry.options import fill_options
 from imf.store import record_from_summary
@@ -74,8 +75,9 @@ def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
     check_trackers(cfg)  # a missing tracker or its package: one line, before the folder is made
     for store in stores:  # bad names fail before anything is written or trained
         registry.check("imf.stores", store)
-    device = pick_device(cfg.training.device)  # these two fail before the run folder changes
+    device = pick_device(cfg.training.device)  # these three fail before the run folder changes
     warm = _warm_start(cfg, opts)
+    check_data_size(cfg.data, MAX_TRAIN_CAP)
     files = RunLayout(opts.run_dir)
     # The folder is this process's until it returns: a second trial, a --resume or a final
     # eval into it is refused while we live (imf/store/runlock.py).
