@@ -23,7 +23,7 @@ from imf.curricula.doubling import Doubling, DoublingOptions
 from imf.curricula.easy_first import EasyFirst, EasyFirstOptions, difficulty
 from imf.data.keypoint_dataset import PushTKeypointDataset
 from imf.data.replay_buffer import write_replay_buffer
-from imf.data.sampler import PoolSampler
+from imf.data.pool import PoolSampler
 from imf.errors import OptionError
 from imf.pusht.geometry import GOAL_POSE
 from imf_process import run_imf

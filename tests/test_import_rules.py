@@ -16,7 +16,7 @@ ALLOWED = {
     "cli": {"sweep", "scheduler", "train", "report", "suggest", "loop", "pusht", "data", "config", "registry",
             "store", "ensemble"},
     "loop": {"suggest", "sweep", "report", "store", "config", "registry"},  # runs proposals as sweeps
-    "sweep": {"scheduler", "store", "report", "config", "registry"},
+    "sweep": {"scheduler", "store", "report", "config", "registry", "data"},  # a store's episode count
     "scheduler": {"store", "config", "registry"},
     "train": {"objectives", "curricula", "model", "pusht", "data", "trackers", "store", "config", "registry",
               "policy"},

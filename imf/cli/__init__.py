@@ -48,5 +48,21 @@ def _report_usage_error(exc: Exception) -> int:
         return 0
     ctx = getattr(exc, "ctx", None)
     hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-    typer.echo(f"imf: error: {exc.format_message()}{hint}", err=True)
+    message = _set_words(ctx) if getattr(exc, "option_name", None) == "--set" else None
+    typer.echo(f"imf: error: {message or exc.format_message() + hint}", err=True)
     return int(exc.exit_code)
+
+
+def _set_words(ctx) -> str:
+    """``--set KEY=VALUE`` (another tool's spelling): where a setting, and an axis, go instead."""
+    argv = sys.argv[1:]
+    given = next((a.partition("=")[2] for a in argv if a.startswith("--set=")), None)
+    if given is None and "--set" in argv[:-1]:
+        given = argv[argv.index("--set") + 1]
+    key, _, values = (given or "").partition("=")
+    example = f"{key}={values}" if key and values else "data.demo_episodes=100"
+    words = f"no option --set: a setting is a KEY=VALUE word after CONFIG, e.g. {example.split(',')[0]}"
+    if ctx is not None and ctx.command.name == "sweep":
+        axis = example if "," in example else f"{example.partition('=')[0]}=V1,V2"
+        words += f" (for every trial); an axis of the sweep is --grid {axis}"
+    return words

@@ -19,14 +19,21 @@ def data_demo(
     seed: int = typer.Option(0, "--seed", help="Seed of the episode seeds (same seed, same data)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing store at --out."),
 ) -> None:
-    """Record scripted-expert PushT demonstrations in the reference replay-buffer layout."""
+    """Record scripted-expert PushT demonstrations in the reference replay-buffer layout; the
+    first episodes of a cached set of the same seed ($IMF_CACHE or ~/.cache/imf) are the same
+    data, so they are copied when one is there."""
     from rich.progress import Progress
     from imf.errors import DataError
     from imf.data.replay_buffer import prepare_output
-    from imf.pusht.expert import make_demo_dataset
+    from imf.pusht.expert import copy_from_cache, make_demo_dataset
     if out.exists() and not force:
         raise DataError(f"--out {out} exists; pass --force to replace it")
     prepare_output(out)  # a bad --out fails before the progress bar
+    source = copy_from_cache(out, episodes, seed)
+    if source is not None:
+        typer.echo(f"wrote {episodes} episodes to {out}: the first {episodes} of the cached {source} "
+                   f"(the same episode seeds, so the same data)")
+        return
     failed = 0
     with Progress(transient=False) as bar:
         task = bar.add_task("expert episodes", total=episodes)

@@ -14,17 +14,17 @@ from typing import Any
 
 from imf.config.compat import known_elsewhere, upgrade
 from imf.config.presets import PRESET_DIR, deep_merge, list_presets, load_preset_dict, read_yaml
-from imf.config.schema import (OBS_TYPES, OPTION_KEYS, Config, DataConfig, EvalConfig, LoggingConfig,
-                               ObjectiveConfig, PolicyConfig, SweepConfig, TrainingConfig, all_keys,
-                               build, validate)
+from imf.config.schema import (MAX_TRAIN_CAP, OBS_TYPES, OPTION_KEYS, Config, DataConfig, EvalConfig,
+                               LoggingConfig, ObjectiveConfig, PolicyConfig, SweepConfig, TrainingConfig,
+                               all_keys, build, key_kind, validate)
 from imf.config.values import parse_scalar as _parse_scalar
 from imf.config.values import suggest as _suggest
 from imf.errors import ConfigError
 
-__all__ = ["OBS_TYPES", "OPTION_KEYS", "PRESET_DIR", "Config", "DataConfig", "EvalConfig", "LoggingConfig",
-           "ObjectiveConfig", "PolicyConfig", "SweepConfig", "TrainingConfig", "all_keys", "deep_merge",
-           "dotted_to_nested", "from_dict", "is_config_key", "list_presets", "load_config", "load_preset_dict",
-           "load_resolved", "parse_json_overrides", "split_config_args"]
+__all__ = ["MAX_TRAIN_CAP", "OBS_TYPES", "OPTION_KEYS", "PRESET_DIR", "Config", "DataConfig", "EvalConfig",
+           "LoggingConfig", "ObjectiveConfig", "PolicyConfig", "SweepConfig", "TrainingConfig", "all_keys",
+           "deep_merge", "dotted_to_nested", "from_dict", "is_config_key", "key_kind", "list_presets",
+           "load_config", "load_preset_dict", "load_resolved", "parse_json_overrides", "split_config_args"]
 
 
 def parse_json_overrides(text: str) -> dict[str, Any]:

@@ -15,8 +15,12 @@ from imf.atomic import atomic_write_text
 from imf.config.values import coerce as _coerce
 from imf.config.values import suggest as _suggest
 from imf.errors import ConfigError
+from imf.typed import Kind, kind_of
 
 OBS_TYPES = ("image", "keypoints")
+# data.max_train_episodes' default, the reference's: a cap on a smaller data set, never refused
+# (any other value above the training episodes is; imf/data/size.py)
+MAX_TRAIN_CAP = 90
 
 
 @dataclass
@@ -57,7 +61,7 @@ class DataConfig:
     cache_dir: str | None = None  # None: ~/.cache/imf (or $IMF_CACHE)
     val_ratio: float = 0.02
     split_seed: int = 42
-    max_train_episodes: int | None = 90
+    max_train_episodes: int | None = MAX_TRAIN_CAP
     curriculum: str = "none"  # an imf.curricula plugin: which training episodes each epoch samples
     curriculum_options: dict[str, Any] = field(default_factory=dict)  # the curriculum's own (its Options)
 
@@ -175,6 +179,17 @@ def _all_keys(cls: type, prefix: str) -> tuple[str, ...]:
         else:
             keys.append(f"{prefix}{f.name}")
     return tuple(keys)
+
+
+def key_kind(key: str) -> Kind | None:
+    """The kind of the value at dotted ``key`` (``data.demo_episodes``: an int); None for a key
+    the schema does not have (an alias, a plugin's option) or a section."""
+    cls: Any = Config
+    *sections, leaf = key.split(".")
+    for part in sections:
+        cls = _hints(cls).get(part) if dataclasses.is_dataclass(cls) else None
+    tp = _hints(cls).get(leaf) if dataclasses.is_dataclass(cls) else None
+    return None if tp is None or dataclasses.is_dataclass(tp) else kind_of(tp)
 
 
 def build(cls: type, data: dict[str, Any], prefix: str = "") -> Any:

@@ -11,6 +11,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -28,6 +29,7 @@ ARRAY_SPECS: dict[str, tuple[tuple[int, ...], str]] = {
 IMAGE_TASK_ARRAYS = ("img", "state", "action")
 KEYPOINT_TASK_ARRAYS = ("keypoint", "state", "action")
 _READ_CHUNK = 2048  # frames per read, to bound the float32 -> uint8 peak memory
+_WRITE_CHUNKS = 8  # chunks per write: the images' 256-frame chunks, 2048 frames a write
 
 
 @dataclass
@@ -202,35 +204,115 @@ def _is_store(path: Path) -> bool:
     return zipfile.is_zipfile(path)
 
 
+@dataclass(frozen=True)
+class Column:
+    """One array to write: its full shape and dtype, and its rows as consecutive blocks."""
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    blocks: Iterable[np.ndarray]
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> "Column":
+        return cls(tuple(values.shape), values.dtype, [values])
+
+    @classmethod
+    def joined(cls, parts: list[np.ndarray]) -> "Column":
+        """The parts one after the other, as np.concatenate would give them, never joined in memory."""
+        return cls((sum(len(p) for p in parts),) + parts[0].shape[1:], np.result_type(*parts), parts)
+
+
 def write_replay_buffer(path: str | os.PathLike, arrays: dict[str, np.ndarray],
                         episode_ends: np.ndarray, zarr_format: int = 2) -> Path:
     """Write a directory store in the reference layout, atomically (imf.atomic: temp folder, rename).
     A zarr store already at `path` is replaced; anything else there is a DataError."""
+    columns = {name: Column.of(np.asarray(values)) for name, values in arrays.items()}
+    return write_columns(path, columns, episode_ends, zarr_format)
+
+
+def write_episodes(path: str | os.PathLike, episodes: list[dict[str, np.ndarray]],
+                   zarr_format: int = 2) -> Path:
+    """``write_replay_buffer`` of the episodes' arrays joined in order, without holding a
+    second copy of them in memory."""
+    ends = np.cumsum([len(next(iter(ep.values()))) for ep in episodes])
+    columns = {name: Column.joined([ep[name] for ep in episodes]) for name in episodes[0]}
+    return write_columns(path, columns, ends, zarr_format)
+
+
+def copy_episodes(source: str | os.PathLike, path: str | os.PathLike, n_episodes: int) -> Path:
+    """Write the first ``n_episodes`` of the store at ``source`` to ``path``: the same arrays,
+    dtypes, chunks and episode ends a store written afresh from those episodes has. Only the
+    layout's arrays are copied; a block of frames at a time is read."""
+    group, fmt, closer = _open_group(Path(source))
+    try:
+        ends = _read_episode_ends(group, source)
+        if not 1 <= n_episodes <= len(ends):
+            raise DataError(f"'{source}' has {len(ends)} episodes; cannot copy the first {n_episodes}")
+        rows = int(ends[n_episodes - 1])
+        columns = {}
+        for name in ARRAY_SPECS:
+            arr = _member(group, f"data/{name}", source)
+            if arr is None:
+                continue
+            if arr.shape[0] < rows:
+                raise DataError(f"'{source}' data/{name} has {arr.shape[0]} frames; its first "
+                                f"{n_episodes} episodes need {rows}")
+            columns[name] = Column((rows,) + tuple(arr.shape[1:]), np.dtype(arr.dtype),
+                                   _frames(arr, f"data/{name}", source, rows))
+        return write_columns(path, columns, ends[:n_episodes], fmt or 2)
+    finally:
+        closer()
+
+
+def _frames(arr, name: str, path, rows: int) -> Iterator[np.ndarray]:
+    for start in range(0, rows, _READ_CHUNK):
+        yield _load(arr, name, path, start, min(start + _READ_CHUNK, rows))
+
+
+def write_columns(path: str | os.PathLike, columns: dict[str, Column], episode_ends: np.ndarray,
+                  zarr_format: int = 2) -> Path:
+    """The writer behind the three above: every array chunked by the same rule, so a store is
+    the same bytes whichever way its rows arrive."""
     import zarr
     ends = np.asarray(episode_ends, dtype=np.int64)
-    _check_for_write(arrays, ends)
+    _check_for_write({name: c.shape for name, c in columns.items()}, ends)
     path = prepare_output(path)
     clean_stale_temps(path.parent, only=(path.name,))  # a half store of a killed writer
     try:
         with atomic_path(path) as tmp:
             root = zarr.open_group(str(tmp), mode="w", zarr_format=zarr_format)
             data = root.require_group("data")
-            for name, values in arrays.items():
-                values = np.ascontiguousarray(values)
-                chunks = (min(len(values), 1024 if name != "img" else 256),) + values.shape[1:]
-                data.create_array(name, data=values, chunks=chunks)
+            for name, column in columns.items():
+                chunk = min(column.shape[0], 1024 if name != "img" else 256)
+                target = data.create_array(name, shape=column.shape, dtype=column.dtype,
+                                           chunks=(chunk,) + column.shape[1:])
+                _fill(target, column.blocks, chunk * _WRITE_CHUNKS)
             root.require_group("meta").create_array("episode_ends", data=ends, chunks=(max(len(ends), 1),))
     except OSError as exc:
         raise DataError(f"cannot write replay buffer '{path}': {exc.strerror or exc}") from None
     return path
 
 
-def _check_for_write(arrays: dict[str, np.ndarray], ends: np.ndarray) -> None:
+def _fill(target, blocks: Iterable[np.ndarray], slab: int) -> None:
+    """Write the blocks' rows in order, in slabs of whole chunks (no chunk is written twice)."""
+    start, pending, held = 0, [], 0
+    for block in blocks:
+        pending.append(block)
+        held += len(block)
+        while held >= slab:
+            joined = np.concatenate(pending) if len(pending) > 1 else pending[0]
+            target[start:start + slab] = joined[:slab]
+            start, rest = start + slab, joined[slab:]
+            pending, held = ([rest] if len(rest) else []), len(rest)
+    if held:
+        target[start:start + held] = np.concatenate(pending) if len(pending) > 1 else pending[0]
+
+
+def _check_for_write(shapes: dict[str, tuple[int, ...]], ends: np.ndarray) -> None:
     if ends.ndim != 1 or len(ends) == 0 or np.any(np.diff(np.concatenate([[0], ends])) <= 0):
         raise DataError("episode_ends must be a non-empty, strictly increasing 1-D array")
-    for name, values in arrays.items():
+    for name, shape in shapes.items():
         if name not in ARRAY_SPECS:
             raise DataError(f"unknown replay-buffer array '{name}'; allowed: {', '.join(ARRAY_SPECS)}")
         expected = (int(ends[-1]),) + ARRAY_SPECS[name][0]
-        if tuple(values.shape) != expected:
-            raise DataError(f"array '{name}' has shape {tuple(values.shape)}; expected {expected}")
+        if tuple(shape) != expected:
+            raise DataError(f"array '{name}' has shape {tuple(shape)}; expected {expected}")

@@ -2,17 +2,23 @@
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from imf.errors import DataError
 
 
-def validation_mask(n_episodes: int, val_ratio: float, seed: int) -> np.ndarray:
-    """(E,) bool: n_val = min(max(1, round(E * val_ratio)), E - 1) episodes drawn by default_rng(seed)."""
-    mask = np.zeros(n_episodes, dtype=bool)
+def validation_count(n_episodes: int, val_ratio: float) -> int:
+    """Episodes held out for validation: min(max(1, round(E * val_ratio)), E - 1); 0 without a ratio."""
     if val_ratio <= 0:
+        return 0
+    return min(max(1, round(n_episodes * val_ratio)), n_episodes - 1)
+
+
+def validation_mask(n_episodes: int, val_ratio: float, seed: int) -> np.ndarray:
+    """(E,) bool: validation_count(E, val_ratio) episodes drawn by default_rng(seed)."""
+    mask = np.zeros(n_episodes, dtype=bool)
+    n_val = validation_count(n_episodes, val_ratio)
+    if n_val == 0:
         return mask
-    n_val = min(max(1, round(n_episodes * val_ratio)), n_episodes - 1)
     rng = np.random.default_rng(seed=seed)
     mask[rng.choice(n_episodes, size=n_val, replace=False)] = True
     return mask
@@ -65,36 +71,3 @@ class WindowSampler:
         start, length, offset = self.windows[index]
         return start + np.clip(offset + self._steps, 0, length - 1)
 
-
-class PoolSampler:
-    """Window indices of one epoch: random permutations of the windows of the episodes in the
-    pool, repeated until the epoch holds as many as the whole set has (an epoch is the same
-    work whatever the pool). With the whole set as the pool it draws exactly what torch's
-    RandomSampler draws from the same generator."""
-
-    def __init__(self, window_episodes: np.ndarray, generator: torch.Generator) -> None:
-        self.window_episodes = np.asarray(window_episodes)  # (W,) the episode of each window
-        self.generator = generator
-        self.windows = np.arange(len(self.window_episodes))
-        self.pool_size: int | None = None  # None: every episode
-
-    def set_pool(self, episodes: np.ndarray | None) -> None:
-        """Sample from these episodes' windows from the next epoch on (None: all)."""
-        if episodes is None:
-            self.windows, self.pool_size = np.arange(len(self.window_episodes)), None
-            return
-        self.windows = np.nonzero(np.isin(self.window_episodes, episodes))[0]
-        self.pool_size = len(episodes)
-        if not len(self.windows):
-            raise DataError(f"the curriculum's pool of {len(episodes)} episode(s) holds no training window")
-
-    def __len__(self) -> int:
-        return len(self.window_episodes)
-
-    def __iter__(self):
-        total, n = len(self.window_episodes), len(self.windows)
-        for _ in range(total // n):
-            yield from self.windows[torch.randperm(n, generator=self.generator).numpy()].tolist()
-        rest = total % n
-        if rest:
-            yield from self.windows[torch.randperm(n, generator=self.generator).numpy()[:rest]].tolist()

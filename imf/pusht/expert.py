@@ -2,11 +2,15 @@
 
 `ensure_demo_dataset(n_episodes, seed)` makes the data set once per (episodes, seed, format
 version) under $IMF_CACHE (or ~/.cache/imf) and returns its path; a lock keeps parallel trials
-from making it twice, and the store is written under a temporary name and renamed.
+from making it twice, and the store is written under a temporary name and renamed. The episode
+seeds of a set run in order and the failed ones are skipped, so a set is the first episodes of
+any larger set of its seed: when one of those is cached, its first episodes are copied instead
+of running the expert again.
 """
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from imf.data.replay_buffer import prepare_output, read_episode_ends, write_replay_buffer
+from imf.data.replay_buffer import copy_episodes, prepare_output, read_episode_ends, write_episodes
 from imf.errors import DataError
 from imf.pusht.env import PushTEnv
 from imf.pusht.planner import ScriptedExpert
@@ -80,9 +84,7 @@ def make_demo_dataset(path: str | os.PathLike, n_episodes: int, seed: int = 0,
     else:
         raise DataError(f"the scripted expert failed too often: {len(episodes)} of "
                         f"{n_episodes} demo episodes after {tries} tries")
-    arrays = {k: np.concatenate([ep[k] for ep in episodes]) for k in episodes[0]}
-    ends = np.cumsum([len(ep["action"]) for ep in episodes])
-    return write_replay_buffer(path, arrays, ends)
+    return write_episodes(path, episodes)
 
 
 def default_cache_dir() -> Path:
@@ -107,7 +109,39 @@ def ensure_demo_dataset(n_episodes: int, seed: int = 0, cache_dir: str | os.Path
     with FileLock(str(path) + ".lock"):
         if _is_complete(path, n_episodes):
             return path
+        if copy_from_cache(path, n_episodes, seed, path.parent) is not None:
+            return path
         return make_demo_dataset(path, n_episodes, seed, progress)
+
+
+def cached_sizes(seed: int = 0, cache_dir: str | os.PathLike | None = None) -> list[int]:
+    """The episode counts of the cached sets of ``seed`` in this format, smallest first."""
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    name = re.compile(rf"pusht_demo_v{DEMO_FORMAT_VERSION}_n(\d+)_s{seed}\.zarr")
+    found = (name.fullmatch(p.name) for p in root.glob(f"pusht_demo_v{DEMO_FORMAT_VERSION}_n*_s{seed}.zarr"))
+    return sorted(int(m.group(1)) for m in found if m)
+
+
+def copy_from_cache(path: str | os.PathLike, n_episodes: int, seed: int = 0,
+                    cache_dir: str | os.PathLike | None = None) -> Path | None:
+    """Write the first ``n_episodes`` of the smallest complete cached set of ``seed`` that has
+    them (other than ``path`` itself) to ``path``; the set copied from, or None when there is
+    none. A set whose lock is held (being made) is passed over, never waited for."""
+    from filelock import FileLock, Timeout
+    for size in cached_sizes(seed, cache_dir):
+        source = demo_dataset_path(size, seed, cache_dir)
+        if size < n_episodes or source.resolve() == Path(path).resolve():
+            continue
+        try:
+            with FileLock(str(source) + ".lock", timeout=0):
+                if _is_complete(source, size):
+                    copy_episodes(source, path, n_episodes)
+                    return source
+        except Timeout:
+            continue
+        except DataError:  # a damaged cached set: the next one, or the expert, makes the data
+            continue
+    return None
 
 
 def _is_complete(path: Path, n_episodes: int) -> bool:

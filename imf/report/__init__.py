@@ -18,15 +18,15 @@ from imf.report.collect import check_folder, collect
 from imf.report.compare import (Comparison, compare_reports, render_compare_text,
                                 write_compare_files)
 from imf.report.figures import MATPLOTLIB_MISSING, write_curves, write_heatmap
-from imf.report.model import LAST_K, METRIC, Cell, Curve, Group, Report, TrialRow, Trends
+from imf.report.model import LAST_K, METRIC, AxisTrend, Cell, Curve, Group, Report, TrialRow, Trends
 from imf.report.render import (CSV_FIELDS, heatmap_text, render_csv, render_markdown, render_text,
                                trend_lines)
 from imf.store.layout import SWEEP_STATE
 from imf.store.runs import is_run_dir
 from imf.store.scoreboard import FILENAME as SCOREBOARD_FILE
 
-__all__ = ["CSV_FIELDS", "LAST_K", "MATPLOTLIB_MISSING", "METRIC", "Cell", "Comparison", "Curve",
-           "Group", "IN_RUN_FOLDER", "Report", "TrialRow", "Trends", "build_comparison", "build_report",
+__all__ = ["CSV_FIELDS", "LAST_K", "MATPLOTLIB_MISSING", "METRIC", "AxisTrend", "Cell", "Comparison",
+           "Curve", "Group", "IN_RUN_FOLDER", "Report", "TrialRow", "Trends", "build_comparison", "build_report",
            "compute_trends", "default_out", "heatmap_text", "is_comparison", "render_compare_text",
            "render_csv", "render_markdown", "render_text", "trend_lines", "write_compare_files",
            "write_files", "write_report"]

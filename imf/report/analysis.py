@@ -4,10 +4,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from imf.report.basis import Basis, basis_of, reach_words, reached, with_basis
+from imf.report.axes import axis_trends, combined_se, effect_of, groups_by
+from imf.report.basis import Basis, basis_of, reach_words, with_basis
 from imf.report.collect import SEED_IN_ID, RunRead, config_key
 from imf.report.model import Cell, Group, TrialRow, Trends
-from imf.stats import Z95, clear_difference, mean_sd, tied_within_noise
+from imf.stats import Z95, mean_sd, tied_within_noise
 
 SIZE_KEYS = ("policy.n_emb", "policy.n_layer", "policy.model.n_emb", "policy.model.n_layer")
 
@@ -142,56 +143,11 @@ def _against_selection(ensembles: list[TrialRow], trials: list[TrialRow]) -> Non
 
 
 # trends -----------------------------------------------------------------------
-def combined_se(ses: list[float | None]) -> float | None:
-    """SE of the mean of independent estimates; None when one of them is unknown."""
-    if not ses or any(se is None for se in ses):
-        return None
-    return math.sqrt(sum(se * se for se in ses)) / len(ses)
-
-
-def _groups(cells: list[Cell], rows: list[TrialRow], key: str) -> list[Group]:
-    by_value: dict[int, list[Cell]] = {}
-    for cell in cells:
-        value = getattr(cell, key)
-        if isinstance(value, int) and cell.mean is not None:
-            by_value.setdefault(value, []).append(cell)
-    result = []
-    for value in sorted(by_value):
-        members = by_value[value]
-        trials = [r for r in rows if r.cell in {c.label for c in members} and r.best_score is not None]
-        top = max(trials, key=lambda r: r.best_score)
-        steps, samples = reached(trials)
-        result.append(Group(value, len(trials), sum(c.mean for c in members) / len(members),
-                            top.best_score, top.id, len(members), combined_se([c.se for c in members]),
-                            best_se=top.best_se, steps=steps, samples=samples))
-    return result
-
-
-def effect_words(delta: float, se: float | None, better: str, worse: str, none: str) -> str:
-    """"helps +0.05 ± 0.01" when the effect is beyond the noise, else why no claim is made."""
-    if se is None:
-        return f"{none}: {delta:+.4f}, noise unknown (no per-episode scores and one seed), no claim"
-    if clear_difference(delta, se, 0.0, 0.0):
-        return f"{better if delta > 0 else worse}: {delta:+.4f} ± {se:.4f}"
-    return f"{none}: no clear effect ({delta:+.4f} ± {se:.4f})"
-
-
 def _effect(groups: list[Group], kind: str, key: str, rows: list[TrialRow], basis: Basis) -> dict[str, Any] | None:
-    """How the mean score moves from the smallest to the largest ``key``."""
-    if not groups:
-        return None
-    low, high = groups[0], groups[-1]
-    if low is high:
-        return {"delta": None, "se": None, "clear": False, "low": low.value, "high": high.value,
-                "text": f"{kind}: only {key} {low.value} was run, no trend"}
-    delta = high.mean - low.mean
-    se = math.hypot(high.se, low.se) if high.se is not None and low.se is not None else None
-    clear = se is not None and clear_difference(delta, se, 0.0, 0.0)
-    words = effect_words(delta, se, f"{kind} helps", f"{kind} hurts", kind)
-    sides = [(f"{key} {g.value}", _rows_of(rows, key, g.value)) for g in (high, low)]
-    text = with_basis(f"{words}; mean score at {key} {high.value} minus {key} {low.value}", basis,
-                      reach_words(sides, "width" if key == "n_emb" else "depth"))
-    return {"delta": delta, "se": se, "clear": clear, "low": low.value, "high": high.value, "text": text}
+    """How the mean score moves from the smallest to the largest n_emb or n_layer."""
+    what = "width" if key == "n_emb" else "depth"
+    return effect_of(groups, kind, key, basis, lambda value: _rows_of(rows, key, value),
+                     (f"{kind} helps", f"{kind} hurts", what))
 
 
 def _rows_of(rows: list[TrialRow], key: str, value: int) -> list[TrialRow]:
@@ -257,11 +213,14 @@ def _pm(value: float, se: float | None) -> str:
 
 
 def compute_trends(cells: list[Cell], rows: list[TrialRow]) -> Trends:
-    """Mean score by n_emb and by n_layer over cells, the best cell, width and depth effects."""
+    """Mean score by n_emb, by n_layer and by every other numeric setting that varies between
+    cells; the best cell; the width, depth and other settings' effects."""
     basis = basis_of(rows)
-    trends = Trends(by_n_emb=_groups(cells, rows, "n_emb"), by_n_layer=_groups(cells, rows, "n_layer"),
+    trends = Trends(by_n_emb=groups_by(cells, rows, lambda c: c.n_emb),
+                    by_n_layer=groups_by(cells, rows, lambda c: c.n_layer),
                     cells=cells, best_cell=_best_cell(cells, rows, basis), selection=selection_words(rows),
-                    holdout=holdout_words(rows), basis=basis.to_dict())
+                    holdout=holdout_words(rows), basis=basis.to_dict(),
+                    axes=axis_trends(cells, rows, basis))
     trends.width = _effect(trends.by_n_emb, "width", "n_emb", rows, basis)
     trends.depth = _effect(trends.by_n_layer, "depth", "n_layer", rows, basis)
     return trends

@@ -9,7 +9,7 @@ from typing import Any
 from imf.atomic import atomic_write_json, atomic_write_text
 from imf.clock import now_iso
 from imf.errors import ReportError
-from imf.report.analysis import combined_se
+from imf.report.axes import combined_se
 from imf.report.basis import basis_of, reach_words
 from imf.report.figures import write_difference_heatmap
 from imf.report.model import Cell, Report

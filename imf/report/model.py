@@ -96,7 +96,7 @@ class Cell:
 
 @dataclass
 class Group:
-    value: int  # the n_emb or n_layer of this group
+    value: int | float  # the n_emb, n_layer or other setting's value of this group
     trials: int
     mean: float  # mean of its cells' means
     best: float
@@ -106,6 +106,14 @@ class Group:
     best_se: float | None = None  # of the best trial's best rollout
     steps: float | None = None  # mean optimizer steps of its trials
     samples: float | None = None
+
+
+@dataclass
+class AxisTrend:
+    """The mean score along one other setting that varies between cells (data.demo_episodes)."""
+    key: str  # the config key
+    groups: list[Group] = field(default_factory=list)  # by its value, smallest first
+    effect: dict[str, Any] | None = None  # smallest to largest value: delta, se, clear, low, high, text
 
 
 @dataclass
@@ -119,6 +127,7 @@ class Trends:
     selection: str | None = None  # how the max and selection-seed rankings relate, in words
     holdout: str | None = None  # how many runs and checkpoints were looked at on the holdout
     basis: dict[str, str] | None = None  # kind, text: what the comparison was equal in
+    axes: list[AxisTrend] = field(default_factory=list)  # every other numeric setting that varies
 
 
 @dataclass

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from imf.report.analysis import combined_se
+from imf.report.axes import combined_se, shown
 from imf.report.model import METRIC, Report, Trends
 from imf.tables import csv_text, table, to_text
 
@@ -128,10 +128,12 @@ def markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 def trend_lines(trends: Trends) -> list[str]:
     """The trends in words, one finding a line."""
-    lines = [] if trends.by_n_emb or trends.by_n_layer else [NO_SIZES]
-    for key, groups in (("n_emb", trends.by_n_emb), ("n_layer", trends.by_n_layer)):
+    axes = [("n_emb", trends.by_n_emb), ("n_layer", trends.by_n_layer)]
+    axes += [(a.key, a.groups) for a in trends.axes]
+    lines = [] if any(groups for _, groups in axes) else [NO_SIZES]
+    for key, groups in axes:
         for g in groups:
-            lines.append(f"{key} {g.value}: mean {pm(g.mean, g.se)} over {g.cells} cell(s), "
+            lines.append(f"{key} {shown(g.value)}: mean {pm(g.mean, g.se)} over {g.cells} cell(s), "
                          f"{g.trials} trial(s); best {pm(g.best, g.best_se)} ({g.best_trial})")
     if trends.best_cell:
         c = trends.best_cell
@@ -141,7 +143,8 @@ def trend_lines(trends: Trends) -> list[str]:
         lines.append(f"best cell: {c['label']} (n_emb {fmt(c['n_emb'])} x n_layer {fmt(c['n_layer'])}), "
                      f"mean {pm(c['mean'], c['se'])} over {c['n']} seed(s), best {c['best']:.4f}; {tied}"
                      + (f"; {c['basis']}" if c.get("basis") else ""))
-    lines += [effect["text"] for effect in (trends.width, trends.depth) if effect]
+    effects = [trends.width, trends.depth] + [a.effect for a in trends.axes]
+    lines += [effect["text"] for effect in effects if effect]
     lines += [text for text in (trends.selection, trends.holdout) if text]
     return lines
 

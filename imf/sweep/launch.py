@@ -23,7 +23,8 @@ from imf.scheduler.base import GROUP as SCHEDULERS, scheduler_for, scheme_of
 from imf.sweep.engine import Engine
 from imf.sweep.gpus import probe_queues
 from imf.sweep.halving import check_rungs, describe as describe_halving, plan_halving
-from imf.sweep.plan import Plan, TrialPlan, build_trials, make_plan, parse_seeds, render_plan
+from imf.sweep.plan import (Plan, TrialPlan, build_trials, check_one_value, make_plan, parse_seeds,
+                             render_plan)
 from imf.sweep.queues import load_hosts, resolve_queues
 from imf.sweep.folder import SweepDir
 from imf.sweep.state import QueueState, SweepState, TrialState
@@ -87,6 +88,7 @@ def _given(value: float | None, default: float) -> float:
 def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
     """Check everything ``req`` names and plan it; nothing is written."""
     halving = plan_halving(req.halving, req.rungs)
+    check_one_value(req.overrides)  # before the config is built, which would only see a bad number
     base = load_config(req.config, req.overrides)
     defaults = base.sweep
     name = req.name if req.name is not None else defaults.name

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from imf.config import Config, is_config_key, load_config
+from imf.config import MAX_TRAIN_CAP, Config, is_config_key, key_kind, load_config
+from imf.data.size import check_data_size
 from imf.config.compat import ALIASES
 from imf.errors import SweepError
 from imf.store.summary import params_of
@@ -78,6 +79,18 @@ def parse_grids(grids: list[str]) -> list[tuple[str, list[str]]]:
     return axes
 
 
+def check_one_value(overrides: list[str]) -> None:
+    """A sweep's ``key=value`` words hold for every trial: a comma list for a number or a flag
+    is an axis given in the wrong place, so say where it goes."""
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        key = ALIASES.get(key.strip(), key.strip())
+        kind = key_kind(key)
+        if sep and "," in raw and kind is not None and kind.base in (int, float, bool):
+            raise SweepError(f"override '{item}' gives {key} several values, and an override holds "
+                             f"for every trial; sweep it as an axis with --grid {key}={raw.strip()}")
+
+
 def _split(text: str) -> list[str]:
     return [v.strip() for v in text.split(",") if v.strip()]
 
@@ -133,6 +146,17 @@ def cost_of(n_emb: int, n_layer: int, epochs: int) -> float:
     return epochs * (n_layer * n_emb ** 2 / 1e6 + FIXED_COST)
 
 
+def _trial_config(config: str, overrides: list[str], checked: set[tuple[Any, ...]]) -> Config:
+    """A trial's config, checked as far as its trial would check it before its run folder."""
+    cfg = load_config(config, overrides)
+    fill_options(cfg)  # a plugin's bad option fails here, before any trial starts
+    sizes = (cfg.data.path, cfg.data.demo_episodes, cfg.data.val_ratio, cfg.data.max_train_episodes)
+    if sizes not in checked:  # a store's episodes are read once, not once per trial
+        check_data_size(cfg.data, MAX_TRAIN_CAP, only_local=True)
+        checked.add(sizes)
+    return cfg
+
+
 def build_trials(name: str, config: str, grids: list[str], overrides: list[str], *,
                  mask: str | None = None, seed: int | None = None,
                  epochs: int | None = None, seeds: list[int] | None = None) -> list[TrialPlan]:
@@ -140,14 +164,16 @@ def build_trials(name: str, config: str, grids: list[str], overrides: list[str],
     more) run every point once per seed, each seed its own trial."""
     if not NAME_RE.match(name):
         raise SweepError(f"--name {name!r}: use letters, digits, '.', '_' and '-' (a folder name)")
+    check_one_value(overrides)
     base = list(overrides) + ([f"policy.mask={mask}"] if mask else [])
     base += [f"training.num_epochs={epochs}"] if epochs is not None else []
     trials: list[TrialPlan] = []
+    checked: set[tuple[Any, ...]] = set()
     axes, seed = _seed_axes(parse_grids(grids), seed, seeds, overrides)
     for point in trial_points(axes):
         own = [f"{k}={v}" for k, v in point.items() if k not in SEED_KEYS]
-        cfg = load_config(config, base + own + [f"{k}={v}" for k, v in point.items() if k in SEED_KEYS])
-        fill_options(cfg)  # a plugin's bad option fails here, before any trial starts
+        cfg = _trial_config(config, base + own + [f"{k}={v}" for k, v in point.items() if k in SEED_KEYS],
+                            checked)
         trial_seed = cfg.training.seed if seed is None or any(k in point for k in SEED_KEYS) else seed
         params = {**params_of(cfg), **point}
         epochs_n = cfg.training.num_epochs

@@ -10,7 +10,8 @@ from imf.config import Config
 from imf.curricula import Curriculum, TrainEpisodes
 from imf.data.replay_buffer import ReplayBuffer
 from imf.errors import DataError
-from imf.data.sampler import PoolSampler, downsample_mask, validation_mask
+from imf.data.pool import PoolSampler
+from imf.data.sampler import downsample_mask, validation_mask
 from imf.registry.options import plugin_and_options
 from imf.train.data import resolve_data_path
 

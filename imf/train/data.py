@@ -14,7 +14,7 @@ from imf.data.dataset import PushTImageDataset
 from imf.data.normalizer import MinMaxNormalizer
 from imf.data.keypoint_dataset import PushTKeypointDataset
 from imf.data.replay_buffer import ReplayBuffer
-from imf.data.sampler import PoolSampler
+from imf.data.pool import PoolSampler
 
 
 def resolve_data_path(cfg: Config, say: Callable[[str], None]) -> Path:

@@ -19,7 +19,8 @@ import torch
 
 from imf import registry
 from imf.atomic import clean_stale_temps
-from imf.config import Config
+from imf.config import MAX_TRAIN_CAP, Config
+from imf.data.size import check_data_size
 from imf.errors import DiskFullError, TrainingError
 from imf.registry.options import fill_options
 from imf.store import record_from_summary
@@ -77,6 +78,7 @@ def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
         registry.check("imf.stores", store)
     device = pick_device(cfg.training.device)  # these three fail before the run folder changes
     warm = _warm_start(cfg, opts)
+    check_data_size(cfg.data, MAX_TRAIN_CAP)
     check_curriculum(cfg)
     files = RunLayout(opts.run_dir)
     # The folder is this process's until it returns: a second trial, a --resume or a final

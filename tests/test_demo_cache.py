@@ -1,0 +1,89 @@
+"""A demo set is the first episodes of any larger set of its seed: made from a cached larger set
+by copying, it is the same store as one the expert made from scratch."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import zarr
+from filelock import FileLock
+
+from imf.pusht import expert as expert_module
+from imf.pusht.expert import cached_sizes, demo_dataset_path, ensure_demo_dataset
+from imf_process import run_imf
+
+SEED = 3
+
+
+def _no_expert(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the expert ran; the set should have been copied")
+    monkeypatch.setattr(expert_module, "run_expert_episode", refuse)
+
+
+def _metadata(store):
+    """Every metadata file of the store (group and array attributes, shapes, chunks, codecs)."""
+    return {str(p.relative_to(store)): json.loads(p.read_text())
+            for p in sorted(store.rglob("*")) if p.name in (".zarray", ".zattrs", ".zgroup", "zarr.json")}
+
+
+def _arrays(store):
+    group = zarr.open_group(str(store), mode="r")
+    names = [f"data/{name}" for name in group["data"].array_keys()] + ["meta/episode_ends"]
+    return {name: np.asarray(group[name][:]) for name in names}
+
+
+def assert_same_store(a, b):
+    assert _metadata(a) == _metadata(b)
+    left, right = _arrays(a), _arrays(b)
+    assert left.keys() == right.keys() and len(left) == 6
+    for name in left:
+        assert left[name].dtype == right[name].dtype, name
+        assert np.array_equal(left[name], right[name]), name
+
+
+@pytest.fixture(scope="module")
+def twelve(tmp_path_factory):
+    """A cache holding a 12-episode set of SEED, and a cache holding 6 made from scratch."""
+    big, fresh = tmp_path_factory.mktemp("big"), tmp_path_factory.mktemp("fresh")
+    ensure_demo_dataset(12, seed=SEED, cache_dir=big)
+    return big, ensure_demo_dataset(6, seed=SEED, cache_dir=fresh)
+
+
+def test_six_from_the_cached_twelve_is_the_six_made_from_scratch(twelve, tmp_path, monkeypatch):
+    big, fresh = twelve
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    source = demo_dataset_path(12, SEED, big)
+    (cache / source.name).symlink_to(source)  # the module's 12-set, left as it was
+    _no_expert(monkeypatch)
+    derived = ensure_demo_dataset(6, seed=SEED, cache_dir=cache)
+    assert derived == demo_dataset_path(6, SEED, cache) and not derived.is_symlink()
+    assert_same_store(derived, fresh)
+    assert cached_sizes(SEED, cache) == [6, 12] and cached_sizes(SEED + 1, cache) == []
+    assert not [p for p in cache.iterdir() if "tmp" in p.name]
+    assert ensure_demo_dataset(6, seed=SEED, cache_dir=cache) == derived  # cached now
+
+
+def test_a_set_being_made_or_of_another_seed_is_not_copied(twelve, tmp_path):
+    big, fresh = twelve
+    source = demo_dataset_path(12, SEED, big)
+    for cache, name in ((tmp_path / "other", demo_dataset_path(12, SEED + 1, big).name),
+                        (tmp_path / "busy", source.name)):
+        cache.mkdir()
+        (cache / name).symlink_to(source)  # another seed's name: its episodes are not ours
+        with FileLock(str(cache / source.name) + ".lock"):  # as if the 12-set were being made
+            made = ensure_demo_dataset(6, seed=SEED, cache_dir=cache)
+        assert_same_store(made, fresh)  # the expert made it: the same data either way
+
+
+@pytest.mark.slow
+def test_imf_data_demo_copies_from_the_cache(twelve, tmp_path):
+    big, fresh = twelve
+    proc = run_imf("data", "demo", "--episodes", "6", "--seed", str(SEED), "--out", str(tmp_path / "six.zarr"),
+                   env={"IMF_CACHE": str(big)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == (f"wrote 6 episodes to {tmp_path / 'six.zarr'}: the first 6 of the cached "
+                                   f"{demo_dataset_path(12, SEED, big)} (the same episode seeds, so the same data)")
+    assert_same_store(tmp_path / "six.zarr", fresh)
