@@ -5,7 +5,8 @@ import json
 import math
 from pathlib import Path
 
-from imf.config import load_config
+from imf.config import Config, load_config
+from imf.data.sampler import downsample_mask, validation_mask
 
 EPISODES = 50
 
@@ -16,19 +17,33 @@ def episodes(score: float, se: float) -> list[float]:
     return [score + spread, score - spread] * (EPISODES // 2)
 
 
+def data_record(cfg: Config, episodes: int | None = None) -> dict[str, int]:
+    """summary.json's ``data`` as a trial writes it, split by the data sets' own masks;
+    ``episodes``: the size of the user's data set (data.path), else the scripted demos."""
+    n = cfg.data.demo_episodes if episodes is None else episodes
+    val = validation_mask(n, cfg.data.val_ratio, cfg.data.split_seed)
+    train = downsample_mask(~val, cfg.data.max_train_episodes, cfg.data.split_seed)
+    return {"episodes": n, "val_episodes": int(val.sum()), "train_episodes": int(train.sum())}
+
+
 def make_run(folder: Path, *, n_emb: int, n_layer: int, seed: int = 42, scores: list[float],
              se: float | None = 0.01, status: str = "completed", init_from: str | None = None,
-             tid: str | None = None, extra: tuple[str, ...] = ()) -> Path:
+             tid: str | None = None, extra: tuple[str, ...] = (),
+             losses: list[tuple[float, float]] | None = None, data_set: int | None = None) -> Path:
+    """``losses``: (train_loss, val_loss) per epoch (default 0.5 and 0.6 throughout);
+    ``data_set``: the episodes of the data set ``extra``'s data.path names."""
     tid = tid or f"smoke-causal-e{n_emb}-l{n_layer}-s{seed}"
     run = folder / tid
     (run / "checkpoints").mkdir(parents=True)
     (run / "checkpoints" / "best.pt").write_bytes(b"not a real checkpoint")
     overrides = [f"policy.n_emb={n_emb}", f"policy.n_layer={n_layer}", f"training.seed={seed}", *extra]
-    load_config("smoke", overrides + ["training.num_epochs=6"]).save(run / "config.yaml")
+    cfg = load_config("smoke", overrides + ["training.num_epochs=6"])
+    cfg.save(run / "config.yaml")
+    losses = losses or [(0.5, 0.6)] * len(scores)
     rows = []
-    for epoch, score in enumerate(scores):
-        rows.append({"epoch": epoch, "global_step": 10 * (epoch + 1), "train_loss": 0.5,
-                     "val_loss": 0.6, "lr": 1e-4, "test_mean_score": score, "test_success_rate": 0.0})
+    for epoch, (score, (train_loss, val_loss)) in enumerate(zip(scores, losses)):
+        rows.append({"epoch": epoch, "global_step": 10 * (epoch + 1), "train_loss": train_loss,
+                     "val_loss": val_loss, "lr": 1e-4, "test_mean_score": score, "test_success_rate": 0.0})
         if se is not None:
             rows[-1]["test_per_seed"] = {str(100000 + i): v for i, v in enumerate(episodes(score, se))}
     (run / "logs.json.txt").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -38,6 +53,7 @@ def make_run(folder: Path, *, n_emb: int, n_layer: int, seed: int = 42, scores: 
                "overrides": overrides, "init_from": init_from, "warm_started": bool(init_from),
                "params": {"mask": "causal", "n_emb": n_emb, "n_layer": n_layer, "n_head": 2,
                           "objective": "imf"},
-               "checkpoints": {"latest": None, "best": "checkpoints/best.pt", "topk": []}}
+               "checkpoints": {"latest": None, "best": "checkpoints/best.pt", "topk": []},
+               "data": data_record(cfg, data_set)}
     (run / "summary.json").write_text(json.dumps(summary))
     return run

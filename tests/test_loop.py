@@ -14,7 +14,7 @@ from imf.errors import ImfError, LoopError
 from imf.store.iteration_log import IterationLogStore
 from imf.suggest import suggest
 from imf.loop.loop import (LoopRequest, check_request, conclude_round, dry_run, log_round_hypothesis,
-                           plan_round, start_loop, stop_reason)
+                           plan_round, render_round, start_loop, stop_reason)
 from imf.loop.state import LOOP_FILE, LoopState, Outcome, Round, load_loop, save_loop
 
 
@@ -240,3 +240,68 @@ def test_dry_run_checks_its_flags_and_a_folder_without_scores_starts_no_loop(tmp
     with pytest.raises(ImfError, match="no run folders in"):
         start_loop(LoopRequest(empty, ["local:cpu"], 2))
     assert list(empty.iterdir()) == []
+
+
+# 12 epochs whose score rose and held while val_loss turned up (tests/test_suggest_data.py)
+PLATEAU = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7]
+OVERFIT = list(zip([0.5 - 0.02 * e for e in range(12)],
+                   [0.60, 0.56, 0.53, 0.51, 0.50, 0.495, 0.50, 0.51, 0.52, 0.535, 0.55, 0.565]))
+
+
+def _doubling_round(tmp_path: Path, gain: float) -> tuple[Path, LoopState, Round]:
+    """A round that ran the more-data proposal of an overfitting best run: its run scored
+    ``gain`` above the run it warm-started from, on 16 demonstrations instead of 8."""
+    folder = tmp_path / "exp"
+    base = make_run(folder, n_emb=64, n_layer=2, scores=PLATEAU, losses=OVERFIT)
+    state = _state(per_round=1)
+    current = plan_round(folder, state)
+    (doubling,) = current.proposals
+    assert doubling.kind == "more-data" and doubling.overrides == ["data.demo_episodes=16"]
+    assert doubling.init_from == str((base / "checkpoints" / "best.pt").resolve())
+    state.rounds.append(current)
+    current.hypothesis = log_round_hypothesis(folder, current)
+    make_run(folder / current.sweep, n_emb=64, n_layer=2, tid=doubling.id, init_from=doubling.init_from,
+             extra=("data.demo_episodes=16",), scores=[s + gain for s in PLATEAU])
+    conclude_round(folder, current)
+    return folder, state, current
+
+
+def test_a_doubling_that_gained_beyond_noise_is_doubled_again(tmp_path):
+    folder, state, first = _doubling_round(tmp_path, gain=0.1)
+    assert [o.verdict for o in first.outcomes] == ["better"]
+    conclusion = IterationLogStore(folder).hypotheses()[0]["conclusion"]
+    assert ("more data: smoke-causal-e64-l2-s42-demos16 (16 demonstrations) scored 0.8000 ± 0.0100 against "
+            "0.7000 ± 0.0100 of smoke-causal-e64-l2-s42 (8 demonstrations): +0.1000 ± 0.0141, a gain beyond "
+            "noise; the doubling paid") in conclusion.splitlines()
+    first.status = "concluded"
+    (again,) = plan_round(folder, state).proposals  # its run does not overfit: the gain carries it
+    child = folder / first.sweep / "smoke-causal-e64-l2-s42-demos16"
+    assert again.kind == "more-data" and again.overrides == ["data.demo_episodes=32"]
+    assert again.id == "smoke-causal-e64-l2-s42-demos32" and Path(again.config) == child / "config.yaml"
+    assert again.init_from == str((child / "checkpoints" / "best.pt").resolve())
+    assert again.reason.startswith("smoke-causal-e64-l2-s42-demos16 gained from twice the data: ")
+    assert again.reason.endswith("; warm start of its best.pt on 32 demonstrations (2 x 16)")
+
+
+@pytest.mark.parametrize("gain, best", [(0.005, "smoke-causal-e64-l2-s42-demos16"),  # within noise
+                                        (-0.1, "smoke-causal-e64-l2-s42")])  # worse: the best stays
+def test_a_doubling_that_did_not_gain_stops_with_a_note(tmp_path, gain, best):
+    folder, state, first = _doubling_round(tmp_path, gain=gain)
+    conclusion = IterationLogStore(folder).hypotheses()[0]["conclusion"]
+    assert any(line.startswith("more data: smoke-causal-e64-l2-s42-demos16 (16 demonstrations) scored ")
+               and line.endswith("; the doubling stopped paying") for line in conclusion.splitlines())
+    first.status = "concluded"
+    state.per_round = 9
+    found = suggest(folder)
+    assert found.best["trial"] == best
+    assert not [p for p in found.proposals if p.kind == "more-data"]
+    assert any("the doubling stopped paying" in n for n in found.notes), found.notes
+    second = plan_round(folder, state)
+    assert second is not None and all(p.kind != "more-data" for p in second.proposals)
+
+
+def test_the_round_table_fits_the_new_kinds(tmp_path):
+    folder, _, first = _doubling_round(tmp_path, gain=0.1)
+    first.proposals[0].kind = "curriculum"  # the longest kind name
+    table = render_round(first).splitlines()
+    assert table[1].split()[1] == "curriculum" and table[1].split()[2:4] == ["0.8000", "±"]

@@ -122,3 +122,61 @@ def test_bad_loop_requests_are_one_line(base_sweep, tmp_path):
     dry = run_imf("loop", str(folder), "--dry-run", "--queue", "local:cpu", cwd=tmp_path)
     assert dry.returncode == 0 and dry.stdout.startswith("round 1 in ") and "imf trial " in dry.stdout
     assert not (folder / "loop.json").exists() and not (folder / "loop-r01").exists()
+
+
+def _overfit(run: Path) -> None:
+    """Rewrite the run's logs.json.txt so that it overfits: train_mse falls while val_mse turns
+    up over the last three epochs; every other column stays as the run logged it."""
+    log = run / "logs.json.txt"
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(rows) == 6
+    for row, val in zip(rows, [0.90, 0.80, 0.74, 0.86, 0.98, 1.10]):
+        row["train_mse"], row["val_mse"] = round(0.80 - 0.06 * row["epoch"], 4), val
+    log.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def test_a_loop_round_runs_and_concludes_a_more_data_warm_start(demo_cache, tmp_path):
+    """A real trial of 6 tiny epochs on 4 scripted demos, one rollout at its end; a run this
+    small does not overfit by itself, so its train_mse and val_mse are then rewritten to fall and
+    to turn up (``_overfit``). The loop's round runs the more-data proposal for real: a warm start
+    of its best.pt on 8 demonstrations, made for the trial, and concludes it."""
+    folder = tmp_path / "exp"
+    tiny = ["policy.n_emb=32", "policy.n_layer=1", "training.num_epochs=6", "training.rollout_every=6",
+            "training.max_train_steps=4", "eval.n_test=2", "eval.max_steps=8", "eval.n_train=0",
+            "data.demo_episodes=4", f"data.cache_dir={demo_cache}", "sweep.poll_interval=1"]
+    proc = run_imf("trial", "smoke", *tiny, "--id", "base", "--out", str(folder / "base"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    base = folder / "base"
+    assert json.loads((base / "summary.json").read_text())["data"] == {"episodes": 4, "val_episodes": 1,
+                                                                       "train_episodes": 3}
+    _overfit(base)
+    proc = run_imf("loop", str(folder), "--rounds", "1", "--per-round", "1", "--queue", "local:cpu",
+                   cwd=tmp_path, timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    (round_,) = json.loads((folder / "loop.json").read_text())["rounds"]
+    (planned,) = round_["proposals"]
+    best_pt = str((base / "checkpoints" / "best.pt").resolve())
+    assert (planned["id"], planned["kind"], planned["overrides"]) == ("base-demos8", "more-data",
+                                                                      ["data.demo_episodes=8"])
+    assert planned["init_from"] == best_pt and round_["status"] == "concluded"
+    child = folder / "loop-r01" / "base-demos8"
+    summary = json.loads((child / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["init_from"] == best_pt
+    assert summary["data"] == {"episodes": 8, "val_episodes": 2, "train_episodes": 6}
+    assert f"warm start from {best_pt}" in (child / "stdout.log").read_text()
+    assert any(line.split()[:2] == ["base-demos8", "more-data"] for line in proc.stdout.splitlines())
+    (block,) = IterationLogStore(folder).hypotheses()
+    assert "- base-demos8 (more-data): base overfits (val_mse +0.1667 ± 0.0638 from its lowest 3 epochs" \
+        in block["hypothesis"]
+    [line] = [x for x in block["conclusion"].splitlines() if x.startswith("more data: ")]
+    assert line.startswith("more data: base-demos8 (8 demonstrations) scored ")
+    assert "of base (4 demonstrations): " in line
+    # the next round's proposals follow the verdict: double again, or stop with a note
+    rows = {t.id: t for t in build_report([folder]).trials}
+    gained = line.endswith("; the doubling paid")
+    assert gained or line.endswith("; the doubling stopped paying")
+    assert gained == (rows["base-demos8"].best_score > rows["base"].best_score
+                      and "a gain beyond noise" in line)
+    after = run_imf("suggest", str(folder), "--json", cwd=tmp_path)
+    kinds = {r["id"]: r["kind"] for r in json.loads(after.stdout)}
+    assert (kinds.get("base-demos16") == "more-data") is gained

@@ -95,3 +95,13 @@ def test_params_are_built_from_a_config_or_its_dict():
         "mask": cfg.policy.mask, "n_emb": 64, "n_layer": cfg.policy.n_layer,
         "n_head": cfg.policy.n_head, "objective": cfg.objective.name}
     assert params_of({}) == dict.fromkeys(params_of(cfg))
+
+
+def test_the_data_counts_are_written_when_known_and_read_back(tmp_path):
+    counts = {"episodes": 40, "val_episodes": 8, "train_episodes": 10}
+    summary = RunSummary.from_dict({**OLD, "data": counts})
+    assert summary.data == counts and summary.to_dict()["data"] == counts
+    summary.write(tmp_path)
+    assert read_summary(tmp_path).data == counts
+    assert RunSummary.from_dict({**OLD, "data": [1]}).data is None  # the wrong type reads as unknown
+    assert "data" not in RunSummary.from_dict(OLD).to_dict()

@@ -30,10 +30,13 @@ def test_best_on_the_grid_edge_gets_the_cell_beyond_it(tmp_path):
     make_run(tmp_path, n_emb=256, n_layer=6, scores=FLAT)
     found = suggest(tmp_path)
     assert found.best["label"] == "smoke-causal-e256-l6"
-    assert kinds(found) == [("neighbour", ("policy.n_emb=384",), 42),
+    # its score is flat from the first epoch: a stall, so a curriculum too (tests/test_suggest_data.py)
+    assert kinds(found) == [("curriculum", ("data.curriculum=easy_first",), 42),
+                            ("neighbour", ("policy.n_emb=384",), 42),
                             ("neighbour", ("policy.n_layer=12",), 42)]
     by_id = {p.id: p for p in found.proposals}
-    assert set(by_id) == {"smoke-causal-e384-l6-s42", "smoke-causal-e256-l12-s42"}
+    assert set(by_id) == {"smoke-causal-e384-l6-s42", "smoke-causal-e256-l12-s42",
+                          "smoke-causal-e256-l6-s42-easy_first"}
     argv = by_id["smoke-causal-e384-l6-s42"].argv
     assert argv[:4] == ["imf", "trial", str(tmp_path / "smoke-causal-e256-l6-s42" / "config.yaml"),
                         "policy.n_emb=384"]
@@ -97,7 +100,7 @@ def test_another_numeric_axis_steps_beyond_the_edge_geometrically(tmp_path):
     assert [p.settings for p in lr] == [{"training.lr": 0.0009}]
     assert "training.lr=0.0009" in lr[0].argv and lr[0].id == "smoke-causal-e128-l6-s42-lr0.0009"
     assert {tuple(p.settings) for p in found.proposals} == {("training.lr",), ("policy.n_emb",),
-                                                           ("policy.n_layer",)}
+                                                           ("policy.n_layer",), ("data.curriculum",)}
 
 
 def test_one_run_without_episode_scores_gets_seeds_to_measure_its_noise(tmp_path):
@@ -116,7 +119,7 @@ def test_a_neighbour_recorded_in_the_scoreboard_only_is_not_proposed(tmp_path):
         "status": "completed", "config": {"mask": "causal", "n_emb": 384, "n_layer": 6},
         "run_dir": str(tmp_path / "moved-away")})
     found = suggest(tmp_path)
-    assert [p.settings for p in found.proposals] == [{"policy.n_layer": 12}]
+    assert [p.settings for p in found.proposals if p.kind == "neighbour"] == [{"policy.n_layer": 12}]
     assert any("policy.n_emb=384 next to the best was already tried" in n for n in found.notes)
 
 
@@ -130,7 +133,7 @@ def test_write_hypothesis_appends_one_block_once(tmp_path):
     assert "smoke-causal-e256-l6" in block["hypothesis"] and block["result"] is None
     again = suggest(tmp_path)
     assert {p.id: again.logged[p.id] for p in again.proposals} == {p.id: "H1" for p in found.proposals}
-    assert [row["hypothesis"] for row in as_json(again)] == ["H1", "H1"]
+    assert [row["hypothesis"] for row in as_json(again)] == ["H1", "H1", "H1"]
     with pytest.raises(ReportError, match="already in H1"):
         write_hypothesis(again)
     assert len(IterationLogStore(tmp_path).hypotheses()) == 1
@@ -178,7 +181,7 @@ def test_the_command_line_prints_text_json_and_writes_the_hypothesis(tmp_path):
     listed = run_imf("suggest", "runs", "--json", "--write-hypothesis", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)
-    assert [r["kind"] for r in rows] == ["neighbour", "neighbour"]
+    assert [r["kind"] for r in rows] == ["neighbour", "neighbour", "curriculum"]
     assert listed.stderr.strip() == "wrote hypothesis H1 to runs/ITERATION_LOG.md"
 
 

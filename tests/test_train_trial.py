@@ -40,6 +40,8 @@ def test_trial_writes_every_file_and_records(demo_cache, tmp_path):
     run_dir = tmp_path / "runs" / "t1"
     summary = run(tiny(demo_cache, "training.num_epochs=2"), run_dir, note="first")
     assert summary["status"] == "completed" and summary["epochs_done"] == 2
+    # 4 demos, val_ratio 0.2: one validation episode, no cap (what imf suggest's more-data rule reads)
+    assert summary["data"] == {"episodes": 4, "val_episodes": 1, "train_episodes": 3}
     for name in ("config.yaml", "logs.json.txt", "stdout.log", "summary.json",
                  "checkpoints/latest.pt", "checkpoints/best.pt"):
         assert (run_dir / name).exists(), name

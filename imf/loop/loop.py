@@ -24,11 +24,12 @@ from imf.loop.state import LOOP_FILE, LoopState, Outcome, Planned, Round, load_l
 from imf.loop.sweep import round_sweep, run_round_sweep
 from imf.report import build_report
 from imf.report.basis import basis_of, reach_words
-from imf.report.model import Report
+from imf.report.model import Report, TrialRow
 from imf.report.render import pm
 from imf.stats import Z95, clear_difference, difference_se
 from imf.store.iteration_log import IterationLogStore
 from imf.suggest import Proposal, best_cell, command_text, suggest, unique_id
+from imf.suggest.data_rules import doubling_gain
 from imf.sweep.queues import load_hosts, resolve_queues
 
 Echo = Callable[[str], None]
@@ -215,7 +216,7 @@ def log_round_hypothesis(folder: Path, current: Round) -> str:
 
 # concluding ------------------------------------------------------------------
 def _outcome(report: Report, run_dir: Path, planned: Planned, best: dict) -> Outcome:
-    row = next((t for t in report.trials if t.run_dir and Path(t.run_dir).resolve() == run_dir.resolve()), None)
+    row = _row_at(report, run_dir)
     if row is None or row.best_score is None:
         return Outcome(planned.id, row.status if row else "missing")
     out = Outcome(planned.id, row.status, row.best_score, row.best_se, row.success_rate, row.selection,
@@ -250,6 +251,7 @@ def conclude_round(folder: Path, current: Round) -> None:
     moved = after["label"] != best["label"] or after["trial"] != best["trial"]
     conclusion = "\n".join(
         [f"{o.id}: {o.verdict}" for o in current.outcomes] + _seed_cells(report, current)
+        + _doublings(report, folder, current)
         + [_basis_line(report, current, best)]
         + [("gain beyond noise; " if current.gain else "no gain beyond noise; ")
            + (f"the best is now {after['label']} {pm(after['mean'], after['se'])} ({after['trial']})"
@@ -279,6 +281,26 @@ def _seed_cells(report: Report, current: Round) -> list[str]:
             for label in labels if label in cells]
 
 
+def _row_at(report: Report, run_dir: Path) -> TrialRow | None:
+    return next((t for t in report.trials if t.run_dir and Path(t.run_dir).resolve() == run_dir.resolve()), None)
+
+
+def _doublings(report: Report, folder: Path, current: Round) -> list[str]:
+    """For the round's more-data runs: each against the run whose checkpoint it warm-started
+    from (the next suggest doubles again from a run that gained beyond noise)."""
+    lines = []
+    for p in current.proposals:
+        if p.kind != "more-data" or not p.init_from:
+            continue
+        child = _row_at(report, folder / current.sweep / p.id)
+        parent = _row_at(report, Path(p.init_from).parent.parent)  # <run>/checkpoints/best.pt
+        if child is None or parent is None or child.best_score is None or parent.best_score is None:
+            continue
+        gained, words = doubling_gain(child, parent)
+        lines.append(f"more data: {words}; " + ("the doubling paid" if gained else "the doubling stopped paying"))
+    return lines
+
+
 def _result_line(o: Outcome) -> str:
     if o.score is None:
         return f"{o.id}: no score ({o.status})"
@@ -292,10 +314,11 @@ def render_round(current: Round) -> str:
             f"{current.best_before['label']} {pm(current.best_before['mean'], current.best_before['se'])}:"]
     width = max(len(p.id) for p in current.proposals)
     kinds = {p.id: p.kind for p in current.proposals}
+    kind_width = max(9, *(len(k) for k in kinds.values()))
     for o in current.outcomes:
         score = "-" if o.score is None else pm(o.score, o.se)
         diff = "-" if o.diff is None else f"{o.diff:+.3f}" + (f" ± {o.diff_se:.3f}" if o.diff_se is not None else "")
-        rows.append(f"  {o.id:<{width}}  {kinds[o.id]:<9}  {score:<15}  {diff:<16}  {o.verdict}")
+        rows.append(f"  {o.id:<{width}}  {kinds[o.id]:<{kind_width}}  {score:<15}  {diff:<16}  {o.verdict}")
     after = current.best_after
     rows.append(f"  best now: {after['label']} {pm(after['mean'], after['se'])} ({after['trial']})")
     return "\n".join(rows)

@@ -36,7 +36,7 @@ VERSION = KIND.current
 class Planned:
     """One proposal of a round, as the round's sweep runs it."""
     id: str
-    kind: str  # "seeds", "neighbour", "continue"
+    kind: str  # "seeds", "neighbour", "continue", "more-data", "curriculum"
     reason: str
     config: str  # the config.yaml of the run it builds on (absolute)
     overrides: list[str]

@@ -238,10 +238,15 @@ def read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
 
 def _curve(trial_id: str, rollouts: list[Rollout], rows: list[dict[str, Any]],
            progress: list[list[Any]]) -> Curve:
-    """Score per rollout and val loss per epoch, epochs counted from 1."""
-    losses = [[_counted(r["epoch"]), float(r["val_loss"])] for r in rows
-              if isinstance(r.get("epoch"), int) and first_number(r, ("val_loss",)) is not None]
-    return Curve(trial_id, None, [[_counted(r.epoch), r.score, r.se] for r in rollouts], losses, progress)
+    """Score per rollout, val and train loss and mse per epoch, epochs counted from 1."""
+    return Curve(trial_id, None, [[_counted(r.epoch), r.score, r.se] for r in rollouts],
+                 _losses(rows, "val_loss"), progress, _losses(rows, "train_loss"),
+                 _losses(rows, "train_mse"), _losses(rows, "val_mse"))
+
+
+def _losses(rows: list[dict[str, Any]], key: str) -> list[list[float]]:
+    return [[_counted(r["epoch"]), first_number(r, (key,))] for r in rows
+            if isinstance(r.get("epoch"), int) and first_number(r, (key,)) is not None]
 
 
 def _progress(rows: list[dict[str, Any]], batch: int | None) -> list[list[Any]]:

@@ -68,6 +68,9 @@ class Curve:
     rollouts: list[list[float | None]] = field(default_factory=list)  # [epoch, score, se]
     val_loss: list[list[float]] = field(default_factory=list)  # [epoch, loss]
     progress: list[list[float]] = field(default_factory=list)  # [epoch, steps, samples, minutes] per logged epoch
+    train_loss: list[list[float]] = field(default_factory=list)  # [epoch, mean loss of its steps]
+    train_mse: list[list[float]] = field(default_factory=list)  # [epoch, mse]: imf's loss is about 1
+    val_mse: list[list[float]] = field(default_factory=list)  # whatever the model does (docs/policy.md)
 
 
 @dataclass

@@ -71,6 +71,8 @@ class RunSummary:
     started: str | None = None
     finished: str | None = None
     code_version: str = ""
+    # episodes, val_episodes (the validation split), train_episodes (what it trained on)
+    data: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # keys this imf does not know
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,6 +80,8 @@ class RunSummary:
         for f in fields(self):
             if f.name != "extra":
                 out[f.name] = getattr(self, f.name)
+        if self.data is None:  # a summary from before it was recorded is written back as it was
+            del out["data"]
         out["overrides"] = list(self.overrides)
         out["params"] = dict(self.params)
         c = self.checkpoints

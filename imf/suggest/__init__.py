@@ -4,8 +4,10 @@ Reads the report data of DIR (imf.report: trials, cells of trials that differ on
 their noise, curves), its scoreboard (the overrides each trial ran with) and ITERATION_LOG.md,
 and proposes ready-to-run ``imf trial`` commands, each with one line of reason (imf/suggest/rules.py):
 more seeds for cells tied within noise with the best, the best cell's untried neighbours along
-each grid axis, a warm-start continuation when the best run was still rising at its end, and
-an ``imf ensemble`` of the best run's top checkpoints when they are tied within noise.
+each grid axis, a warm-start continuation when the best run was still rising at its end, an
+``imf ensemble`` of the best run's top checkpoints when they are tied within noise, and from
+imf/suggest/data_rules.py: a warm start on twice the data when the best run overfits (again
+while each doubling gains), a curriculum when the best cell's runs diverged or stalled early.
 Nothing already tried (or made) is proposed.
 """
 from __future__ import annotations
@@ -22,6 +24,7 @@ from imf.report.render import pm
 from imf.store.iteration_log import IterationLogStore
 from imf.store.layout import CONFIG, SWEEP_STATE
 from imf.store.runs import is_run_dir, read_json_object
+from imf.suggest.data_rules import curriculum, more_data
 from imf.suggest.rules import Context, Proposal, continuation, ensemble, more_seeds, neighbours, unique_id
 from imf.suggest.tried import full_config, read_tried
 
@@ -68,9 +71,11 @@ def suggest(folder: Path) -> Suggestions:
     root = folder.resolve().parent if is_run_dir(folder) else folder  # Path(".").parent is "."
     ctx = Context(root, report, read_tried(root, report.trials), _prefix(root, report))
     continuation(ctx, best)
+    more_data(ctx, best)
     neighbours(ctx, best)
     more_seeds(ctx, best)
     ensemble(ctx, best)
+    curriculum(ctx, best)
     result = Suggestions(root, best_cell(report) or {}, ctx.proposals, ctx.notes)
     for block in ctx.tried.hypotheses:
         for proposal in result.proposals:

@@ -36,7 +36,7 @@ ENSEMBLE_MODE = "weights"
 
 @dataclass
 class Proposal:
-    kind: str  # "seeds", "neighbour", "continue" or "ensemble"
+    kind: str  # "seeds", "neighbour", "continue", "ensemble", "more-data" or "curriculum"
     id: str
     reason: str
     argv: list[str]
@@ -168,10 +168,14 @@ def more_seeds(ctx: Context, best: Cell) -> None:
         settings = settings_of(Path(base.run_dir)) or {}
         used = {s for s in cell.seeds if isinstance(s, int)}
         seeds = [s for s in _seed_pool(ctx, used, NEW_SEEDS) if not ctx.tried.has(settings, s)]
+        # a replicate of a warm-started run (a more-data run, say) starts from the same checkpoint
+        init = next((r.init_from for r in ctx.tried.runs if r.id == base.id), None)
         for seed in seeds:
             _propose(ctx, "seeds", base, {}, seed,
                      f"{reasons[cell.label]}; seeds {', '.join(map(str, seeds))} take it from "
-                     f"n {cell.n} to {cell.n + len(seeds)}")
+                     f"n {cell.n} to {cell.n + len(seeds)}" + (f", each a warm start of {_shown(init)} "
+                                                              "as its run was" if init else ""),
+                     extra=["--init-from", _shown(init)] if init else None)
 
 
 # neighbours -----------------------------------------------------------------
@@ -221,6 +225,8 @@ def neighbours(ctx: Context, best: Cell) -> None:
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not tried_values:
             continue
         for candidate, edge in _candidates(key, value, tried_values):
+            if candidate <= 0 < tried_values[0]:  # a step below a count's bottom edge: no such value
+                continue
             candidate = norm_value(_value_text(candidate))
             changed = {**settings, key: candidate}
             if ctx.tried.has(changed):

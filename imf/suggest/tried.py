@@ -37,11 +37,20 @@ class Tried:
     hypotheses: list[dict[str, Any]] = field(default_factory=list)
     added: dict[str, Any] = field(default_factory=dict)  # settings older run folders lack
 
-    def has(self, settings: dict[str, Any], seed: int | None = None) -> bool:
-        """Was a run with these settings (and this seed, when given) tried?"""
+    def has(self, settings: dict[str, Any], seed: int | None = None, init_from: Path | None = None) -> bool:
+        """Was a run with these settings (and this seed, and a warm start from this checkpoint,
+        when given) tried?"""
         wanted = normalise(settings)
         wanted = {**{k: v for k, v in self.added.items() if k not in wanted}, **wanted}
-        return any(_same(run, wanted) and (seed is None or run.seed == seed) for run in self.runs)
+        target = init_from.resolve() if init_from is not None else None
+        return any(_same(run, wanted) and (seed is None or run.seed == seed)
+                   and (target is None or run.init_from == target) for run in self.runs)
+
+    def variants(self, settings: dict[str, Any], prefix: str) -> list[TriedRun]:
+        """The runs with these settings but for those under ``prefix`` (any seed)."""
+        wanted = normalise(settings)
+        wanted = {**{k: v for k, v in self.added.items() if k not in wanted}, **wanted}
+        return [run for run in self.runs if _same(run, _outside(wanted, prefix), prefix)]
 
     def warm_started_from(self, checkpoint: Path) -> list[str]:
         target = checkpoint.resolve()
@@ -75,10 +84,16 @@ def normalise(settings: dict[str, Any]) -> dict[str, Any]:
     return {key: norm_value(value) for key, value in settings.items()}
 
 
-def _same(run: TriedRun, wanted: dict[str, Any]) -> bool:
+def _outside(settings: dict[str, Any], prefix: str | None) -> dict[str, Any]:
+    return {k: v for k, v in settings.items() if not prefix or not k.startswith(prefix)}
+
+
+def _same(run: TriedRun, wanted: dict[str, Any], ignored: str | None = None) -> bool:
+    """Does the run have the ``wanted`` settings (those under the prefix ``ignored`` aside)?"""
+    settings = _outside(run.settings, ignored)
     if run.complete:
-        return run.settings == wanted
-    return all(wanted.get(key) == value for key, value in run.settings.items())
+        return settings == wanted
+    return all(wanted.get(key) == value for key, value in settings.items())
 
 
 def settings_of(run_dir: Path) -> dict[str, Any] | None:

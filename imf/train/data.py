@@ -15,6 +15,7 @@ from imf.data.normalizer import MinMaxNormalizer
 from imf.data.keypoint_dataset import PushTKeypointDataset
 from imf.data.replay_buffer import ReplayBuffer
 from imf.data.pool import PoolSampler
+from imf.data.sampler import validation_mask
 
 
 def resolve_data_path(cfg: Config, say: Callable[[str], None]) -> Path:
@@ -41,6 +42,14 @@ def build_datasets(cfg: Config, say: Callable[[str], None]) -> tuple[Any, Any, M
     say(f"data: {path} ({buffer.n_episodes} episodes, {buffer.n_steps} steps): "
         f"{len(train)} train windows, {len(val)} val windows")
     return train, val, train.get_normalizer(), path
+
+
+def data_counts(cfg: Config, train: Any) -> dict[str, int]:
+    """summary.json's ``data``: the data set's episodes, its validation split, and the
+    training episodes the trial draws from (the rest, less what max_train_episodes leaves out)."""
+    n = train.buffer.n_episodes
+    val = validation_mask(n, cfg.data.val_ratio, cfg.data.split_seed)
+    return {"episodes": n, "val_episodes": int(val.sum()), "train_episodes": int(train.train_mask.sum())}
 
 
 def loader_workers(setting: str, device: torch.device) -> int:

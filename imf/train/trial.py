@@ -30,6 +30,7 @@ from imf.store.runlock import RunLock
 from imf.store.summary import Checkpoints, RunSummary, params_of
 from imf.train import checkpoint as ckpt_io
 from imf.train.curriculum import check_curriculum
+from imf.train.data import data_counts
 from imf.train.console import EpochBar, epoch_line, progress_text, rollout_status, shown
 from imf.train.evaluate import rollout_metrics
 from imf.train.memory import is_out_of_memory, out_of_memory_error
@@ -67,6 +68,7 @@ class Trial:
     stop: StopSignals = field(default_factory=StopSignals)  # SIGTERM / SIGINT received
     cfg_dict: dict[str, Any] = field(default_factory=dict)  # the config, serialised once
     started: str = field(default_factory=now_iso)
+    data: dict[str, int] | None = None  # summary.json's data counts, once the data set is open
 
 
 def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
@@ -136,6 +138,7 @@ def _train_and_score(trial: Trial, state: TrainState, device: torch.device, resu
     parts = None
     try:
         parts = build_parts(cfg, trial.files, device, warm, trial.say, opts.trial_id)
+        trial.data = data_counts(cfg, parts.train_loader.dataset)
         for folder in (trial.files.root, trial.files.checkpoints):
             clean_stale_temps(folder)  # temps of a killed earlier attempt
         if resume_ckpt is not None:
@@ -344,7 +347,7 @@ def _write_summary(trial: Trial, state: TrainState, topk: ckpt_io.TopK | None, f
             best=checkpoint_name(BEST) if files.best.exists() else None,
             topk=[checkpoint_name(n) for n in topk.names()] if topk else []),
         started=trial.started, finished=now_iso() if finished else None,
-        code_version=code_version())
+        code_version=code_version(), data=trial.data)
     summary.write(files.root)
     return summary
 
