@@ -22,6 +22,8 @@ from typing import Any, Callable
 
 import yaml
 
+from claims_data import results_data_scaling
+
 ROOT = Path(__file__).resolve().parent.parent
 Z = 1.96
 
@@ -242,6 +244,7 @@ KEYPOINT_CHOICES = {"lr2e3": "Adopted in `pusht_lowdim_cpu` (and so `demo`): the
                     "lr2e3r75": "Not adopted: its coverage gain came with less success than lr2e3 alone."}
 
 PASSAGES: dict[str, tuple[str, Callable[[Data], list[str]]]] = {
+    "results-data-scaling": ("benchmarks/RESULTS.md", results_data_scaling),
     "readme-main-job": ("README.md", readme_main_job),
     "readme-learning": ("README.md", readme_learning),
     "results-learning-keypoints": ("benchmarks/RESULTS.md", lambda d: results_learning(d, "keypoints")),

@@ -49,38 +49,55 @@ def _size_line(n: int, runs: list[dict]) -> str:
             f"{cov[0]:.3f} ± {cov[1]:.3f} coverage, {100 * suc[0]:.1f}% ± {100 * suc[1]:.1f} success{seen}.")
 
 
-def results_data_scaling(data: Any) -> list[str]:
+def scaling_parts(data: Any) -> dict[str, Any]:
+    """The data-scaling reading in parts: a line per size, per step between sizes, the reading,
+    budget against data, and the point at the size of Diffusion Policy's human data set."""
     sizes = by_size(data["data_scaling"])
+    pairs = list(zip(list(sizes)[:-1], list(sizes)[1:]))
+    steps, gains = [], []
+    for a, b in pairs:
+        common = sorted({r["seed"] for r in sizes[a]} & {r["seed"] for r in sizes[b]})
+        if not common:
+            gains.append(False)
+            steps.append(f"- {a} -> {b}: no training seed run at both sizes, not compared.")
+            continue
+        runs_a, runs_b = ([r for r in sizes[n] if r["seed"] in common] for n in (a, b))
+        cov, suc = _step(runs_a, runs_b, "holdout_score"), _step(runs_a, runs_b, "holdout_success")
+        verdict = {1: "more helps", -1: "more hurts"}
+        found = [f"{what} {verdict[_beyond(*x)]}" for what, x in (("coverage", cov), ("success", suc)) if _beyond(*x)]
+        gains.append(max(_beyond(*cov), _beyond(*suc)) > 0)
+        seeds = f"training seed{'s' if len(common) > 1 else ''} {', '.join(map(str, common))}"
+        steps.append(f"- {a} -> {b} ({seeds}): coverage {_words(*cov)}, success {_words(*suc, points=True)}: "
+                     f"{', '.join(found) or 'within noise on both'}.")
+    reference = data["references"]["lerobot_diffusion_pusht"]
+    at_200 = None
+    if 200 in sizes:
+        cov, suc = mean_of(sizes[200], "holdout_score"), mean_of(sizes[200], "holdout_success")
+        at_200 = (f"At about the size of Diffusion Policy's human data set ({reference['data']}): "
+                  f"200 scripted demonstrations give {cov[0]:.3f} ± {cov[1]:.3f} coverage and "
+                  f"{100 * suc[0]:.1f}% ± {100 * suc[1]:.1f} success on the holdout in the same budget "
+                  f"(scripted, not human demonstrations, and {sizes[200][0]['samples'] / 1e6:.2f}M samples "
+                  f"against its {reference['samples'] / 1e6:.1f}M).")
+    spread = [abs(runs[0]["holdout_score"] - runs[1]["holdout_score"]) for runs in sizes.values() if len(runs) == 2]
+    if spread and any(len(runs) == 1 for runs in sizes.values()):
+        steps.append(f"- A step of one training seed has the episodes' SE only, not the spread between runs: "
+                     f"where two seeds ran, their holdout coverage differed by "
+                     + (f"{spread[0]:.3f}." if max(spread) == min(spread) else f"{min(spread):.3f} to {max(spread):.3f}."))
+    return {"sizes": sizes, "size_lines": [_size_line(n, runs) for n, runs in sizes.items()], "steps": steps,
+            "reading": _reading(pairs, gains), "budget": budget_or_data(data, sizes), "at_200": at_200}
+
+
+def results_data_scaling(data: Any) -> list[str]:
+    parts = scaling_parts(data)
     lines = ["What the data-scaling runs say (written by benchmarks/claims.py from "
              "benchmarks/learning_results/data_scaling.json; holdout numbers, mean ± SE over the training "
              "seeds; a step is claimed beyond 1.96 SE):"]
-    lines += [_size_line(n, runs) for n, runs in sizes.items()]
-    gains = []
-    pairs = list(zip(list(sizes)[:-1], list(sizes)[1:]))
-    for a, b in pairs:
-        cov, suc = _step(sizes[a], sizes[b], "holdout_score"), _step(sizes[a], sizes[b], "holdout_success")
-        verdict = {1: "more helps", -1: "more hurts", 0: "within noise"}
-        found = [f"coverage {verdict[_beyond(*cov)]}" if _beyond(*cov) else "",
-                 f"success {verdict[_beyond(*suc)]}" if _beyond(*suc) else ""]
-        found = [f for f in found if f] or ["within noise on both"]
-        gains.append(max(_beyond(*cov), _beyond(*suc)) > 0)
-        lines.append(f"- {a} -> {b}: coverage {_words(*cov)}, success {_words(*suc, points=True)}: {', '.join(found)}.")
-    lines.append("- " + _reading(list(sizes), pairs, gains))
-    budget = budget_or_data(data, sizes)
-    if budget:
-        lines.append(budget)
-    reference = data["references"]["lerobot_diffusion_pusht"]
-    if 200 in sizes:
-        cov, suc = mean_of(sizes[200], "holdout_score"), mean_of(sizes[200], "holdout_success")
-        lines.append(f"- At about the size of Diffusion Policy's human data set ({reference['data']}): "
-                     f"200 scripted demonstrations give {cov[0]:.3f} ± {cov[1]:.3f} coverage and "
-                     f"{100 * suc[0]:.1f}% ± {100 * suc[1]:.1f} success on the holdout in the same budget "
-                     f"(scripted, not human demonstrations, and {sizes[200][0]['samples'] / 1e6:.2f}M samples "
-                     f"against its {reference['samples'] / 1e6:.1f}M).")
+    lines += parts["size_lines"] + parts["steps"] + [f"- Reading: {parts['reading']}"]
+    lines += [f"- {text}" for text in (parts["budget"], parts["at_200"]) if text]
     return lines
 
 
-def _reading(order: list[int], pairs: list[tuple[int, int]], gains: list[bool]) -> str:
+def _reading(pairs: list[tuple[int, int]], gains: list[bool]) -> str:
     if not pairs:
         return "only one size was run: no trend."
     last_gain = max((i for i, g in enumerate(gains) if g), default=None)
@@ -100,7 +117,7 @@ def budget_or_data(data: Any, sizes: dict[int, list[dict]], seed: int = 42, size
         return None
     twice = [(x[f"selection_{k}"] - here[f"selection_{k}"], math.hypot(x[f"selection_{k}_se"], here[f"selection_{k}_se"]))
              for x in (longer, more) for k in ("score", "success")]
-    return (f"- Budget or data, at {size} demonstrations (training seed {seed}, selection seeds): twice the budget "
+    return (f"Budget or data, at {size} demonstrations (training seed {seed}, selection seeds): twice the budget "
             f"({longer['budget_s'] / 60:.0f} minutes, the preset's settings: ablations_keypoints.json, lr2e3) gives coverage "
             f"{_words(*twice[0])} and success {_words(*twice[1], points=True)}; twice the data ({2 * size} demonstrations, "
             f"{here['budget_s'] / 60:.0f} minutes) gives coverage {_words(*twice[2])} and success "
@@ -133,4 +150,22 @@ def results_curricula(data: Any) -> list[str]:
             ": below none beyond noise at a seed" if any(losses) else
             "" if adopted else ": not beyond noise above none at every training seed")
         lines.append(f"- {name} minus none, {'; '.join(parts)}. {verdict[0].upper() + verdict[1:]}.")
+    return lines
+
+
+def readme_more_data(data: Any) -> list[str]:
+    """README's "More data": the curve in one line, its reading, budget or data, the curricula."""
+    parts = scaling_parts(data)
+    minutes = data["data_scaling"][0]["budget_s"] / 60
+    per_size = "; ".join(
+        f"{n}: {mean_of(runs, 'holdout_score')[0]:.3f} / {100 * mean_of(runs, 'holdout_success')[0]:.1f}%"
+        f"{'' if len(runs) > 1 else ' (one seed)'}" for n, runs in parts["sizes"].items())
+    lines = [f"`pusht_lowdim_cpu` at its {minutes:.0f} training minutes on N scripted demonstrations "
+             f"(benchmarks/data_scaling.py; holdout coverage / success, the mean of the training seeds "
+             f"run at each size): {per_size}. Reading: {parts['reading']}"]
+    lines += ["", parts["budget"]] if parts["budget"] else []
+    lines += ["", parts["at_200"]] if parts["at_200"] else []
+    curricula = [line.lstrip("- ") for line in results_curricula(data)[1:]]
+    lines += ["", "Curricula against none at equal compute (benchmarks/curricula.py; the selection seeds "
+              "decide, the holdout is reported):", *[f"- {line}" for line in curricula]]
     return lines
