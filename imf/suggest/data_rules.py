@@ -18,7 +18,7 @@ from imf.report.render import pm
 from imf.stats import clear_difference, difference_se
 from imf.store.layout import CONFIG, RunLayout
 from imf.store.summary import read_summary
-from imf.suggest.rules import Context, _base_run, _best_run, _propose, _shown
+from imf.suggest.rules import Context, base_run, best_run, propose, shown_path
 from imf.suggest.signals import overfitting, stalled
 from imf.suggest.tried import settings_of
 
@@ -159,7 +159,7 @@ def _why_more(ctx: Context, top: TrialRow) -> str | None:
 
 def more_data(ctx: Context, best: Cell) -> None:
     """A warm start of the best run's best.pt on twice the training episodes."""
-    found = _best_run(ctx, best)
+    found = best_run(ctx, best)
     if found is None:
         return
     top = found[0]
@@ -179,9 +179,9 @@ def more_data(ctx: Context, best: Cell) -> None:
         ctx.notes.append(f"more data for {top.id} already tried (a warm start of its best.pt with "
                          f"{', '.join(f'{k}={v}' for k, v in changes.items())})")
         return
-    _propose(ctx, "more-data", top, changes, top.seed if isinstance(top.seed, int) else 42,
+    propose(ctx, "more-data", top, changes, top.seed if isinstance(top.seed, int) else 42,
              f"{why}; warm start of its best.pt on {words}",
-             extra=["--init-from", _shown(best_pt)], tid=_doubled_id(top.id, changes))
+             extra=["--init-from", shown_path(best_pt)], tid=_doubled_id(top.id, changes))
 
 
 # curriculum ------------------------------------------------------------------
@@ -195,7 +195,7 @@ def _curriculum_tried(ctx: Context, base: TrialRow) -> list[str]:
 def curriculum(ctx: Context, best: Cell) -> None:
     """``data.curriculum=easy_first`` on the best run when runs of its cell diverged or it stalled
     early, unless a curriculum was tried for the cell."""
-    base = _base_run(ctx, best)
+    base = base_run(ctx, best)
     if base is None:
         return
     diverged = sorted(t.id for t in ctx.trials_of(best) if t.status == "diverged")
@@ -212,7 +212,7 @@ def curriculum(ctx: Context, best: Cell) -> None:
     if tried:
         ctx.notes.append(f"a curriculum was already tried for the best cell {best.label} ({', '.join(tried)})")
         return
-    _propose(ctx, "curriculum", base, {CURRICULUM_KEY: CURRICULUM},
+    propose(ctx, "curriculum", base, {CURRICULUM_KEY: CURRICULUM},
              base.seed if isinstance(base.seed, int) else 42,
              f"{why}; the same run on a curriculum, {CURRICULUM} (the shortest demonstrations first, "
              "the pool growing to all of them by half of training)",

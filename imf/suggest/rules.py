@@ -86,7 +86,7 @@ def trial_id(prefix: str, settings: dict[str, Any], seed: int, varying: list[str
     return "-".join(parts)
 
 
-def _shown(path: Path) -> str:
+def shown_path(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
@@ -99,14 +99,14 @@ def _value_text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _base_run(ctx: Context, cell: Cell) -> TrialRow | None:
+def base_run(ctx: Context, cell: Cell) -> TrialRow | None:
     """The cell's best scored trial that left a config.yaml to build on."""
     rows = [t for t in ctx.trials_of(cell) if t.run_dir and (Path(t.run_dir) / CONFIG).is_file()]
     rows.sort(key=lambda t: -(t.best_score if t.best_score is not None else -math.inf))
     return rows[0] if rows else None
 
 
-def _propose(ctx: Context, kind: str, base: TrialRow, changes: dict[str, Any], seed: int,
+def propose(ctx: Context, kind: str, base: TrialRow, changes: dict[str, Any], seed: int,
              reason: str, extra: list[str] | None = None, tid: str | None = None) -> Proposal | None:
     """One ``imf trial`` on ``base``'s config with ``changes``; None when the config refuses it."""
     run_dir = Path(base.run_dir)
@@ -121,7 +121,7 @@ def _propose(ctx: Context, kind: str, base: TrialRow, changes: dict[str, Any], s
     varying = sorted(next((c.params for c in ctx.report.trends.cells if c.params), {}))
     tid = ctx.new_id(tid or trial_id(ctx.prefix, settings, seed, varying))
     out = ctx.folder / tid
-    argv = ["imf", "trial", _shown(config), *overrides, *(extra or []), "--seed", str(seed),
+    argv = ["imf", "trial", shown_path(config), *overrides, *(extra or []), "--seed", str(seed),
             "--id", tid, "--out", str(out)]
     proposal = Proposal(kind, tid, reason, argv, dict(changes), seed)
     ctx.proposals.append(proposal)
@@ -161,7 +161,7 @@ def more_seeds(ctx: Context, best: Cell) -> None:
         reasons.update({c.label: f"{cell_words(c)} is tied within noise with the best "
                                  f"{cell_words(best)}" for c in tied[:MAX_TIED]})
     for cell in targets:
-        base = _base_run(ctx, cell)
+        base = base_run(ctx, cell)
         if base is None:
             ctx.notes.append(f"cell {cell.label}: no run with a config.yaml to build seeds on")
             continue
@@ -171,11 +171,11 @@ def more_seeds(ctx: Context, best: Cell) -> None:
         # a replicate of a warm-started run (a more-data run, say) starts from the same checkpoint
         init = next((r.init_from for r in ctx.tried.runs if r.id == base.id), None)
         for seed in seeds:
-            _propose(ctx, "seeds", base, {}, seed,
+            propose(ctx, "seeds", base, {}, seed,
                      f"{reasons[cell.label]}; seeds {', '.join(map(str, seeds))} take it from "
-                     f"n {cell.n} to {cell.n + len(seeds)}" + (f", each a warm start of {_shown(init)} "
+                     f"n {cell.n} to {cell.n + len(seeds)}" + (f", each a warm start of {shown_path(init)} "
                                                               "as its run was" if init else ""),
-                     extra=["--init-from", _shown(init)] if init else None)
+                     extra=["--init-from", shown_path(init)] if init else None)
 
 
 # neighbours -----------------------------------------------------------------
@@ -212,7 +212,7 @@ def _candidates(key: str, value: Any, tried: list[Any]) -> list[tuple[Any, str]]
 def neighbours(ctx: Context, best: Cell) -> None:
     """The best cell's neighbours along every numeric grid axis that were not tried."""
     cells = [c for c in ctx.report.trends.cells if c.mean is not None]
-    base = _base_run(ctx, best)
+    base = base_run(ctx, best)
     if base is None:
         ctx.notes.append(f"best cell {best.label}: no run with a config.yaml to build on")
         return
@@ -235,13 +235,13 @@ def neighbours(ctx: Context, best: Cell) -> None:
             name = key.rsplit(".", 1)[-1]
             where = f"the best is {edge} of {name} tried ({', '.join(map(_value_text, tried_values))})"
             for seed in seeds:
-                _propose(ctx, "neighbour", base, {key: candidate}, seed,
+                propose(ctx, "neighbour", base, {key: candidate}, seed,
                          f"neighbour of the best {cell_words(best)}: {name} {_value_text(candidate)} "
                          f"instead of {_value_text(value)}; {where}")
 
 
 # continuation ---------------------------------------------------------------
-def _window(points: list[list[Any]]) -> tuple[float, float]:
+def window_mean(points: list[list[Any]]) -> tuple[float, float]:
     """Mean of a window of rollouts and its SE: the mean of their per-episode SEs (the rollouts
     share their test seeds, so their errors are correlated), else the spread of the window."""
     scores = [p[1] for p in points]
@@ -258,14 +258,14 @@ def rising(curve: Curve | None, k: int = RISING_K) -> tuple[bool, str]:
     points = [p for p in (curve.rollouts if curve else []) if p[1] is not None]
     if len(points) < 2 * k:
         return False, f"{len(points)} rollout(s), fewer than the {2 * k} the rising test needs"
-    last, last_se = _window(points[-k:])
-    prev, prev_se = _window(points[-2 * k:-k])
+    last, last_se = window_mean(points[-k:])
+    prev, prev_se = window_mean(points[-2 * k:-k])
     words = (f"mean of the last {k} rollouts {pm(last, last_se)} vs the {k} before "
              f"{pm(prev, prev_se)} ({last - prev:+.4f} ± {difference_se(last_se, prev_se):.4f})")
     return last > prev and clear_difference(last, last_se, prev, prev_se), words
 
 
-def _best_run(ctx: Context, best: Cell) -> tuple[TrialRow, Curve | None] | None:
+def best_run(ctx: Context, best: Cell) -> tuple[TrialRow, Curve | None] | None:
     """The best cell's best scored run with a folder, and its curve."""
     rows = [t for t in ctx.trials_of(best) if t.best_score is not None and t.run_dir]
     if not rows:
@@ -276,7 +276,7 @@ def _best_run(ctx: Context, best: Cell) -> tuple[TrialRow, Curve | None] | None:
 
 def continuation(ctx: Context, best: Cell) -> None:
     """A warm start from the best run's best.pt when its curve was still rising at its end."""
-    found = _best_run(ctx, best)
+    found = best_run(ctx, best)
     if found is None:
         return
     top, curve = found
@@ -299,10 +299,10 @@ def continuation(ctx: Context, best: Cell) -> None:
     epochs = full_config(run_dir).get("training.num_epochs")
     epochs = epochs if isinstance(epochs, int) and epochs > 0 else top.final_epoch or 1
     seed = top.seed if isinstance(top.seed, int) else 42
-    _propose(ctx, "continue", top, {"training.num_epochs": epochs}, seed,
+    propose(ctx, "continue", top, {"training.num_epochs": epochs}, seed,
              f"the best run {top.id} was still rising at its end: {words}; warm-start from its "
              f"best.pt for another {epochs} epochs",
-             extra=["--init-from", _shown(best_pt)], tid=f"{top.id}-cont")
+             extra=["--init-from", shown_path(best_pt)], tid=f"{top.id}-cont")
 
 
 # ensemble -------------------------------------------------------------------
@@ -319,7 +319,7 @@ def _top_checkpoints(run_dir: Path, curve: Curve | None) -> list[tuple[int, floa
 
 def ensemble(ctx: Context, best: Cell) -> None:
     """An ensemble of the best run's top checkpoints when they are tied within noise."""
-    found = _best_run(ctx, best)
+    found = best_run(ctx, best)
     if found is None:
         return
     top, curve = found
@@ -344,7 +344,7 @@ def ensemble(ctx: Context, best: Cell) -> None:
     reason = (f"the top {len(members)} checkpoints of the best run {top.id} ({scores}) are tied "
               f"within noise with its best ({pm(lead, lead_se)}): their {ENSEMBLE_MODE} ensemble "
               "costs no training and one model's latency")
-    argv = ["imf", "ensemble", _shown(Path(top.run_dir)), "--top", str(len(members)), "--mode", ENSEMBLE_MODE]
+    argv = ["imf", "ensemble", shown_path(Path(top.run_dir)), "--top", str(len(members)), "--mode", ENSEMBLE_MODE]
     ctx.proposals.append(Proposal("ensemble", tid, reason, argv,
                                   {"top": len(members), "mode": ENSEMBLE_MODE},
                                   top.seed if isinstance(top.seed, int) else 0))

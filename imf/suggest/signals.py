@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from imf.report.model import Curve
 from imf.report.render import pm
 from imf.stats import Z95, clear_difference, mean_sd
-from imf.suggest.rules import RISING_K, _window, rising
+from imf.suggest.rules import RISING_K, window_mean, rising
 
 K = 3  # epochs in each window of the loss tests
 ROUNDING = 1e-9  # a steady series' float rounding: no change, however small its noise reads
@@ -121,7 +121,7 @@ def stalled(curve: Curve | None, k: int = RISING_K) -> tuple[bool, str]:
     third = points[-1][0] / 3
     early = [p for p in points[:len(points) - k] if p[0] <= third] or points[:1]
     peak = max(early, key=lambda p: p[1])
-    last, last_se = _window(points[-k:])
+    last, last_se = window_mean(points[-k:])
     peak_se = peak[2] if peak[2] is not None else last_se
     improved = last > peak[1] and clear_difference(last, last_se, peak[1], peak_se)
     words = (f"the mean of its last {k} rollouts {pm(last, last_se)} "
