@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import yaml
 
-from claims_data import results_data_scaling
+from claims_data import readme_more_data, results_curricula, results_data_scaling
 
 ROOT = Path(__file__).resolve().parent.parent
 Z = 1.96
@@ -245,6 +245,8 @@ KEYPOINT_CHOICES = {"lr2e3": "Adopted in `pusht_lowdim_cpu` (and so `demo`): the
 
 PASSAGES: dict[str, tuple[str, Callable[[Data], list[str]]]] = {
     "results-data-scaling": ("benchmarks/RESULTS.md", results_data_scaling),
+    "results-curricula": ("benchmarks/RESULTS.md", results_curricula),
+    "readme-more-data": ("README.md", readme_more_data),
     "readme-main-job": ("README.md", readme_main_job),
     "readme-learning": ("README.md", readme_learning),
     "results-learning-keypoints": ("benchmarks/RESULTS.md", lambda d: results_learning(d, "keypoints")),

@@ -141,10 +141,12 @@ def results_curricula(data: Any) -> list[str]:
             suc = (r["selection_success"] - none["selection_success"],
                    math.hypot(r["selection_success_se"], none["selection_success_se"]))
             hold = (r["holdout_score"] - none["holdout_score"], math.hypot(r["holdout_score_se"], none["holdout_score_se"]))
+            hold_success = (r["holdout_success"] - none["holdout_success"],
+                            math.hypot(r["holdout_success_se"], none["holdout_success_se"]))
             wins.append(_beyond(*cov) > 0 or _beyond(*suc) > 0)
             losses.append(_beyond(*cov) < 0 or _beyond(*suc) < 0)
             parts.append(f"seed {r['seed']}: selection coverage {_words(*cov)}, success {_words(*suc, points=True)}; "
-                         f"holdout coverage {_words(*hold)}")
+                         f"holdout coverage {_words(*hold)}, success {_words(*hold_success, points=True)}")
         adopted = len(runs) >= 2 and all(wins) and not any(losses)
         verdict = ("adopted" if adopted else "not adopted") + (
             ": below none beyond noise at a seed" if any(losses) else

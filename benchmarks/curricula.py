@@ -59,7 +59,10 @@ def lines_of(records: list[dict]) -> list[str]:
              "adoption is decided on; holdout: 200 seeds, one look a run.", "",
              "| curriculum | seed | samples | selection coverage | selection success | holdout coverage | "
              "holdout success |", "|---|---|---|---|---|---|---|"]
-    for r in records:
+    seeds = sorted({r["seed"] for r in records})
+    none = [dict(r, curriculum="none") for r in json.loads((RESULTS_DIR / "keypoints.json").read_text())
+            if r["objective"] == "imf" and r["seed"] in seeds]
+    for r in none + records:
         lines.append(f"| {r['curriculum']} | {r['seed']} | {r['samples'] / 1e6:.2f}M | "
                      f"{r['selection_score']:.3f} ± {r['selection_score_se']:.3f} | "
                      f"{r['selection_success']:.3f} ± {r['selection_success_se']:.3f} | "
