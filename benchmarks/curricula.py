@@ -9,7 +9,8 @@ below, fixed before any run. The baseline, curriculum none, is the same preset's
 seeds in benchmarks/learning_results/keypoints.json. benchmarks/claims.py writes the reading
 (benchmarks/claims_data.py): a curriculum is adopted only when it beats none beyond noise on the
 selection seeds at every training seed; the holdout is reported, never chosen by. Writes
-benchmarks/learning_results/curricula.json and its RESULTS.md table.
+benchmarks/learning_results/curricula.json, its RESULTS.md table and docs/curricula_curves.png
+(test score and success against training minutes and samples, none beside each curriculum).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from learning import RESULTS_DIR, ROOT, train
+from learning import RESULTS_DIR, ROOT, plot, train
 from results_file import write_section
 from run_record import read_record
 
@@ -48,6 +49,13 @@ def collect(folder: Path) -> list[dict]:
     return sorted((record_of(r) for r in runs), key=lambda r: (r["curriculum"], r["seed"]))
 
 
+def none_runs(records: list[dict]) -> list[dict]:
+    """The baseline: the preset's own imf runs (curriculum none) at the seeds the curricula ran."""
+    seeds = {r["seed"] for r in records}
+    return [dict(r, curriculum="none") for r in json.loads((RESULTS_DIR / "keypoints.json").read_text())
+            if r["objective"] == "imf" and r["seed"] in seeds]
+
+
 def lines_of(records: list[dict]) -> list[str]:
     lines = [SECTION, "",
              "`python benchmarks/curricula.py`: pusht_lowdim_cpu (imf, one step, 500 scripted demonstrations, "
@@ -59,10 +67,7 @@ def lines_of(records: list[dict]) -> list[str]:
              "adoption is decided on; holdout: 200 seeds, one look a run.", "",
              "| curriculum | seed | samples | selection coverage | selection success | holdout coverage | "
              "holdout success |", "|---|---|---|---|---|---|---|"]
-    seeds = sorted({r["seed"] for r in records})
-    none = [dict(r, curriculum="none") for r in json.loads((RESULTS_DIR / "keypoints.json").read_text())
-            if r["objective"] == "imf" and r["seed"] in seeds]
-    for r in none + records:
+    for r in none_runs(records) + records:
         lines.append(f"| {r['curriculum']} | {r['seed']} | {r['samples'] / 1e6:.2f}M | "
                      f"{r['selection_score']:.3f} ± {r['selection_score_se']:.3f} | "
                      f"{r['selection_success']:.3f} ± {r['selection_success_se']:.3f} | "
@@ -92,6 +97,8 @@ def main() -> None:
     lines = lines_of(records)
     print("\n".join(lines))
     (RESULTS_DIR / "curricula.json").write_text(json.dumps(records, indent=1) + "\n")
+    plot([dict(r, label=f"{r['curriculum']}, seed {r['seed']}") for r in none_runs(records) + records],
+         ROOT / "docs" / "curricula_curves.png", "pusht_lowdim_cpu with a curriculum: the 50 test seeds during training")
     write_section(SECTION, lines)
 
 
