@@ -77,9 +77,9 @@ def section(rows: list[tuple[str, dict[str, float]]], sizes: tuple[int, int], lo
     lines += [f"| {name} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['rss']:.2f} |" for name, r in rows]
     lines += ["", f"Per episode: the expert {1e3 * per_fresh:.0f} CPU ms, the copy {1e3 * per_copied:.0f} "
               f"({per_fresh / per_copied:.1f}x less), so the {derived}-set costs {copied['cpu']:.0f} CPU s "
-              f"copied against about {per_fresh * derived:.0f} simulated. The expert holds every episode in "
-              "memory until it writes them (no second copy since they are written episode by episode); "
-              "the copy reads and writes 2048 frames at a time. How it was taken: benchmarks/demo_speed.py "
+              f"copied against about {per_fresh * derived:.0f} simulated. The expert keeps each episode's images in a "
+              "temporary file, memory-mapped, until the writer reads them (peak RSS counts the mapped "
+              "pages it touched); the copy reads and writes 2048 frames at a time. How it was taken: benchmarks/demo_speed.py "
               "started each step as its own process with IMF_CACHE set to a private temporary folder "
               "(removed afterwards; ~/.cache/imf untouched), timed the wall clock from the script, and read "
               "the process's user + system CPU seconds and peak resident memory from os.wait4. The wall "
