@@ -39,7 +39,8 @@ class Curriculum(ABC):
     @abstractmethod
     def pool(self, episodes: TrainEpisodes, epoch: int, progress: float) -> np.ndarray:
         """The buffer indices of the episodes epoch ``epoch`` samples from; ``progress`` is the
-        share of training done when it starts, in [0, 1] (of the time budget, or the epochs)."""
+        share of training done when it starts, in [0, 1] (of the epochs or of the time budget,
+        whichever is further along, as the learning-rate schedule counts it)."""
 
 
 class NoCurriculum(Curriculum):

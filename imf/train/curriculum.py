@@ -48,9 +48,10 @@ def check_curriculum(cfg: Config) -> None:
 
 
 def progress_of(cfg: Config, epoch: int, train_s: float) -> float:
-    """The share of training done: of the time budget when there is one, else of the epochs."""
+    """The share of training done, as the learning-rate schedule counts it: of the epochs or of
+    the time budget, whichever is further along."""
     t = cfg.training
-    done = train_s / t.time_budget_s if t.time_budget_s else epoch / max(1, t.num_epochs)
+    done = max(epoch / max(1, t.num_epochs), train_s / t.time_budget_s if t.time_budget_s else 0.0)
     return min(1.0, max(0.0, done))
 
 
