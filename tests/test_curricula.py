@@ -270,3 +270,13 @@ def test_a_third_party_curriculum_is_listed_checked_and_used(tmp_path, monkeypat
     listed = capsys.readouterr().out
     assert "imf.curricula:" in listed and "longest" in listed and "imf-longest 1.0" in listed
     registry.clear_cache()
+
+
+def test_progress_is_the_schedules_share_of_epochs_or_budget():
+    from imf.train.curriculum import progress_of
+    budgeted = load_config("smoke", ["training.num_epochs=400", "training.time_budget_s=100"])
+    assert progress_of(budgeted, 4, 50.0) == pytest.approx(0.5)  # the budget is further along
+    assert progress_of(budgeted, 300, 10.0) == pytest.approx(0.75)  # the epochs are
+    assert progress_of(budgeted, 400, 500.0) == 1.0
+    plain = load_config("smoke", ["training.num_epochs=10"])
+    assert progress_of(plain, 5, 1e6) == pytest.approx(0.5)  # no budget: the epochs alone
