@@ -152,6 +152,11 @@ def results_curricula(data: Any) -> list[str]:
             ": below none beyond noise at a seed" if any(losses) else
             "" if adopted else ": not beyond noise above none at every training seed")
         lines.append(f"- {name} minus none, {'; '.join(parts)}. {verdict[0].upper() + verdict[1:]}.")
+    ratios = [r["samples"] / base[r["seed"]]["samples"] for r in records]
+    if max(ratios) > 1.05:
+        lines.append(f"- Equal CPU minutes were not equal samples: the curricula runs made {min(ratios):.2f} to "
+                     f"{max(ratios):.2f} x the none runs' samples at the same seed (they ran on a less loaded "
+                     f"machine, and the cpu clock does not remove all of the contention), which favours them.")
     return lines
 
 
