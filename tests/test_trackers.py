@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -50,13 +51,8 @@ def test_a_wandb_offline_run_has_name_group_config_and_scalars(tmp_path, monkeyp
     said = _log(load_config("smoke", ["logging.trackers=wandb"]), tmp_path / "t1", group="full")
     [run] = (tmp_path / "t1" / "wandb").glob("offline-run-*")
     assert said[0] == f"wandb: offline run in {run}; upload it with: wandb sync {run}"
-    from wandb.proto import wandb_internal_pb2
     [path] = run.glob("run-*.wandb")
-    records = []
-    for data in _wandb_log_records(path.read_bytes()):
-        record = wandb_internal_pb2.Record()
-        record.ParseFromString(data)
-        records.append(record)
+    records = _finished_records(path)
     runs = [r.run for r in records if r.WhichOneof("record_type") == "run"]
     assert runs and runs[0].display_name == "t1" and runs[0].run_group == "full"
     config = {i.key: json.loads(i.value_json) for r in runs[:1] for i in r.config.update}
@@ -68,6 +64,22 @@ def test_a_wandb_offline_run_has_name_group_config_and_scalars(tmp_path, monkeyp
     assert "val_loss" not in history[1]
     kinds = {r.WhichOneof("record_type") for r in records}
     assert "output_raw" not in kinds and "stats" not in kinds  # no console or system capture
+
+
+def _finished_records(path: Path, wait_s: float = 120.0) -> list:
+    """The file's records once its exit record is there: wandb-core may still be writing the
+    file after wandb.finish() returns on a loaded machine."""
+    from wandb.proto import wandb_internal_pb2
+    deadline = time.monotonic() + wait_s
+    while True:
+        records = []
+        for data in _wandb_log_records(path.read_bytes()):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(data)
+            records.append(record)
+        if any(r.WhichOneof("record_type") == "exit" for r in records) or time.monotonic() > deadline:
+            return records
+        time.sleep(0.2)
 
 
 def _wandb_log_records(raw: bytes) -> list[bytes]:
