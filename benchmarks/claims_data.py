@@ -94,6 +94,13 @@ def results_data_scaling(data: Any) -> list[str]:
              "seeds; a step is claimed beyond 1.96 SE):"]
     lines += parts["size_lines"] + parts["steps"] + [f"- Reading: {parts['reading']}"]
     lines += [f"- {text}" for text in (parts["budget"], parts["at_200"]) if text]
+    samples = {(r["demo_episodes"], r["seed"]): r["samples"] for r in data["data_scaling"]}
+    low, high = min(samples, key=samples.get), max(samples, key=samples.get)
+    if samples[high] > 1.05 * samples[low]:
+        lines.append(f"- Equal CPU minutes were not equal samples: from {samples[low] / 1e6:.2f}M ({low[0]} "
+                     f"demonstrations, seed {low[1]}) to {samples[high] / 1e6:.2f}M ({high[0]}, seed {high[1]}); "
+                     f"the runs shared the machine with different loads, and the cpu clock does not remove all "
+                     f"of the contention.")
     return lines
 
 
@@ -117,11 +124,16 @@ def budget_or_data(data: Any, sizes: dict[int, list[dict]], seed: int = 42, size
         return None
     twice = [(x[f"selection_{k}"] - here[f"selection_{k}"], math.hypot(x[f"selection_{k}_se"], here[f"selection_{k}_se"]))
              for x in (longer, more) for k in ("score", "success")]
+    budget_pays = any(_beyond(*t) > 0 for t in twice[:2])
+    data_pays = any(_beyond(*t) > 0 for t in twice[2:])
+    verdict = (f" At {size} demonstrations the budget, not the data, is the limit." if budget_pays and not data_pays
+               else f" At {size} demonstrations the data, not the budget, is the limit." if data_pays and not budget_pays
+               else " Neither is singled out by these two runs.")
     return (f"Budget or data, at {size} demonstrations (training seed {seed}, selection seeds): twice the budget "
             f"({longer['budget_s'] / 60:.0f} minutes, the preset's settings: ablations_keypoints.json, lr2e3) gives coverage "
             f"{_words(*twice[0])} and success {_words(*twice[1], points=True)}; twice the data ({2 * size} demonstrations, "
             f"{here['budget_s'] / 60:.0f} minutes) gives coverage {_words(*twice[2])} and success "
-            f"{_words(*twice[3], points=True)}.")
+            f"{_words(*twice[3], points=True)}.{verdict}")
 
 
 def results_curricula(data: Any) -> list[str]:
