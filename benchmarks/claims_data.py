@@ -84,7 +84,7 @@ def scaling_parts(data: Any) -> dict[str, Any]:
                      f"where two seeds ran, their holdout coverage differed by "
                      + (f"{spread[0]:.3f}." if max(spread) == min(spread) else f"{min(spread):.3f} to {max(spread):.3f}."))
     return {"sizes": sizes, "size_lines": [_size_line(n, runs) for n, runs in sizes.items()], "steps": steps,
-            "reading": _reading(pairs, gains), "budget": budget_or_data(data, sizes), "at_200": at_200}
+            "reading": _reading(pairs, gains) + _against_smallest(sizes), "budget": budget_or_data(data, sizes), "at_200": at_200}
 
 
 def results_data_scaling(data: Any) -> list[str]:
@@ -112,6 +112,25 @@ def _reading(pairs: list[tuple[int, int]], gains: list[bool]) -> str:
         return "no step between adjacent sizes gains beyond noise at this budget."
     after = "; no larger step gains beyond noise" if last_gain < len(pairs) - 1 else ""
     return f"more demonstrations help beyond noise up to {pairs[last_gain][1]}{after} at this budget."
+
+
+def _against_smallest(sizes: dict[int, list[dict]]) -> str:
+    """Which larger sizes beat the smallest beyond noise on coverage (seeds both ran)."""
+    order = list(sizes)
+    if len(order) < 3:
+        return ""
+    first, beyond = order[0], []
+    for n in order[1:]:
+        common = {r["seed"] for r in sizes[first]} & {r["seed"] for r in sizes[n]}
+        if common:
+            d, se = _step([r for r in sizes[first] if r["seed"] in common],
+                          [r for r in sizes[n] if r["seed"] in common], "holdout_score")
+            beyond.append((n, d, se))
+    ahead = [(n, f"{n} ({_words(d, se)})") for n, d, se in beyond if _beyond(d, se) > 0]
+    return (f" Against {first} demonstrations, coverage is ahead beyond noise at "
+            f"{', '.join(text for _, text in ahead)}: at this budget, more data helps up to about "
+            f"{ahead[0][0]} demonstrations and no further." if ahead
+            else f" No size is ahead of {first} demonstrations beyond noise.")
 
 
 def budget_or_data(data: Any, sizes: dict[int, list[dict]], seed: int = 42, size: int = 500) -> str | None:
