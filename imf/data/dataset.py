@@ -18,7 +18,7 @@ from torch.utils.data import Dataset
 
 from imf.data.normalizer import MinMaxNormalizer
 from imf.data.replay_buffer import IMAGE_TASK_ARRAYS, ReplayBuffer
-from imf.data.sampler import WindowSampler, downsample_mask, validation_mask
+from imf.data.sampler import WindowSampler, train_mask
 from imf.errors import DataError
 
 
@@ -47,8 +47,7 @@ class ReplayWindows(Dataset):
             raise DataError(f"max_train_episodes must be >= 1 (or None for all), got {max_train_episodes}")
         self.buffer = buffer
         self.horizon, self.n_obs_steps, self.n_action_steps = horizon, n_obs_steps, n_action_steps
-        val_mask = validation_mask(buffer.n_episodes, val_ratio, split_seed)
-        self.train_mask = downsample_mask(~val_mask, max_train_episodes, split_seed)
+        self.train_mask = train_mask(buffer.n_episodes, val_ratio, split_seed, max_train_episodes)
         self.val = val
         self.actions = buffer.arrays["action"].astype(np.float32, copy=False)  # (N, 2)
         self.sampler = self._make_sampler(~self.train_mask if val else self.train_mask)

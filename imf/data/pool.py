@@ -17,15 +17,13 @@ class PoolSampler:
         self.window_episodes = np.asarray(window_episodes)  # (W,) the episode of each window
         self.generator = generator
         self.windows = np.arange(len(self.window_episodes))
-        self.pool_size: int | None = None  # None: every episode
 
     def set_pool(self, episodes: np.ndarray | None) -> None:
         """Sample from these episodes' windows from the next epoch on (None: all)."""
         if episodes is None:
-            self.windows, self.pool_size = np.arange(len(self.window_episodes)), None
+            self.windows = np.arange(len(self.window_episodes))
             return
         self.windows = np.nonzero(np.isin(self.window_episodes, episodes))[0]
-        self.pool_size = len(episodes)
         if not len(self.windows):
             raise DataError(f"the curriculum's pool of {len(episodes)} episode(s) holds no training window")
 

@@ -36,6 +36,11 @@ def downsample_mask(mask: np.ndarray, max_n: int | None, seed: int) -> np.ndarra
     return out
 
 
+def train_mask(n_episodes: int, val_ratio: float, split_seed: int, max_train: int | None) -> np.ndarray:
+    """(E,) bool: the training episodes every data set of these settings trains on."""
+    return downsample_mask(~validation_mask(n_episodes, val_ratio, split_seed), max_train, split_seed)
+
+
 class WindowSampler:
     """All windows of `horizon` frames over the masked episodes, padded by repeating edge frames.
 

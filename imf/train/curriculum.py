@@ -11,19 +11,13 @@ from imf.curricula import Curriculum, TrainEpisodes
 from imf.data.replay_buffer import ReplayBuffer
 from imf.errors import DataError
 from imf.data.pool import PoolSampler
-from imf.data.sampler import downsample_mask, validation_mask
+from imf.data.sampler import train_mask
 from imf.registry.options import plugin_and_options
 from imf.train.data import resolve_data_path
 
 
-def train_mask_of(n_episodes: int, cfg: Config) -> np.ndarray:
-    """(E,) bool: the training episodes, split as every data set splits them."""
-    d = cfg.data
-    return downsample_mask(~validation_mask(n_episodes, d.val_ratio, d.split_seed), d.max_train_episodes, d.split_seed)
-
-
-def train_episodes(buffer: ReplayBuffer, train_mask: np.ndarray) -> TrainEpisodes:
-    ids = np.nonzero(train_mask)[0]
+def train_episodes(buffer: ReplayBuffer, mask: np.ndarray) -> TrainEpisodes:
+    ids = np.nonzero(mask)[0]
     starts = np.concatenate([[0], buffer.episode_ends[:-1]]).astype(np.int64)
     state = buffer.arrays.get("state")
     return TrainEpisodes(ids=ids, lengths=buffer.episode_lengths[ids],
@@ -44,7 +38,9 @@ def check_curriculum(cfg: Config) -> None:
         buffer = ReplayBuffer.open(data_path, required=("state",), only_required=True)
     except DataError:  # no usable data/state: the curriculum says whether it needs one
         buffer = ReplayBuffer.open(data_path, required=(), only_required=True)
-    load_curriculum(cfg).check(train_episodes(buffer, train_mask_of(buffer.n_episodes, cfg)))
+    d = cfg.data
+    mask = train_mask(buffer.n_episodes, d.val_ratio, d.split_seed, d.max_train_episodes)
+    load_curriculum(cfg).check(train_episodes(buffer, mask))
 
 
 def progress_of(cfg: Config, epoch: int, train_s: float) -> float:
