@@ -60,6 +60,10 @@ def drill_loop_kills(root: Path, kills: int = 5) -> str:
     started, cache = time.monotonic(), _demos(root)
     folder = _base(root, cache)
     proc = _imf("loop", str(folder), *LOOP, cwd=root)
+    # A kill before loop.json exists leaves nothing to resume (`imf loop --resume` says so in one
+    # line): the drill's kills land on a loop that has its state.
+    while not (folder / "loop.json").exists() and proc.poll() is None:
+        time.sleep(0.2)
     done = 0
     for _ in range(kills):
         time.sleep(random.uniform(0.5, 6.0))
