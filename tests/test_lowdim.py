@@ -131,9 +131,9 @@ def test_time_budget_ends_training_with_a_rollout(demo_cache, tmp_path):
 
 
 def test_cosine_schedule_follows_the_time_budget():
-    from imf.train.budget import TrainClock, cosine_with_warmup
+    from imf.train.budget import TrainClock, lr_factor
     clock = TrainClock("wall", budget_s=100.0)
-    factor = cosine_with_warmup(10, 10_000, clock)
+    factor = lr_factor("cosine", 10, 10_000, clock)
     assert factor(0) == pytest.approx(0.1) and factor(10) == pytest.approx(1.0)
     clock.spent_s = 50.0  # half the budget: half-way down the cosine, whatever the step
     assert factor(20) == pytest.approx(0.5)
@@ -141,3 +141,11 @@ def test_cosine_schedule_follows_the_time_budget():
     assert factor(20) == pytest.approx(0.0) and clock.exhausted()
     with pytest.raises(ConfigError, match="budget_clock"):
         TrainClock("sundial")
+
+
+def test_constant_schedule_holds_the_rate_after_the_warm_up():
+    from imf.train.budget import TrainClock, lr_factor
+    clock = TrainClock("wall", budget_s=100.0)
+    factor = lr_factor("constant", 10, 10_000, clock)
+    clock.spent_s = 90.0
+    assert factor(0) == pytest.approx(0.1) and factor(20) == 1.0 and factor(9_999) == 1.0

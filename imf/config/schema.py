@@ -21,6 +21,7 @@ OBS_TYPES = ("image", "keypoints")
 # data.max_train_episodes' default, the reference's: a cap on a smaller data set, never refused
 # (any other value above the training episodes is; imf/data/size.py)
 MAX_TRAIN_CAP = 90
+LR_SCHEDULES = ("cosine", "constant")
 
 
 @dataclass
@@ -43,6 +44,7 @@ class PolicyConfig:
     image_feature_dim: int = 64
     num_keypoints: int = 32
     crop_shape: int = 84
+    encoder_resolution: int | None = None  # pixels a side the encoder sees: the crop resized to it; None: the crop's
     time_scale: float = 1.0  # the time embedding sees t * time_scale, t in [0, 1] (docs/policy.md)
 
 
@@ -78,6 +80,7 @@ class TrainingConfig:
     weight_decay: float = 1.0e-3
     encoder_weight_decay: float = 1.0e-6
     lr_warmup_steps: int = 1000
+    lr_schedule: str = "cosine"  # after the warm-up: cosine (to 0 at the last epoch or the budget's end) or constant
     grad_clip: float = 1.0
     use_ema: bool = True
     ema_power: float = 0.75
@@ -85,6 +88,7 @@ class TrainingConfig:
     rollout_every: int = 50
     checkpoint_topk: int = 5
     checkpoint_every: int = 1  # epochs between latest.pt writes (rollout epochs always write)
+    snapshot_every: int = 0  # keep latest.pt every N epochs as checkpoints/snapshots/epoch=NNNN.pt; 0: none
     patience: int | None = None  # rollouts without a new best before stopping
     divergence_factor: float = 20.0  # loss above factor x running median -> diverged
     divergence_warmup_steps: int = 200
@@ -235,7 +239,13 @@ def validate(cfg: Config) -> None:
     if t.batch_size % t.grad_accum:
         raise ConfigError(f"config key 'training.grad_accum': {t.grad_accum} must divide "
                           f"training.batch_size={t.batch_size} (micro-batches of batch_size / grad_accum)")
-    for key, value in (("training.lr", t.lr), ("eval.n_train", cfg.eval.n_train), ("eval.n_workers", cfg.eval.n_workers),
+    if p.encoder_resolution is not None and p.encoder_resolution < 8:
+        raise ConfigError(f"config key 'policy.encoder_resolution': must be >= 8 pixels or null, "
+                          f"got {p.encoder_resolution}")
+    if t.lr_schedule not in LR_SCHEDULES:
+        raise ConfigError(f"config key 'training.lr_schedule': got {t.lr_schedule!r}, allowed: "
+                          f"{', '.join(LR_SCHEDULES)}")
+    for key, value in (("training.snapshot_every", t.snapshot_every), ("training.lr", t.lr), ("eval.n_train", cfg.eval.n_train), ("eval.n_workers", cfg.eval.n_workers),
                        ("training.lr_warmup_steps", t.lr_warmup_steps), ("training.weight_decay", t.weight_decay),
                        ("training.encoder_weight_decay", t.encoder_weight_decay),
                        ("training.val_probe_windows", t.val_probe_windows)):

@@ -28,6 +28,7 @@ WANDB = "wandb"  # the wandb tracker's run
 CHECKPOINTS = "checkpoints"
 LATEST = "latest.pt"
 BEST = "best.pt"
+SNAPSHOTS = "snapshots"  # under checkpoints/: training.snapshot_every's kept copies of latest.pt
 ATTEMPTS = "attempts"
 FINAL_EVAL = "final_eval.json"  # best.pt re-scored on the selection seeds (imf trial --final-eval)
 HOLDOUT = "holdout.json"  # every look at the holdout seeds (imf eval --holdout), appended

@@ -50,12 +50,15 @@ class TrainClock:
         return bool(self.budget_s) and self.seconds() >= self.budget_s
 
 
-def cosine_with_warmup(warmup: int, total: int, clock: TrainClock | None = None):
-    """Linear warm-up over ``warmup`` steps, then a cosine to 0 at step ``total`` or, with a
-    time budget on ``clock``, at the end of the budget (whichever comes first)."""
+def lr_factor(schedule: str, warmup: int, total: int, clock: TrainClock | None = None):
+    """Linear warm-up over ``warmup`` steps, then either the full rate (constant) or a cosine to
+    0 at step ``total`` or, with a time budget on ``clock``, at the end of the budget (whichever
+    comes first)."""
     def factor(step: int) -> float:
         if step < warmup:
             return (step + 1) / max(1, warmup)
+        if schedule == "constant":
+            return 1.0
         progress = (step - warmup) / max(1, total - warmup)
         if clock is not None and clock.budget_s:
             progress = max(progress, clock.progress())

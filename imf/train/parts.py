@@ -25,7 +25,7 @@ from imf.model import EMAModel, attention_masks
 from imf.policy import ImfPolicy, load_weights_partial
 from imf.store.layout import RunLayout
 from imf.train import checkpoint as ckpt_io
-from imf.train.budget import TrainClock, cosine_with_warmup
+from imf.train.budget import TrainClock, lr_factor
 from imf.train.curriculum import CurriculumDriver
 from imf.train.data import build_datasets, make_loader
 from imf.train.stopping import DivergenceDetector, EarlyStopper
@@ -128,7 +128,7 @@ def build_parts(cfg: Config, run: RunLayout, device: torch.device, warm: tuple[P
     steps_per_epoch = min(len(train_loader), t.max_train_steps or len(train_loader))
     clock = TrainClock(t.budget_clock, t.time_budget_s)
     lr_schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, cosine_with_warmup(t.lr_warmup_steps, steps_per_epoch * t.num_epochs, clock))
+        optimizer, lr_factor(t.lr_schedule, t.lr_warmup_steps, steps_per_epoch * t.num_epochs, clock))
     topk = ckpt_io.TopK(run.checkpoints, t.checkpoint_topk)
     topk.folder.mkdir(parents=True, exist_ok=True)
     curriculum = CurriculumDriver(cfg, train_ds, train_loader.sampler, say)

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from imf.store.layout import BEST, LATEST
+from imf.store.layout import BEST, LATEST, SNAPSHOTS
 from imf.train import checkpoint as ckpt_io
 from imf.train.parts import TrainParts
 from imf.version import code_version
@@ -70,10 +70,14 @@ def checkpoint_of(cfg_dict: dict[str, Any], parts: TrainParts, state: TrainState
     return ckpt
 
 
-def save_epoch(ckpt: dict[str, Any], parts: TrainParts, record: dict[str, Any]) -> None:
-    """latest.pt; best.pt and a top-k file when the rollout earns them."""
+def save_epoch(ckpt: dict[str, Any], parts: TrainParts, record: dict[str, Any], snapshot: bool = False) -> None:
+    """latest.pt; best.pt and a top-k file when the rollout earns them; with ``snapshot``, a
+    copy kept as snapshots/epoch=NNNN.pt (a curve of scores against samples looks at these)."""
     latest = parts.topk.folder / LATEST
     ckpt_io.save_checkpoint(latest, ckpt)
+    if snapshot:
+        (parts.topk.folder / SNAPSHOTS).mkdir(exist_ok=True)
+        ckpt_io.copy_checkpoint(latest, parts.topk.folder / SNAPSHOTS / f"epoch={record['epoch']:04d}.pt")
     if record.get("new_best"):
         ckpt_io.copy_checkpoint(latest, parts.topk.folder / BEST)
     if "test_mean_score" in record:

@@ -199,10 +199,11 @@ def train_loop(trial: Trial, parts: TrainParts, state: TrainState) -> None:
         state.epoch = epoch + 1
         # latest.pt every checkpoint_every epochs, at rollouts (best and top-k copy it) and at
         # the last epoch; a resume redoes the epochs after it.
-        if (epoch + 1) % t.checkpoint_every == 0 or "test_mean_score" in record \
+        snapshot = t.snapshot_every > 0 and (epoch + 1) % t.snapshot_every == 0
+        if (epoch + 1) % t.checkpoint_every == 0 or "test_mean_score" in record or snapshot \
                 or epoch == t.num_epochs - 1 or trial.stop():
             save_epoch(checkpoint_of(trial.cfg_dict, parts, state, record, trial.opts.trial_id),
-                       parts, record)
+                       parts, record, snapshot)
         _write_summary(trial, state, parts.topk, finished=False)
         trial.say(epoch_line(record, t.num_epochs, t.time_budget_s, t.budget_clock))
         if trial.stop():  # the epoch is complete and in latest.pt
