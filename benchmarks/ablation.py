@@ -1,9 +1,10 @@
 """What buys learning per CPU-second: one change at a time against the same baseline and budget.
 
-    python benchmarks/ablation.py run NAME [key=value ...] [--minutes 30] [--threads 1] [--out DIR]
+    python benchmarks/ablation.py run NAME [key=value ...] [--obs image] [--minutes 30] [--threads 1] [--out DIR]
     python benchmarks/ablation.py table DIR [--baseline NAME] [--no-write]
 
-`run` trains one `imf trial` of a preset (default pusht_lowdim_cpu) with the overrides, for a
+`run` trains one `imf trial` of a preset (--obs keypoints: pusht_lowdim_cpu, the default; --obs
+image: pusht_image_cpu; or --preset NAME) with the overrides, for a
 budget on the cpu clock (CPU seconds / torch threads: the same training on a shared machine),
 nice'd, and re-scores its best.pt on 200 selection seeds (500000..). A run's best checkpoint is
 chosen on the 50 test seeds (its rollouts); a change is adopted on the selection seeds. The holdout
@@ -28,6 +29,10 @@ from run_record import read_record
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "benchmarks" / "learning_results"
+PRESETS = {"keypoints": "pusht_lowdim_cpu", "image": "pusht_image_cpu"}
+# overrides that say how a run was measured or kept, not what it trains
+NOT_A_CHANGE = ("training.time_budget_s=", "training.budget_clock=", "logging.swanlab=", "logging.trackers=",
+                "training.snapshot_every=")
 SELECTION = 200  # best.pt on this many selection seeds; ablations never look at the holdout
 
 
@@ -50,8 +55,7 @@ def read_run(folder: Path) -> dict | None:
     record = read_record(folder)
     if record["best_test_score"] is None:
         return None
-    change = [o for o in record["overrides"] if not o.startswith(
-        ("training.time_budget_s=", "training.budget_clock=", "logging.swanlab=", "logging.trackers="))]
+    change = [o for o in record["overrides"] if not o.startswith(NOT_A_CHANGE)]
     return {"name": record["id"], "change": change, **record,
             "samples_s": record["samples"] / max(1e-9, record["train_min"] * 60)}
 
@@ -98,7 +102,8 @@ def main() -> None:
     r.add_argument("overrides", nargs="*")
     r.add_argument("--minutes", type=float, default=30.0)
     r.add_argument("--threads", type=int, default=1)
-    r.add_argument("--preset", default="pusht_lowdim_cpu")
+    r.add_argument("--obs", choices=sorted(PRESETS), default="keypoints")
+    r.add_argument("--preset", help="a preset instead of --obs's")
     r.add_argument("--out", type=Path, default=ROOT / "runs" / "ablations")
     t = sub.add_parser("table")
     t.add_argument("folder", type=Path)
@@ -106,7 +111,8 @@ def main() -> None:
     t.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     if args.what == "run":
-        sys.exit(run(args.name, args.overrides, args.minutes, args.threads, args.out, args.preset))
+        sys.exit(run(args.name, args.overrides, args.minutes, args.threads, args.out,
+                     args.preset or PRESETS[args.obs]))
     print(table(args.folder, args.baseline, not args.no_write))
 
 

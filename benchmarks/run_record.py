@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from imf.store.holdout import read_looks
+
 NEAR = 0.9  # an episode scoring this much (coverage / 0.95) without success is a near miss
 
 RENAMED = {"fresh_score": "selection_score", "fresh_se": "selection_score_se",
@@ -79,9 +81,9 @@ def read_record(run_dir: Path) -> dict[str, Any]:
     }
     if (run_dir / "final_eval.json").is_file():
         record.update(_scored(json.loads((run_dir / "final_eval.json").read_text()), "selection"))
-    if (run_dir / "holdout.json").is_file():
-        looks = json.loads((run_dir / "holdout.json").read_text())["looks"]
-        latest = looks[-1]
+    looks = read_looks(run_dir)
+    latest = looks.latest  # the claim's look: snapshots' looks are a curve's points
+    if latest is not None:
         near = sum(1 for score, won in zip(latest["per_seed"], latest["per_seed_success"]) if score >= NEAR and not won)
-        record.update(_scored(latest, "holdout"), holdout_looks=len(looks), holdout_near_misses=near)
+        record.update(_scored(latest, "holdout"), holdout_looks=len(looks.looks), holdout_near_misses=near)
     return record

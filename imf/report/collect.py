@@ -155,7 +155,8 @@ def read_final_eval(run_dir: Path, notices: list[str]) -> tuple[float, float | N
 
 
 def read_holdout(row: TrialRow, run_dir: Path, notices: list[str]) -> None:
-    """The latest look at the run's holdout, and how many looks there were (holdout.json)."""
+    """The latest look at the run's holdout, and how many looks there were (holdout.json); looks
+    at snapshots are a curve's points (benchmarks/samples_to_threshold.py), counted apart."""
     try:
         looks = read_looks(run_dir)
     except ValueError as exc:
@@ -166,7 +167,8 @@ def read_holdout(row: TrialRow, run_dir: Path, notices: list[str]) -> None:
         return
     row.holdout, row.holdout_se = float(latest["mean"]), first_number(latest, ("se",))
     row.holdout_success, row.holdout_episodes = first_number(latest, ("success_rate",)), int(latest["episodes"])
-    row.holdout_looks, row.holdout_checkpoints = len(looks.looks), len(looks.checkpoints)
+    row.holdout_looks, row.holdout_checkpoints = len(looks.looks) - len(looks.curve), len(looks.checkpoints)
+    row.holdout_curve_looks = len(looks.curve)
 
 
 def _read_summary(run_dir: Path, notices: list[str]) -> dict[str, Any] | None:

@@ -39,7 +39,8 @@ class TrialRow:
     holdout_se: float | None = None
     holdout_success: float | None = None
     holdout_episodes: int | None = None
-    holdout_looks: int = 0  # every look at this run's holdout, at any checkpoint
+    holdout_looks: int = 0  # every look at this run's holdout that could be a claim (not at a snapshot)
+    holdout_curve_looks: int = 0  # looks at kept snapshots: points of a curve against samples
     holdout_checkpoints: int = 0  # distinct checkpoints looked at
     seed: int | None = None
     cell: str | None = None  # the cell: this trial's config without training.seed

@@ -92,6 +92,8 @@ def _holdout(t) -> str:
     if not t.holdout_looks:
         return "-"
     looks = f"{t.holdout_looks} look{'s' if t.holdout_looks > 1 else ''}"
+    if t.holdout_curve_looks:
+        looks += f"; {t.holdout_curve_looks} more at snapshots, for a curve"
     return pm(t.holdout, t.holdout_se) + f" ({t.holdout_episodes} ep, {looks})"
 
 

@@ -16,26 +16,38 @@ from pathlib import Path
 from typing import Any
 
 from imf.atomic import atomic_write_json
-from imf.store.layout import HOLDOUT
+from imf.store.layout import CHECKPOINTS, HOLDOUT, SNAPSHOTS
 from imf.store.runs import read_json_object
 
 VERSION = 1
 LOOK_NUMBERS = ("episodes", "seed_start", "mean", "se", "success_rate", "success_se")
 
 
+def is_curve_look(look: dict[str, Any]) -> bool:
+    """A look at a kept snapshot (checkpoints/snapshots/): a point of a score-against-samples
+    curve (benchmarks/samples_to_threshold.py), never the run's claim."""
+    return str(look.get("checkpoint", "")).startswith(f"{CHECKPOINTS}/{SNAPSHOTS}/")
+
+
 @dataclass(frozen=True)
 class Looks:
-    """What a run's holdout.json says: its looks (oldest first), and the file if one was read."""
+    """What a run's holdout.json says: its looks (oldest first), and the file if one was read.
+    ``latest`` and ``checkpoints`` are the claim's looks; ``curve`` the snapshots'."""
     looks: list[dict[str, Any]]
     path: Path | None = None
 
     @property
     def latest(self) -> dict[str, Any] | None:
-        return self.looks[-1] if self.looks else None
+        claims = [look for look in self.looks if not is_curve_look(look)]
+        return claims[-1] if claims else None
 
     @property
     def checkpoints(self) -> set[str]:
-        return {str(look.get("checkpoint")) for look in self.looks}
+        return {str(look.get("checkpoint")) for look in self.looks if not is_curve_look(look)}
+
+    @property
+    def curve(self) -> list[dict[str, Any]]:
+        return [look for look in self.looks if is_curve_look(look)]
 
 
 def _is_look(look: Any) -> bool:

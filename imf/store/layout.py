@@ -73,9 +73,12 @@ def ensemble_id(source_name: str, top: int, mode: str) -> str:
 
 
 def run_dir_of(checkpoint: Path) -> Path:
-    """The run folder a checkpoint belongs to: the folder above ``checkpoints/``, else its own."""
-    checkpoint = Path(checkpoint)
-    return checkpoint.parent.parent if checkpoint.parent.name == CHECKPOINTS else checkpoint.parent
+    """The run folder a checkpoint belongs to: the folder above ``checkpoints/`` (or above
+    ``checkpoints/snapshots/``), else its own."""
+    folder = Path(checkpoint).parent
+    if folder.name == SNAPSHOTS and folder.parent.name == CHECKPOINTS:
+        folder = folder.parent
+    return folder.parent if folder.name == CHECKPOINTS else folder
 
 
 def checkpoint_name(name: str) -> str:

@@ -1,0 +1,185 @@
+"""Training samples to a coverage and success threshold on the holdout: the figure that carries to a GPU.
+
+    python benchmarks/samples_to_threshold.py RUN_DIR [RUN_DIR ...] [--points 8] [--episodes 100]
+    python benchmarks/samples_to_threshold.py RUN_DIR ... --coverage 0.80 --success 0.20 --no-write
+
+Each RUN_DIR is a finished `imf trial` that kept snapshots (training.snapshot_every=N:
+checkpoints/snapshots/epoch=NNNN.pt). Of each run, --points snapshots evenly spread over its
+samples (the last one always) are scored once on --episodes holdout seeds (900000..) with
+`imf eval --holdout`: each look is appended to the run's holdout.json as a curve point, which
+the run's claim (its latest look at best.pt) and the report's count of checkpoints looked at
+leave out. A snapshot already looked at is read back, not scored again. Nothing here chooses a
+checkpoint: the curve is read, not searched.
+
+Samples are optimizer steps x batch size: the same number on any device, which is why a GPU
+user can read it. "Reached" is the first point at or above the threshold; the curve is noisy
+(the SE of each point is drawn), so the first crossing is an optimistic reading, and the next
+point says whether it held. LeRobot's Diffusion Policy (benchmarks/learning_results/
+references.json) is quoted, not re-run. Writes benchmarks/learning_results/samples_to_threshold.json,
+docs/samples_to_threshold.png and the section of benchmarks/RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from results_file import write_section
+from run_record import read_record
+
+from imf.store.holdout import read_looks
+from imf.store.layout import CHECKPOINTS, SNAPSHOTS
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = ROOT / "benchmarks" / "learning_results"
+
+
+def snapshots(run_dir: Path) -> list[tuple[int, Path]]:
+    """(samples, path) of each kept snapshot, by samples."""
+    folder = run_dir / CHECKPOINTS / SNAPSHOTS
+    if not folder.is_dir():
+        sys.exit(f"samples_to_threshold.py: {run_dir} kept no snapshots ({folder} is missing); "
+                 f"train it with training.snapshot_every=N")
+    found = []
+    for path in sorted(folder.glob("epoch=*.pt")):
+        state = torch.load(path, map_location="cpu", weights_only=False)
+        found.append((state["global_step"] * state["config"]["training"]["batch_size"], path))
+    return sorted(found)
+
+
+def spread(found: list[tuple[int, Path]], points: int) -> list[tuple[int, Path]]:
+    """``points`` snapshots evenly spread over the samples, the last always among them."""
+    if len(found) <= points:
+        return found
+    last = found[-1][0]
+    chosen = {min(found, key=lambda f: abs(f[0] - last * (i + 1) / points))[1] for i in range(points)}
+    return [f for f in found if f[1] in chosen]
+
+
+def look(run_dir: Path, path: Path, episodes: int, threads: int) -> dict:
+    """The holdout look at ``path``: read back when holdout.json has one of this size, else scored."""
+    name = path.relative_to(run_dir).as_posix()
+    for earlier in read_looks(run_dir).curve:
+        if earlier["checkpoint"] == name and earlier["episodes"] == episodes:
+            return earlier
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    cmd = ["nice", "-n", "10", sys.executable, "-m", "imf", "eval", str(path), "--holdout",
+           "--n-test", str(episodes), "--device", "cpu", "--json"]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, text=True, capture_output=True)
+    if proc.returncode != 0:
+        sys.exit(f"samples_to_threshold.py: imf eval --holdout of {path} failed: {proc.stderr.strip()[-400:]}")
+    return next(e for e in reversed(read_looks(run_dir).curve) if e["checkpoint"] == name)
+
+
+def first_reach(points: list[dict], coverage: float, success: float) -> dict:
+    def first(ok) -> int | None:
+        return next((p["samples"] for p in points if ok(p)), None)
+    return {"coverage": first(lambda p: p["coverage"] >= coverage),
+            "success": first(lambda p: p["success"] >= success),
+            "both": first(lambda p: p["coverage"] >= coverage and p["success"] >= success)}
+
+
+def curve_of(run_dir: Path, points: int, episodes: int, threads: int, coverage: float, success: float) -> dict:
+    if not (run_dir / "summary.json").is_file():
+        sys.exit(f"samples_to_threshold.py: {run_dir} is not a run folder (no summary.json)")
+    kept = snapshots(run_dir)
+    record = read_record(run_dir)
+    curve = []
+    for samples, path in spread(kept, points):
+        seen = look(run_dir, path, episodes, threads)
+        curve.append({"checkpoint": path.relative_to(run_dir).as_posix(), "samples": samples,
+                      "coverage": seen["mean"], "coverage_se": seen["se"],
+                      "success": seen["success_rate"], "success_se": seen["success_se"]})
+    steps = f"{record['sample_steps']} step{'s' if record['sample_steps'] != 1 else ''}"
+    return {"run": str(run_dir), "obs": record["obs"], "objective": record["objective"],
+            "sample_steps": record["sample_steps"], "seed": record["seed"], "budget_s": record["budget_s"],
+            "label": f"{record['obs']}: {record['objective']}, {steps}, seed {record['seed']}",
+            "episodes": episodes, "points": curve, "reached": first_reach(curve, coverage, success)}
+
+
+def _millions(samples: int | None) -> str:
+    return "not reached" if samples is None else f"{samples / 1e6:.2f}M"
+
+
+def section(curves: list[dict], reference: dict, coverage: float, success: float) -> list[str]:
+    lines = ["## Samples to a threshold (benchmarks/samples_to_threshold.py)", "",
+             f"Training samples (optimizer steps x batch) until a run's snapshot first scores at least "
+             f"{coverage:.2f} coverage, {success:.0%} success, and both, on the holdout seeds (900000..; "
+             f"the episodes per point below). Every run kept a snapshot every few epochs; of each, "
+             f"evenly spread snapshots were scored once. A first crossing of a noisy curve is the "
+             f"optimistic reading: the points after it show whether it held. docs/samples_to_threshold.png "
+             f"draws every point with its SE.", "",
+             "| run | episodes a point | points | samples trained | last point: coverage | success "
+             f"| coverage >= {coverage:.2f} | success >= {success:.0%} | both |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for c in curves:
+        last = c["points"][-1]
+        lines.append(f"| {c['label']} | {c['episodes']} | {len(c['points'])} | {_millions(last['samples'])} | "
+                     f"{last['coverage']:.3f} ± {last['coverage_se']:.3f} | {last['success']:.1%} ± "
+                     f"{last['success_se']:.1%} | {_millions(c['reached']['coverage'])} | "
+                     f"{_millions(c['reached']['success'])} | {_millions(c['reached']['both'])} |")
+    lines += ["", f"Beside it, quoted: {reference['what']}: {reference['coverage']:.3f} coverage and "
+              f"{reference['success']:.1%} success on {reference['episodes']} episodes at "
+              f"{reference['samples'] / 1e6:.1f}M samples ({reference['steps']:,} steps of {reference['batch_size']}; "
+              f"{reference['trained_steps']:,} trained), {reference['data']}."]
+    return lines
+
+
+def plot(curves: list[dict], reference: dict, coverage: float, success: float, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, key, level, name in ((axes[0], "coverage", coverage, "holdout coverage"),
+                                 (axes[1], "success", success, "holdout success rate")):
+        for c in curves:
+            xs = [p["samples"] / 1e6 for p in c["points"]]
+            ax.errorbar(xs, [p[key] for p in c["points"]], yerr=[p[f"{key}_se"] for p in c["points"]],
+                        marker="o", ms=3, capsize=2, label=c["label"])
+        ax.axhline(level, color="grey", ls="--", lw=1)
+        ax.scatter([reference["samples"] / 1e6], [reference[key]], marker="*", s=120, color="black",
+                   label="LeRobot Diffusion Policy (quoted)")
+        ax.set_xscale("log")
+        ax.set_xlabel("training samples (millions, log scale)")
+        ax.set_ylabel(name)
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7, loc="lower right")
+    fig.suptitle("PushT: holdout scores against training samples (device-independent)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("--points", type=int, default=8, help="snapshots scored per run")
+    parser.add_argument("--episodes", type=int, default=100, help="holdout episodes per point")
+    parser.add_argument("--coverage", type=float, default=0.80)
+    parser.add_argument("--success", type=float, default=0.20)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--no-write", action="store_true", help="print the table, leave RESULTS.md and docs/ alone")
+    args = parser.parse_args()
+    if args.points < 1 or args.episodes < 1:
+        sys.exit(f"samples_to_threshold.py: --points and --episodes must be >= 1, got {args.points} and {args.episodes}")
+    curves = [curve_of(r.resolve(), args.points, args.episodes, args.threads, args.coverage, args.success)
+              for r in args.runs]
+    reference = json.loads((RESULTS_DIR / "references.json").read_text())["lerobot_diffusion_pusht"]
+    lines = section(curves, reference, args.coverage, args.success)
+    print("\n".join(lines))
+    if not args.no_write:
+        plot(curves, reference, args.coverage, args.success, ROOT / "docs" / "samples_to_threshold.png")
+        write_section(lines[0], lines)
+        (RESULTS_DIR / "samples_to_threshold.json").write_text(json.dumps(
+            {"thresholds": {"coverage": args.coverage, "success": args.success},
+             "reference": reference, "curves": curves}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
