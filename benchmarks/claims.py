@@ -150,9 +150,21 @@ def preset_line(data: Data, name: str, what: str) -> str:
             f"seeds, holdout: {per_seed} ({samples} training samples).")
 
 
+def equal_compute(data: Data, name: str) -> list[str]:
+    """imf-1 against ddpm-100 and flow-1 from one kind of observation, and their evaluation cost."""
+    minutes = data.run(name, "imf", data.seeds(name)[0])["budget_s"] / 60
+    lines = [f"- Equal compute from {'images' if name == 'image' else name} (the same backbone{' and encoder' if name == 'image' else ''} and "
+             f"{minutes:.0f} minutes), imf at one sampling step against ddpm at 100 and flow at one; a "
+             f"difference is claimed beyond 1.96 SE, a tie only where every seed ties:",
+             *("  " + line for line in comparisons(data, name))]
+    if data.seeds(name, "ddpm"):
+        lines.append(f"  A 50-episode evaluation took {eval_seconds(data, name, 'imf')} for imf-1 against "
+                     f"{eval_seconds(data, name, 'ddpm')} for ddpm-100 (one process each, the shared machine).")
+    return lines
+
+
 def readme_learning(data: Data) -> list[str]:
     ref = data["references"]["lerobot_diffusion_pusht"]
-    key = data.run("keypoints", "imf", data.seeds("keypoints")[0])
     most = max(r["samples"] for name in ("keypoints", "image") for r in data[name] if r.get("objective") == "imf")
     episodes = {preset(data, data.run(n, "imf", data.seeds(n)[0])["preset"])["data"]["demo_episodes"]
                 for n in ("keypoints", "image")}
@@ -168,13 +180,8 @@ def readme_learning(data: Data) -> list[str]:
         "",
         preset_line(data, "keypoints", "the T's 9 keypoints and the agent position, 128 x 2"),
         preset_line(data, "image", "96 x 96 images and the agent position, the small encoder"),
-        f"- Equal compute from keypoints (the same backbone and {key['budget_s'] / 60:.0f} minutes), "
-        f"imf at one sampling step against ddpm at 100 and flow at one; a difference is claimed "
-        f"beyond 1.96 SE, a tie only where every seed ties:",
-        *("  " + line for line in comparisons(data, "keypoints")),
-        *([f"  A 50-episode evaluation took {eval_seconds(data, 'keypoints', 'imf')} for imf-1 against "
-           f"{eval_seconds(data, 'keypoints', 'ddpm')} for ddpm-100 (one process each, the shared machine)."]
-          if data.seeds("keypoints", "ddpm") else []),
+        *equal_compute(data, "keypoints"),
+        *equal_compute(data, "image"),
         f"- For scale, other data and compute: {ref['what']}: {ref['coverage']:.3f} "
         f"coverage and {pct(ref['success'])} success over {ref['episodes']} episodes after "
         f"{ref['samples'] / 1e6:.1f}M training samples ({ref['steps'] // 1000}k steps of {ref['batch_size']}), "
@@ -213,9 +220,7 @@ def results_learning(data: Data, name: str) -> list[str]:
                      f"{coverage_success(run, 'selection')}; holdout {coverage_success(run)}, "
                      f"{run['holdout_near_misses']} of {run['holdout_episodes']} holdout episodes near misses "
                      f"(score >= 0.90 without success).")
-    if name == "keypoints":
-        lines += comparisons(data, name)
-    return lines
+    return lines + comparisons(data, name)
 
 
 def results_ablations(data: Data, name: str, baseline: str, adopted: dict[str, str]) -> list[str]:
