@@ -216,6 +216,22 @@ def build(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
     return cls(**kwargs)
 
 
+def _check_choices(cfg: Config) -> None:
+    """Keys that take one of a few words, or a size with a floor."""
+    p, t = cfg.policy, cfg.training
+    if not (t.num_workers == "auto" or t.num_workers.isdigit()):
+        raise ConfigError(f"config key 'training.num_workers': got {t.num_workers!r}, allowed: auto "
+                          f"or a number >= 0")
+    if t.budget_clock not in ("wall", "cpu"):
+        raise ConfigError(f"config key 'training.budget_clock': got {t.budget_clock!r}, allowed: wall, cpu")
+    if t.lr_schedule not in LR_SCHEDULES:
+        raise ConfigError(f"config key 'training.lr_schedule': got {t.lr_schedule!r}, allowed: "
+                          f"{', '.join(LR_SCHEDULES)}")
+    if p.encoder_resolution is not None and p.encoder_resolution < 8:
+        raise ConfigError(f"config key 'policy.encoder_resolution': must be >= 8 pixels or null, "
+                          f"got {p.encoder_resolution}")
+
+
 def validate(cfg: Config) -> None:
     p = cfg.policy
     positive = {
@@ -239,13 +255,8 @@ def validate(cfg: Config) -> None:
     if t.batch_size % t.grad_accum:
         raise ConfigError(f"config key 'training.grad_accum': {t.grad_accum} must divide "
                           f"training.batch_size={t.batch_size} (micro-batches of batch_size / grad_accum)")
-    if p.encoder_resolution is not None and p.encoder_resolution < 8:
-        raise ConfigError(f"config key 'policy.encoder_resolution': must be >= 8 pixels or null, "
-                          f"got {p.encoder_resolution}")
-    if t.lr_schedule not in LR_SCHEDULES:
-        raise ConfigError(f"config key 'training.lr_schedule': got {t.lr_schedule!r}, allowed: "
-                          f"{', '.join(LR_SCHEDULES)}")
-    for key, value in (("training.snapshot_every", t.snapshot_every), ("training.lr", t.lr), ("eval.n_train", cfg.eval.n_train), ("eval.n_workers", cfg.eval.n_workers),
+    for key, value in (("training.snapshot_every", t.snapshot_every), ("training.lr", t.lr),
+                       ("eval.n_train", cfg.eval.n_train), ("eval.n_workers", cfg.eval.n_workers),
                        ("training.lr_warmup_steps", t.lr_warmup_steps), ("training.weight_decay", t.weight_decay),
                        ("training.encoder_weight_decay", t.encoder_weight_decay),
                        ("training.val_probe_windows", t.val_probe_windows)):
@@ -262,12 +273,7 @@ def validate(cfg: Config) -> None:
         raise ConfigError(
             f"config key 'policy.horizon': {p.horizon} is shorter than n_obs_steps - 1 + "
             f"n_action_steps = {p.n_obs_steps - 1 + p.n_action_steps}")
-    if not (t.num_workers == "auto" or t.num_workers.isdigit()):
-        raise ConfigError(f"config key 'training.num_workers': got {t.num_workers!r}, allowed: auto "
-                          f"or a number >= 0")
-    if cfg.training.budget_clock not in ("wall", "cpu"):
-        raise ConfigError(f"config key 'training.budget_clock': got {cfg.training.budget_clock!r}, "
-                          f"allowed: wall, cpu")
+    _check_choices(cfg)
     if cfg.training.time_budget_s is not None and not cfg.training.time_budget_s > 0:
         raise ConfigError(f"config key 'training.time_budget_s': must be > 0 (or null), "
                           f"got {cfg.training.time_budget_s}")
