@@ -101,11 +101,29 @@ def curve_of(run_dir: Path, points: int, episodes: int, threads: int, coverage: 
             "episodes": episodes, "points": curve, "reached": first_reach(curve, coverage, success)}
 
 
+def claimed_points() -> list[dict]:
+    """Every learning.py run's claim (best.pt, one holdout look of 200) at the samples of its best
+    rollout: single points beside the curves, from benchmarks/learning_results/{keypoints,image}.json."""
+    points = []
+    for obs in ("keypoints", "image"):
+        path = RESULTS_DIR / f"{obs}.json"
+        for r in json.loads(path.read_text()) if path.is_file() else []:
+            if r.get("holdout_score") is None or not r["curve"]:
+                continue
+            best = max(r["curve"], key=lambda c: c[2])  # [minutes, samples, score, success]; the first max
+            points.append({"label": f"{obs}: {r['label']} (best.pt)", "obs": obs, "objective": r["objective"],
+                           "seed": r["seed"], "budget_s": r["budget_s"], "samples": best[1],
+                           "coverage": r["holdout_score"], "coverage_se": r["holdout_score_se"],
+                           "success": r["holdout_success"], "success_se": r["holdout_success_se"],
+                           "episodes": r["holdout_episodes"]})
+    return points
+
+
 def _millions(samples: int | None) -> str:
     return "not reached" if samples is None else f"{samples / 1e6:.2f}M"
 
 
-def section(curves: list[dict], reference: dict, coverage: float, success: float) -> list[str]:
+def section(curves: list[dict], claims: list[dict], reference: dict, coverage: float, success: float) -> list[str]:
     lines = ["## Samples to a threshold (benchmarks/samples_to_threshold.py)", "",
              f"Training samples (optimizer steps x batch) until a run's snapshot first scores at least "
              f"{coverage:.2f} coverage, {success:.0%} success, and both, on the holdout seeds (900000..; "
@@ -122,6 +140,12 @@ def section(curves: list[dict], reference: dict, coverage: float, success: float
                      f"{last['coverage']:.3f} ± {last['coverage_se']:.3f} | {last['success']:.1%} ± "
                      f"{last['success_se']:.1%} | {_millions(c['reached']['coverage'])} | "
                      f"{_millions(c['reached']['success'])} | {_millions(c['reached']['both'])} |")
+    lines += ["", "The runs' claims beside them (benchmarks/learning.py: best.pt, chosen on the test seeds, one "
+              "look at 200 holdout seeds), at the samples of the rollout that chose best.pt:", "",
+              "| run | budget (CPU-minutes) | samples at best.pt | holdout coverage | holdout success |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {c['label']} | {c['budget_s'] / 60:.0f} | {c['samples'] / 1e6:.2f}M | {c['coverage']:.3f} ± "
+              f"{c['coverage_se']:.3f} | {c['success']:.1%} ± {c['success_se']:.1%} |" for c in claims]
     lines += ["", f"Beside it, quoted: {reference['what']}: {reference['coverage']:.3f} coverage and "
               f"{reference['success']:.1%} success on {reference['episodes']} episodes at "
               f"{reference['samples'] / 1e6:.1f}M samples ({reference['steps']:,} steps of {reference['batch_size']}; "
@@ -129,7 +153,8 @@ def section(curves: list[dict], reference: dict, coverage: float, success: float
     return lines
 
 
-def plot(curves: list[dict], reference: dict, coverage: float, success: float, path: Path) -> None:
+def plot(curves: list[dict], claims: list[dict], reference: dict, coverage: float, success: float,
+         path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -141,6 +166,12 @@ def plot(curves: list[dict], reference: dict, coverage: float, success: float, p
             xs = [p["samples"] / 1e6 for p in c["points"]]
             ax.errorbar(xs, [p[key] for p in c["points"]], yerr=[p[f"{key}_se"] for p in c["points"]],
                         marker="o", ms=3, capsize=2, label=c["label"])
+        for obs, marker in (("keypoints", "s"), ("image", "D")):
+            mine = [c for c in claims if c["obs"] == obs]
+            if mine:
+                ax.errorbar([c["samples"] / 1e6 for c in mine], [c[key] for c in mine],
+                            yerr=[c[f"{key}_se"] for c in mine], fmt=marker, mfc="none", ms=6, capsize=2,
+                            color="grey" if obs == "image" else "tab:brown", label=f"{obs}: runs' claims (best.pt)")
         ax.axhline(level, color="grey", ls="--", lw=1)
         ax.scatter([reference["samples"] / 1e6], [reference[key]], marker="*", s=120, color="black",
                    label="LeRobot Diffusion Policy (quoted)")
@@ -171,14 +202,15 @@ def main() -> None:
     curves = [curve_of(r.resolve(), args.points, args.episodes, args.threads, args.coverage, args.success)
               for r in args.runs]
     reference = json.loads((RESULTS_DIR / "references.json").read_text())["lerobot_diffusion_pusht"]
-    lines = section(curves, reference, args.coverage, args.success)
+    claims = claimed_points()
+    lines = section(curves, claims, reference, args.coverage, args.success)
     print("\n".join(lines))
     if not args.no_write:
-        plot(curves, reference, args.coverage, args.success, ROOT / "docs" / "samples_to_threshold.png")
+        plot(curves, claims, reference, args.coverage, args.success, ROOT / "docs" / "samples_to_threshold.png")
         write_section(lines[0], lines)
         (RESULTS_DIR / "samples_to_threshold.json").write_text(json.dumps(
             {"thresholds": {"coverage": args.coverage, "success": args.success},
-             "reference": reference, "curves": curves}, indent=1) + "\n")
+             "reference": reference, "curves": curves, "claims": claims}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
