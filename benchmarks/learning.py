@@ -5,6 +5,7 @@
                                                        # objective:steps[:training seed]
     python benchmarks/learning.py --obs image --minutes 60 --runs imf:1:42,imf:1:43 --parallel 2 --threads 1
     python benchmarks/learning.py --collect runs/learning/keypoints   # runs already trained: look, record
+    python benchmarks/learning.py --collect runs/preset --name image_preset   # another record beside image.json
 
 Each run is a real `imf trial` of the CPU preset (pusht_lowdim_cpu, or pusht_image_cpu for
 --obs image) with `training.time_budget_s` on the cpu clock (CPU seconds / torch threads: the
@@ -98,11 +99,12 @@ def _pm(value: float | None, se: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}" + ("" if se is None else f" ± {se:.{digits}f}")
 
 
-def table(records: list[dict], obs: str, machine: str | None) -> list[str]:
+def table(records: list[dict], obs: str, machine: str | None, name: str) -> list[str]:
     where = machine or f"{platform.machine()}, {os.cpu_count()} cores"
     minutes = sorted({round((r["budget_s"] or 0) / 60, 1) for r in records})
-    lines = [f"## Learning, {obs} observations (benchmarks/learning.py)", "",
-             f"`python benchmarks/learning.py --obs {obs}` on {where}; {', '.join(f'{m:g}' for m in minutes)} "
+    title = f"## Learning, {obs} observations" + (f", {name}" if name != obs else "")
+    lines = [f"{title} (benchmarks/learning.py)", "",
+             f"`python benchmarks/learning.py --obs {obs}{f' --name {name}' if name != obs else ''}` on {where}; {', '.join(f'{m:g}' for m in minutes)} "
              f"training minutes a run on the cpu clock (each run's own CPU seconds: the same training when "
              f"runs share the cores), one torch thread a run, nice'd, beside other work. Best test: the "
              f"rollout (50 test seeds) that chose best.pt, its score ± SE and success. Selection and "
@@ -168,6 +170,8 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a config override for every run")
     parser.add_argument("--parallel", type=int, default=1, help="runs at a time")
     parser.add_argument("--threads", type=int, help="torch threads per run (the cpu clock divides by it)")
+    parser.add_argument("--name", help="the record's name: <name>.json, learning_curves_<name>.png and the "
+                        "section's title (default: the observations, keypoints or image)")
     parser.add_argument("--no-write", action="store_true", help="print the table, leave RESULTS.md and docs/ alone")
     args = parser.parse_args()
     if not args.minutes > 0 or args.parallel < 1:
@@ -185,14 +189,15 @@ def main() -> None:
             run_dirs = list(pool.map(lambda run: train(out, args.obs, *run, args.minutes, args.threads, args.set),
                                      parse_runs(args.runs)))
     records = [record_of(d, args.threads) for d in run_dirs]
-    lines = table(records, records[0]["obs"], args.machine)
+    name = args.name or records[0]["obs"]
+    lines = table(records, records[0]["obs"], args.machine, name)
     print("\n".join(lines))
     if not args.no_write:
         obs = records[0]["obs"]
-        name = "learning_curves.png" if obs == "keypoints" else f"learning_curves_{obs}.png"
-        plot(records, ROOT / "docs" / name, f"PushT from {obs}: one torch thread a run, budget on the cpu clock")
+        figure = "learning_curves.png" if name == "keypoints" else f"learning_curves_{name}.png"
+        plot(records, ROOT / "docs" / figure, f"PushT from {obs}: one torch thread a run, budget on the cpu clock")
         write_section(lines[0], lines)
-        (RESULTS_DIR / f"{obs}.json").write_text(json.dumps(records, indent=1) + "\n")
+        (RESULTS_DIR / f"{name}.json").write_text(json.dumps(records, indent=1) + "\n")
 
 
 if __name__ == "__main__":
