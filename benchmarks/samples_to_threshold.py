@@ -97,21 +97,21 @@ def curve_of(run_dir: Path, points: int, episodes: int, threads: int, coverage: 
     steps = f"{record['sample_steps']} step{'s' if record['sample_steps'] != 1 else ''}"
     return {"run": str(run_dir), "obs": record["obs"], "objective": record["objective"],
             "sample_steps": record["sample_steps"], "seed": record["seed"], "budget_s": record["budget_s"],
-            "label": f"{record['obs']}: {record['objective']}, {steps}, seed {record['seed']}",
+            "label": f"{record['obs']}: {record['objective']}, {steps}, seed {record['seed']} ({record['id']})",
             "episodes": episodes, "points": curve, "reached": first_reach(curve, coverage, success)}
 
 
 def claimed_points() -> list[dict]:
     """Every learning.py run's claim (best.pt, one holdout look of 200) at the samples of its best
-    rollout: single points beside the curves, from benchmarks/learning_results/{keypoints,image}.json."""
+    rollout: single points beside the curves, from benchmarks/learning_results/{keypoints,image,image_preset}.json."""
     points = []
-    for obs in ("keypoints", "image"):
-        path = RESULTS_DIR / f"{obs}.json"
+    for obs, name in (("keypoints", "keypoints"), ("image", "image"), ("image", "image_preset")):
+        path = RESULTS_DIR / f"{name}.json"
         for r in json.loads(path.read_text()) if path.is_file() else []:
             if r.get("holdout_score") is None or not r["curve"]:
                 continue
             best = max(r["curve"], key=lambda c: c[2])  # [minutes, samples, score, success]; the first max
-            points.append({"label": f"{obs}: {r['label']} (best.pt)", "obs": obs, "objective": r["objective"],
+            points.append({"label": f"{name}.json: {r['label']} (best.pt)", "obs": obs, "objective": r["objective"],
                            "seed": r["seed"], "budget_s": r["budget_s"], "samples": best[1],
                            "coverage": r["holdout_score"], "coverage_se": r["holdout_score_se"],
                            "success": r["holdout_success"], "success_se": r["holdout_success_se"],
