@@ -100,7 +100,8 @@ def test_init_partial_loads_what_matches_and_missing_tensors_stay_allowed(tmp_pa
 def test_a_trial_from_a_checkpoint_of_another_size_is_refused_then_runs_partial(demo_cache, tmp_path):
     from test_train_trial import TINY
     from imf_process import run_imf
-    path, _ = _checkpoint(tmp_path, "pusht_image_cpu")
+    # another size in every layer, the same observation space as smoke's (two steps)
+    path, _ = _checkpoint(tmp_path, "pusht_image_cpu", "policy.n_obs_steps=2")
     args = ["trial", "smoke", *TINY, f"data.cache_dir={demo_cache}", "training.num_epochs=1",
             "--store", "none", "--init-from", str(path)]
     refused = run_imf(*args, "--out", str(tmp_path / "refused"), cwd=tmp_path)
