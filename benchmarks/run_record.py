@@ -34,7 +34,7 @@ def upgrade(record: dict[str, Any]) -> dict[str, Any]:
     return {RENAMED.get(k, k): v for k, v in record.items()}
 
 
-def _rows(run_dir: Path) -> list[dict[str, Any]]:
+def log_rows(run_dir: Path) -> list[dict[str, Any]]:
     rows = [json.loads(line) for line in (run_dir / "logs.json.txt").read_text().splitlines() if line.strip()]
     return [r for r in rows if "epoch" in r and not r.get("diverged")]
 
@@ -58,7 +58,7 @@ def read_record(run_dir: Path) -> dict[str, Any]:
     run_dir = Path(run_dir)
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
     summary = json.loads((run_dir / "summary.json").read_text())
-    rows = _rows(run_dir)
+    rows = log_rows(run_dir)
     scored = [r for r in rows if "test_mean_score" in r]
     batch = config["training"]["batch_size"]
     objective = config["objective"]

@@ -27,9 +27,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import torch
+import yaml
 from results_file import write_section
-from run_record import read_record
+from run_record import log_rows, read_record
 
 from imf.store.holdout import read_looks
 from imf.store.layout import CHECKPOINTS, SNAPSHOTS
@@ -39,15 +39,20 @@ RESULTS_DIR = ROOT / "benchmarks" / "learning_results"
 
 
 def snapshots(run_dir: Path) -> list[tuple[int, Path]]:
-    """(samples, path) of each kept snapshot, by samples."""
+    """(samples, path) of each kept snapshot, by samples: its 0-based epoch (the file's name) read
+    in logs.json.txt, whose global_step times the batch is the samples, without loading the file."""
     folder = run_dir / CHECKPOINTS / SNAPSHOTS
     if not folder.is_dir():
         sys.exit(f"samples_to_threshold.py: {run_dir} kept no snapshots ({folder} is missing); "
                  f"train it with training.snapshot_every=N")
+    batch = yaml.safe_load((run_dir / "config.yaml").read_text())["training"]["batch_size"]
+    steps = {r["epoch"]: r["global_step"] for r in log_rows(run_dir)}
     found = []
     for path in sorted(folder.glob("epoch=*.pt")):
-        state = torch.load(path, map_location="cpu", weights_only=False)
-        found.append((state["global_step"] * state["config"]["training"]["batch_size"], path))
+        epoch = int(path.stem.split("=", 1)[1])
+        if epoch not in steps:
+            sys.exit(f"samples_to_threshold.py: {path}: epoch {epoch} is not in {run_dir / 'logs.json.txt'}")
+        found.append((steps[epoch] * batch, path))
     return sorted(found)
 
 
