@@ -85,9 +85,11 @@ def test_a_trial_out_of_gpu_memory_fails_with_its_reason_and_exit_code(error, de
 
 def _gpu_sweep(tmp_path, monkeypatch, free: tuple[int, int], name: str) -> tuple[dict, dict]:
     """A sweep of two trials on local:0 and local:1: the e64 one runs out of memory on every
-    attempt, on a GPU with free[0] MiB free; the other GPU has free[1]. Its state and the e64 trial."""
+    attempt, on a GPU with free[0] MiB free; the other GPU has free[1]. Its state and the e64 trial.
+    The other trial takes seconds, so the out-of-memory one ends while the bigger GPU is busy
+    and the smaller one idles: the retry must wait for the bigger one, not be taken back."""
     from imf.sweep.launch import SweepRequest, plan_sweep, start_sweep
-    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.02", "--oom-on=-e64-",
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "1.5", "--oom-on=-e64-",
                                                          "--fail-times", "9"))
     req = SweepRequest(config="smoke", grids=["64,128x1"], queues=["local:0", "local:1"], name=name,
                        out=tmp_path, epochs=2, poll=0.1, stall_timeout=60.0, retries=3)

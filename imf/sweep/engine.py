@@ -119,6 +119,8 @@ class Engine(Recovery):
         best: tuple[float, TrialState] | None = None
         for queue in self.state.live_queues():
             waiting = self.state.pending_on(queue.name) if queue.name != idle.name else []
+            # An out-of-memory retry waits for the bigger GPU it was sent to.
+            waiting = [t for t in waiting if not _waits_for_memory(t)]
             if not waiting:
                 continue
             # The donor still has its running trial to finish: this is a lower bound of its wait.
@@ -362,3 +364,7 @@ def _tail(path: Path, lines: int = 3) -> str:
         return ""
     return " | ".join(line.strip() for line in text.splitlines()[-lines:] if line.strip())
 
+
+def _waits_for_memory(trial: TrialState) -> bool:
+    """Its last attempt ran out of GPU memory: it was sent to a queue with more free memory."""
+    return bool(trial.history) and trial.history[-1].get("outcome") == "out of memory"
