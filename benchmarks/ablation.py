@@ -11,7 +11,8 @@ chosen on the 50 test seeds (its rollouts); a change is adopted on the selection
 (900000..) is never looked at here: a preset chosen by this table is claimed by
 benchmarks/learning.py, on the holdout, after the choice.
 `table` reads every run folder under DIR into the ablation table of benchmarks/RESULTS.md and
-benchmarks/learning_results/ablations_<obs>.json: change, steps, samples/s, best test score and
+benchmarks/learning_results/ablations_<obs>.json, beside the rows already committed there (their
+folders need not exist any more; a folder measured again replaces its row; --only drops them): change, steps, samples/s, best test score and
 success (± SE over the 50 test seeds), selection-seed coverage and success (± SE over 200).
 """
 from __future__ import annotations
@@ -66,10 +67,18 @@ def _pm(value: float | None, se: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}f}" + (f" ± {se:.{digits}f}" if se is not None else "")
 
 
-def table(folder: Path, baseline: str | None, write: bool) -> str:
+def committed(obs: str) -> list[dict]:
+    path = RESULTS_DIR / f"ablations_{obs}.json"
+    return json.loads(path.read_text()) if path.is_file() else []
+
+
+def table(folder: Path, baseline: str | None, write: bool, only: bool = False) -> str:
     entries = [e for e in (read_run(d) for d in sorted(folder.iterdir()) if d.is_dir()) if e]
     if not entries:
         sys.exit(f"ablation.py: no scored run folders under {folder}")
+    if not only:
+        again = {e["name"] for e in entries}
+        entries += [e for e in committed(entries[0]["obs"]) if e["name"] not in again]
     entries.sort(key=lambda e: (e["name"] != baseline, e["name"]))
     obs = entries[0]["obs"]
     section = f"## Ablations, {obs} (benchmarks/ablation.py)"
@@ -109,11 +118,12 @@ def main() -> None:
     t.add_argument("folder", type=Path)
     t.add_argument("--baseline", default=None)
     t.add_argument("--no-write", action="store_true")
+    t.add_argument("--only", action="store_true", help="only the folders under DIR: drop the committed rows")
     args = parser.parse_args()
     if args.what == "run":
         sys.exit(run(args.name, args.overrides, args.minutes, args.threads, args.out,
                      args.preset or PRESETS[args.obs]))
-    print(table(args.folder, args.baseline, not args.no_write))
+    print(table(args.folder, args.baseline, not args.no_write, args.only))
 
 
 if __name__ == "__main__":

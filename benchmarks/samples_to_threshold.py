@@ -2,6 +2,7 @@
 
     python benchmarks/samples_to_threshold.py RUN_DIR [RUN_DIR ...] [--points 8] [--episodes 100]
     python benchmarks/samples_to_threshold.py RUN_DIR ... --coverage 0.80 --success 0.20 --no-write
+    python benchmarks/samples_to_threshold.py RUN_DIR ... --only   # drop the committed curves
 
 Each RUN_DIR is a finished `imf trial` that kept snapshots (training.snapshot_every=N:
 checkpoints/snapshots/epoch=NNNN.pt). Of each run, --points snapshots evenly spread over its
@@ -9,7 +10,9 @@ samples (the last one always) are scored once on --episodes holdout seeds (90000
 `imf eval --holdout`: each look is appended to the run's holdout.json as a curve point, which
 the run's claim (its latest look at best.pt) and the report's count of checkpoints looked at
 leave out. A snapshot already looked at is read back, not scored again. Nothing here chooses a
-checkpoint: the curve is read, not searched.
+checkpoint: the curve is read, not searched. The curves already in samples_to_threshold.json stay
+(their run folders need not exist any more); a RUN_DIR's new curve replaces its old one; --only
+keeps just the RUN_DIRs given.
 
 Samples are optimizer steps x batch size: the same number on any device, which is why a GPU
 user can read it. "Reached" is the first point at or above the threshold; the curve is noisy
@@ -106,11 +109,22 @@ def curve_of(run_dir: Path, points: int, episodes: int, threads: int, coverage: 
             "episodes": episodes, "points": curve, "reached": first_reach(curve, coverage, success)}
 
 
+# the learning.py records whose runs' claims stand beside the curves, with their observations
+LEARNING_RECORDS = (("keypoints", "keypoints"), ("keypoints", "keypoints30"), ("image", "image"),
+                    ("image", "image_preset"), ("image", "image_preset30"))
+
+
+def merged(new: list[dict], committed: list[dict]) -> list[dict]:
+    """The committed curves whose runs were not measured again, then the new ones, in order."""
+    again = {c["run"] for c in new}
+    return [c for c in committed if c["run"] not in again] + new
+
+
 def claimed_points() -> list[dict]:
     """Every learning.py run's claim (best.pt, one holdout look of 200) at the samples of its best
-    rollout: single points beside the curves, from benchmarks/learning_results/{keypoints,image,image_preset}.json."""
+    rollout: single points beside the curves, from the LEARNING_RECORDS in benchmarks/learning_results/."""
     points = []
-    for obs, name in (("keypoints", "keypoints"), ("image", "image"), ("image", "image_preset")):
+    for obs, name in LEARNING_RECORDS:
         path = RESULTS_DIR / f"{name}.json"
         for r in json.loads(path.read_text()) if path.is_file() else []:
             if r.get("holdout_score") is None or not r["curve"]:
@@ -201,11 +215,17 @@ def main() -> None:
     parser.add_argument("--success", type=float, default=0.20)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--no-write", action="store_true", help="print the table, leave RESULTS.md and docs/ alone")
+    parser.add_argument("--only", action="store_true", help="only the RUN_DIRs given: drop the committed curves")
     args = parser.parse_args()
     if args.points < 1 or args.episodes < 1:
         sys.exit(f"samples_to_threshold.py: --points and --episodes must be >= 1, got {args.points} and {args.episodes}")
     curves = [curve_of(r.resolve(), args.points, args.episodes, args.threads, args.coverage, args.success)
               for r in args.runs]
+    written = RESULTS_DIR / "samples_to_threshold.json"
+    if not args.only and written.is_file():
+        curves = merged(curves, json.loads(written.read_text())["curves"])
+    for c in curves:  # the kept curves read at today's thresholds
+        c["reached"] = first_reach(c["points"], args.coverage, args.success)
     reference = json.loads((RESULTS_DIR / "references.json").read_text())["lerobot_diffusion_pusht"]
     claims = claimed_points()
     lines = section(curves, claims, reference, args.coverage, args.success)
@@ -213,7 +233,7 @@ def main() -> None:
     if not args.no_write:
         plot(curves, claims, reference, args.coverage, args.success, ROOT / "docs" / "samples_to_threshold.png")
         write_section(lines[0], lines)
-        (RESULTS_DIR / "samples_to_threshold.json").write_text(json.dumps(
+        written.write_text(json.dumps(
             {"thresholds": {"coverage": args.coverage, "success": args.success},
              "reference": reference, "curves": curves, "claims": claims}, indent=1) + "\n")
 

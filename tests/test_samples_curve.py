@@ -16,7 +16,7 @@ from imf.store.layout import run_dir_of
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from samples_to_threshold import first_reach, spread  # noqa: E402
+from samples_to_threshold import first_reach, merged, spread  # noqa: E402
 
 
 def _look(checkpoint: str, mean: float) -> dict:
@@ -48,6 +48,13 @@ def test_spread_keeps_the_last_snapshot_and_first_reach_reads_the_first_crossing
               {"samples": 3, "coverage": 0.82, "success": 0.25}]
     assert first_reach(points, 0.8, 0.2) == {"coverage": 2, "success": 1, "both": 3}
     assert first_reach(points, 0.9, 0.2)["both"] is None
+
+
+def test_committed_curves_stay_and_a_run_measured_again_replaces_its_own():
+    old = [{"run": "/gone/a", "points": [1]}, {"run": "/here/b", "points": [2]}]
+    new = [{"run": "/here/b", "points": [3]}, {"run": "/here/c", "points": [4]}]
+    assert merged(new, old) == [{"run": "/gone/a", "points": [1]}, *new]
+    assert merged(new, []) == new
 
 
 def test_the_run_record_and_the_report_skip_curve_looks(tmp_path):
