@@ -1,0 +1,128 @@
+"""What one training step of the image preset costs, per variant, on the cpu clock.
+
+    python benchmarks/image_step.py [--reps 7] [--no-write]
+
+The whole step of `pusht_image_cpu` (random crop, encoder, iMF loss, backward, AdamW) on a fixed
+batch of 64; the variants are timed in the same rounds, interleaved, in CPU seconds of this
+process (one torch thread: the clock the training budget runs on), the median of the rounds
+kept, so load from other work hits all of them alike. Variants: the shipped step; the same with
+the random crop gathered with one index per pixel (how imf cropped before 2026-12-02; kept here
+only as the reference the ratio is measured against); `policy.encoder_resolution=64`.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+from results_file import write_section
+
+import imf.model.encoder as encoder
+from imf.config import load_config
+from imf.data.normalizer import MinMaxNormalizer
+from imf.policy import ImfPolicy
+from imf.registry.options import fill_options
+
+SECTION = "## Image training step (benchmarks/image_step.py)"
+BATCH = 64
+
+
+def gather_crop(x: torch.Tensor, size: int, random: bool) -> torch.Tensor:
+    """The crop before: an index tensor per pixel (the same windows as the shipped crop)."""
+    n, c, hgt, wid = x.shape
+    if not random or size >= hgt:
+        return SHIPPED_CROP(x, size, random)
+    top = torch.randint(0, hgt - size + 1, (n,))
+    left = torch.randint(0, wid - size + 1, (n,))
+    offs = torch.arange(size)
+    rows = (top[:, None] + offs)[:, None, :, None]  # (N, 1, size, 1)
+    cols = (left[:, None] + offs)[:, None, None, :]  # (N, 1, 1, size)
+    return x[torch.arange(n)[:, None, None, None], torch.arange(c)[None, :, None, None], rows, cols]
+
+
+SHIPPED_CROP = encoder.crop_images
+VARIANTS = {"shipped": ([], SHIPPED_CROP), "crop by per-pixel gather (before)": ([], gather_crop),
+            "policy.encoder_resolution=64": (["policy.encoder_resolution=64"], SHIPPED_CROP)}
+
+
+@contextmanager
+def cropping_with(crop):
+    encoder.crop_images = crop
+    try:
+        yield
+    finally:
+        encoder.crop_images = SHIPPED_CROP
+
+
+def make_step(overrides: list[str]):
+    torch.manual_seed(0)
+    cfg = load_config("pusht_image_cpu", overrides)
+    fill_options(cfg)
+    norm, rng = MinMaxNormalizer(), np.random.default_rng(0)
+    norm.fit("action", rng.uniform(0, 512, (100, 2)))
+    norm.fit("agent_pos", rng.uniform(0, 512, (100, 2)))
+    policy = ImfPolicy(cfg, norm)
+    policy.train()
+    opt = torch.optim.AdamW(policy.parameters(), lr=1e-4)
+    h, t = cfg.policy.horizon, cfg.policy.n_obs_steps
+    data = {"obs": {"image": torch.randint(0, 256, (BATCH, t, 3, 96, 96), dtype=torch.uint8),
+                    "agent_pos": torch.rand(BATCH, h, 2) * 512},
+            "action": torch.rand(BATCH, h, 2) * 512}
+
+    def step() -> None:
+        loss, _ = policy.compute_loss(data)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def measure(reps: int, n: int = 4) -> dict[str, float]:
+    steps = {name: (make_step(ov), crop) for name, (ov, crop) in VARIANTS.items()}
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for name, (step, crop) in steps.items():
+        with cropping_with(crop):
+            step()  # warm-up
+    for _ in range(reps):
+        for name, (step, crop) in steps.items():
+            with cropping_with(crop):
+                t0 = time.process_time()
+                for _ in range(n):
+                    step()
+                times[name].append((time.process_time() - t0) / n)
+    return {name: statistics.median(v) for name, v in times.items()}
+
+
+def render(times: dict[str, float], reps: int) -> str:
+    shipped = times["shipped"]
+    lines = [SECTION, "", f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()}, "
+             f"torch {torch.__version__}, 1 thread, batch {BATCH}, `pusht_image_cpu`; CPU seconds of the "
+             f"process, median of {reps} interleaved rounds of 4 steps; load average {os.getloadavg()[0]:.1f} "
+             f"at the end (other runs shared the 2 cores: the ratios, measured in the same rounds, are the "
+             f"figures to read).", "",
+             "| variant | CPU ms per step | samples per CPU-second | x shipped |", "|---|---|---|---|"]
+    lines += [f"| {name} | {t * 1e3:.1f} | {BATCH / t:,.0f} | {t / shipped:.2f} |" for name, t in times.items()]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    if args.reps < 1:
+        raise SystemExit(f"image_step.py: --reps must be >= 1, got {args.reps}")
+    torch.set_num_threads(1)
+    text = render(measure(args.reps), args.reps)
+    print(text)
+    if not args.no_write:
+        write_section(SECTION, text)
+
+
+if __name__ == "__main__":
+    main()
