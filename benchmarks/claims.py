@@ -151,6 +151,24 @@ def preset_line(data: Data, name: str, what: str) -> str:
             f"seeds, holdout: {per_seed} ({samples} training samples).")
 
 
+def budget_choice(data: Data, name: str, other: str) -> str:
+    """How the image preset's budget was chosen: ``name``'s runs against ``other``'s (the same
+    settings at another budget) on the selection seeds, per training seed."""
+    a_min, b_min = (data.run(n, "imf", data.seeds(n)[0])["budget_s"] / 60 for n in (name, other))
+    parts = []
+    for seed in sorted(set(data.seeds(name)) & set(data.seeds(other))):
+        a, b = data.run(name, "imf", seed), data.run(other, "imf", seed)
+        cov, _ = gap(a, b, "score", seeds="selection")
+        suc, _ = gap(a, b, "success", points=True, seeds="selection")
+        parts.append(f"seed {seed}: coverage {cov}, success {suc}")
+    if not parts:
+        raise ClaimError(f"{data.folder}: {name}.json and {other}.json share no training seed")
+    shipped = preset(data, "pusht_image_cpu")["training"]["time_budget_s"] / 60
+    return (f"- Its budget was chosen on the selection seeds (200 episodes each, not the holdout): "
+            f"{a_min:.0f} CPU-minutes minus {b_min:.0f}, per training seed: {'; '.join(parts)}. "
+            f"The preset ships {shipped:.0f}.")
+
+
 # what an equal-compute record ran at, where that is not its preset's setting today
 COMPARED_AT = {"keypoints": "the same backbone",
                "image": "the same backbone and encoder, two observation steps: the image preset before its ablations"}
@@ -230,25 +248,33 @@ def results_learning(data: Data, name: str) -> list[str]:
     return lines + comparisons(data, name)
 
 
-def results_ablations(data: Data, name: str, baseline: str, adopted: dict[str, str]) -> list[str]:
-    """Each ablation against its baseline on the selection seeds: the numbers that chose."""
-    rows = data[name]
-    base = next((r for r in rows if r["name"] == baseline), None)
-    if base is None:
-        raise ClaimError(f"benchmarks/learning_results/{name}.json: no baseline run {baseline!r}")
-    lines = [f"Against {baseline} on the 200 selection seeds (written by benchmarks/claims.py from "
+def results_ablations(data: Data, name: str, baseline: str, adopted: dict[str, str],
+                      against: dict[str, str] | None = None) -> list[str]:
+    """Each ablation against its baseline on the selection seeds: the numbers that chose.
+    ``against``: the rows run after an adopted change, each against the run of that change."""
+    rows, against = data[name], against or {}
+    by_name = {r["name"]: r for r in rows}
+    for wanted in {baseline, *against.values()}:
+        if wanted not in by_name:
+            raise ClaimError(f"benchmarks/learning_results/{name}.json: no baseline run {wanted!r}")
+    base = by_name[baseline]
+    after = ", or the run named where a row was run after a change was adopted" if against else ""
+    lines = [f"Against {baseline} on the 200 selection seeds{after} (written by benchmarks/claims.py from "
              f"benchmarks/learning_results/{name}.json). These numbers chose the settings, so they are "
              f"not claims: the shipped preset's numbers are its holdout runs (Learning).",
              f"- {baseline}: selection {coverage_success(base, 'selection')}."]
     for row in rows:
         if row is base:
             continue
-        cov, cov_clear = gap(row, base, "score", seeds="selection")
-        suc, suc_clear = gap(row, base, "success", points=True, seeds="selection")
+        ref = by_name[against.get(row["name"], baseline)]
+        cov, cov_clear = gap(row, ref, "score", seeds="selection")
+        suc, suc_clear = gap(row, ref, "success", points=True, seeds="selection")
         beyond = [what for what, clear in (("coverage", cov_clear), ("success", suc_clear)) if clear]
         verdict = f"beyond noise on {' and '.join(beyond)}" if beyond else "within noise on both"
         change = ", ".join(f"`{c}`" for c in row["change"])
-        lines.append(f"- {change}: coverage {cov}, success {suc}: {verdict}. {adopted.get(row['name'], 'Not adopted.')}")
+        versus = "" if ref is base else f" (against {ref['name']})"
+        lines.append(f"- {change}{versus}: coverage {cov}, success {suc}: {verdict}. "
+                     f"{adopted.get(row['name'], 'Not adopted.')}")
     return lines
 
 
