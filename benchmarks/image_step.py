@@ -20,6 +20,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import torch
+from imf_step import training_step
 from results_file import write_section
 
 import imf.model.encoder as encoder
@@ -67,19 +68,12 @@ def make_step(overrides: list[str]):
     norm.fit("action", rng.uniform(0, 512, (100, 2)))
     norm.fit("agent_pos", rng.uniform(0, 512, (100, 2)))
     policy = ImfPolicy(cfg, norm)
-    policy.train()
-    opt = torch.optim.AdamW(policy.parameters(), lr=1e-4)
+    policy.train()  # the random crop
     h, t = cfg.policy.horizon, cfg.policy.n_obs_steps
     data = {"obs": {"image": torch.randint(0, 256, (BATCH, t, 3, 96, 96), dtype=torch.uint8),
                     "agent_pos": torch.rand(BATCH, h, 2) * 512},
             "action": torch.rand(BATCH, h, 2) * 512}
-
-    def step() -> None:
-        loss, _ = policy.compute_loss(data)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return step
+    return training_step(policy, data)
 
 
 def measure(reps: int, n: int = 4) -> dict[str, float]:

@@ -44,11 +44,15 @@ def make_step(n_emb: int, n_layer: int, overrides: list[str], batch: int):
     rng = np.random.default_rng(0)
     norm.fit("action", rng.uniform(0, 512, (100, 2)))
     norm.fit("keypoints", rng.uniform(0, 512, (100, 20)))
-    policy = ImfPolicy(cfg, norm)
-    opt = torch.optim.AdamW(policy.parameters(), lr=1e-4)
     h = cfg.policy.horizon
     data = {"obs": {"keypoints": torch.rand(batch, h, 20) * 512, "agent_pos": torch.rand(batch, h, 2) * 512},
             "action": torch.rand(batch, h, 2) * 512}
+    return training_step(ImfPolicy(cfg, norm), data)
+
+
+def training_step(policy: ImfPolicy, data: dict):
+    """One step on a fixed batch, as a closure: loss, backward, AdamW."""
+    opt = torch.optim.AdamW(policy.parameters(), lr=1e-4)
 
     def step() -> None:
         loss, _ = policy.compute_loss(data)

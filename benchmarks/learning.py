@@ -176,6 +176,11 @@ def main() -> None:
     args = parser.parse_args()
     if not args.minutes > 0 or args.parallel < 1:
         sys.exit(f"learning.py: --minutes must be > 0 and --parallel >= 1, got {args.minutes} and {args.parallel}")
+    cores = os.cpu_count() or 1
+    if args.parallel * (args.threads or 1) > cores:
+        print(f"learning.py: warning: {args.parallel} runs x {args.threads or 1} thread(s) on {cores} cores: "
+              f"runs that take turns on a core evict each other's caches, so a CPU-second buys fewer "
+              f"samples and the cpu clock no longer makes the runs equal", file=sys.stderr)
     if args.collect:
         run_dirs = sorted(d for d in args.collect.iterdir() if (d / "summary.json").is_file())
         if not run_dirs:
