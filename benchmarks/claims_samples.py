@@ -61,12 +61,16 @@ def image_limits(data) -> list[str]:
     runs = [r for r in data["image_preset"] if r["objective"] == "imf"]
     two = [r for r in data["image"] if r["objective"] == "imf"]
     keys = [r for r in data["keypoints"] if r["objective"] == "imf"]
-    cov, suc = 0.80, 0.25
-    met = [r for r in runs if r["holdout_score"] >= cov and r["holdout_success"] >= suc]
     per_seed = "; ".join(f"seed {r['seed']} {r['holdout_score']:.3f} / {100 * r['holdout_success']:.1f}%" for r in runs)
-    lines = [f"- Target ({cov:.2f} holdout coverage and {100 * suc:.0f}% success at every training seed, "
-             f"at most 60 CPU-minutes): {'reached' if len(met) == len(runs) else 'not reached'} by "
-             f"`pusht_image_cpu` at {runs[0]['budget_s'] / 60:.0f} CPU-minutes ({per_seed}).",
+    lines = []
+    for what, cov, suc in (("Target", 0.80, 0.25), ("Moonshot", 0.85, 0.40)):
+        met = [r for r in runs if r["holdout_score"] >= cov and r["holdout_success"] >= suc]
+        reached = ("reached" if len(met) == len(runs) else "not reached" if not met else
+                   f"reached at seed {', '.join(str(r['seed']) for r in met)} only")
+        lines.append(f"- {what} ({cov:.2f} holdout coverage and {100 * suc:.0f}% success at every training seed, "
+                     f"at most 60 CPU-minutes): {reached} by `pusht_image_cpu` at "
+                     f"{runs[0]['budget_s'] / 60:.0f} CPU-minutes ({per_seed}).")
+    lines += [
              f"- Samples per CPU-second, one thread: images at one observation step {_rate(runs):.0f}, at two "
              f"{_rate(two):.0f}, keypoints {_rate(keys):.0f} (training samples over the budget's seconds): one "
              f"observation step halves the frames the encoder sees a sample."]
@@ -93,4 +97,20 @@ def image_limits(data) -> list[str]:
                      f"{a['coverage']:.3f} ± {a['coverage_se']:.3f} coverage, {100 * a['success']:.1f}% success at "
                      f"{a['samples'] / 1e6:.2f}M; keypoints ({keypoint[0]['label']}) {b['coverage']:.3f} ± "
                      f"{b['coverage_se']:.3f}, {100 * b['success']:.1f}% at {b['samples'] / 1e6:.2f}M.")
+    return lines
+
+
+def filmstrip_lines(data) -> list[str]:
+    """How the shipped image preset fails, from benchmarks/learning_results/filmstrip_image.json."""
+    f = data["filmstrip_image"]
+    lines = [f"{f['succeeded']} of {f['episodes']} {f['seeds']} episodes (seeds {f['seed_start']}..) succeeded, "
+             f"mean best coverage {f['mean_max_coverage']:.3f}."]
+    if f["failed"]:
+        lines[0] += (f" Of the {f['failed']} failures, {f['never_near']} never came near the goal (best coverage "
+                     f"below 0.5), {f['between']} stalled between 0.5 and 0.8, {f['close_not_aligned']} came close "
+                     f"(0.8 to 0.95), and {f['lost_it']} ended more than 0.1 below their best. The near misses at "
+                     f"their best were a median {f['near_miss_position_median']:.1f} world units and "
+                     f"{f['near_miss_degrees_median']:.1f} degrees from the goal pose. The commanded target jumps "
+                     f"{f['jump_between_chunks'] / f['jump_within_chunk']:.2f}x as far between action chunks as "
+                     f"within one ({f['jump_between_chunks']:.1f} against {f['jump_within_chunk']:.1f} world units).")
     return lines

@@ -150,12 +150,13 @@ def section(curves: list[dict], claims: list[dict], reference: dict, coverage: f
              f"evenly spread snapshots were scored once. A first crossing of a noisy curve is the "
              f"optimistic reading: the points after it show whether it held. docs/samples_to_threshold.png "
              f"draws every point with its SE.", "",
-             "| run | episodes a point | points | samples trained | last point: coverage | success "
-             f"| coverage >= {coverage:.2f} | success >= {success:.0%} | both |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| run | budget (CPU-minutes) | episodes a point | points | samples trained | last point: coverage "
+             f"| success | coverage >= {coverage:.2f} | success >= {success:.0%} | both |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for c in curves:
         last = c["points"][-1]
-        lines.append(f"| {c['label']} | {c['episodes']} | {len(c['points'])} | {_millions(last['samples'])} | "
+        budget = f"{c['budget_s'] / 60:.0f}" if c.get("budget_s") else "-"
+        lines.append(f"| {c['label']} | {budget} | {c['episodes']} | {len(c['points'])} | {_millions(last['samples'])} | "
                      f"{last['coverage']:.3f} ± {last['coverage_se']:.3f} | {last['success']:.1%} ± "
                      f"{last['success_se']:.1%} | {_millions(c['reached']['coverage'])} | "
                      f"{_millions(c['reached']['success'])} | {_millions(c['reached']['both'])} |")
