@@ -35,6 +35,7 @@ PRESETS = {"keypoints": "pusht_lowdim_cpu", "image": "pusht_image_cpu"}
 NOT_A_CHANGE = ("training.time_budget_s=", "training.budget_clock=", "logging.swanlab=", "logging.trackers=",
                 "training.snapshot_every=")
 SELECTION = 200  # best.pt on this many selection seeds; ablations never look at the holdout
+HOLDOUT_FIELDS = ("holdout_score", "holdout_score_se", "holdout_success", "holdout_success_se")
 
 
 def run(name: str, overrides: list[str], minutes: float, threads: int, out: Path, preset: str) -> int:
@@ -79,6 +80,8 @@ def table(folder: Path, baseline: str | None, write: bool, only: bool = False) -
     if not only:
         again = {e["name"] for e in entries}
         entries += [e for e in committed(entries[0]["obs"]) if e["name"] not in again]
+    for e in entries:  # the fields of every learning record; an ablation never looks at the holdout
+        e.update({k: None for k in HOLDOUT_FIELDS}, holdout_looks=0)
     entries.sort(key=lambda e: (e["name"] != baseline, e["name"]))
     obs = entries[0]["obs"]
     section = f"## Ablations, {obs} (benchmarks/ablation.py)"

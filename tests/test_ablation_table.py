@@ -32,6 +32,8 @@ def test_committed_rows_stay_and_a_folder_measured_again_replaces_its_row(tmp_pa
     text = ablation.table(runs, "base", write=True)
     rows = {r["name"]: r["best_test_score"] for r in json.loads((results / "ablations_image.json").read_text())}
     assert rows == {"base": 0.5, "old": 0.7, "new": 0.7}
+    written = json.loads((results / "ablations_image.json").read_text())
+    assert all(r["holdout_score"] is None and r["holdout_looks"] == 0 for r in written)  # never looked at
     assert text.index("| base |") < text.index("| new |")  # the baseline first, wherever it came from
     ablation.table(runs, "base", write=True, only=True)
     assert {r["name"] for r in json.loads((results / "ablations_image.json").read_text())} == {"old", "new"}
