@@ -12,8 +12,9 @@ chosen on the 50 test seeds (its rollouts); a change is adopted on the selection
 benchmarks/learning.py, on the holdout, after the choice.
 `table` reads every run folder under DIR into the ablation table of benchmarks/RESULTS.md and
 benchmarks/learning_results/ablations_<obs>.json, beside the rows already committed there (their
-folders need not exist any more; a folder measured again replaces its row; --only drops them): change, steps, samples/s, best test score and
-success (± SE over the 50 test seeds), selection-seed coverage and success (± SE over 200).
+folders need not exist any more; a folder measured again replaces its row; --only drops them):
+change, steps, samples/s, best test score and success (± SE over the 50 test seeds),
+selection-seed coverage and success (± SE over 200); the holdout fields are null.
 """
 from __future__ import annotations
 
@@ -74,6 +75,8 @@ def committed(obs: str) -> list[dict]:
 
 
 def table(folder: Path, baseline: str | None, write: bool, only: bool = False) -> str:
+    if not folder.is_dir():
+        sys.exit(f"ablation.py: {folder} is not a folder of run folders")
     entries = [e for e in (read_run(d) for d in sorted(folder.iterdir()) if d.is_dir()) if e]
     if not entries:
         sys.exit(f"ablation.py: no scored run folders under {folder}")

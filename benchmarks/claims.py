@@ -163,8 +163,10 @@ def budget_choice(data: Data, name: str, other: str) -> str:
         parts.append(f"seed {seed}: coverage {cov}, success {suc}")
     if not parts:
         raise ClaimError(f"{data.folder}: {name}.json and {other}.json share no training seed")
-    shipped = preset(data, "pusht_image_cpu")["training"]["time_budget_s"] / 60
-    return (f"- Its budget was chosen on the selection seeds (200 episodes each, not the holdout): "
+    first = data.run(name, "imf", data.seeds(name)[0])
+    shipped = preset(data, first["preset"])["training"]["time_budget_s"] / 60
+    return (f"- Its budget was chosen on the selection seeds ({first['selection_episodes']} episodes each, "
+            f"not the holdout): "
             f"{a_min:.0f} CPU-minutes minus {b_min:.0f}, per training seed: {'; '.join(parts)}. "
             f"The preset ships {shipped:.0f}.")
 
@@ -283,10 +285,10 @@ def results_ablations(data: Data, name: str, baseline: str, adopted: dict[str, s
 
 IMAGE_CHOICES = {"img30-obs1": "Adopted in `pusht_image_cpu`: the gain on both, at 1.7x the samples a "
                                "CPU-second (its budget was later raised to 60 CPU-minutes, also on the "
-                               "selection seeds: Learning, image preset)."}
-IMAGE_CHOICES["img30-res64"] = ("Not adopted yet: the success gain is one training seed at 30 minutes "
+                               "selection seeds: Learning, image preset).",
+                 "img30-res64": "Not adopted yet: the success gain is one training seed at 30 minutes "
                                 "with coverage within noise, and adopting it means measuring the preset "
-                                "again on the holdout at 60 minutes with two seeds (not run yet).")
+                                "again on the holdout at 60 minutes with two seeds (not run yet)."}
 IMAGE_AGAINST = {"img30-res64": "img30-obs1"}  # run after n_obs_steps=1 was adopted
 KEYPOINT_CHOICES = {"lr2e3": "Adopted in `pusht_lowdim_cpu` (and so `demo`): the success gain.",
                     "lr2e3r75": "Not adopted: its coverage gain came with less success than lr2e3 alone."}

@@ -182,9 +182,13 @@ def main() -> None:
         sys.exit(f"filmstrip.py: --episodes and --show must be >= 1, got {args.episodes} and {args.show}")
     if not args.checkpoint.is_file():
         sys.exit(f"filmstrip.py: no checkpoint at {args.checkpoint}")
+    from imf.errors import ImfError
     from imf.train.checkpoint import load_checkpoint
     from imf.train.evaluate import policy_from_checkpoint
-    policy, cfg = policy_from_checkpoint(load_checkpoint(args.checkpoint), torch.device("cpu"))
+    try:
+        policy, cfg = policy_from_checkpoint(load_checkpoint(args.checkpoint), torch.device("cpu"))
+    except ImfError as exc:
+        sys.exit(f"filmstrip.py: {exc}")
     episodes = [run_policy(policy, cfg, FRESH_START + i, args.every) for i in range(args.episodes)]
     failed = [e for e in episodes if not e.success]
     print(f"{args.checkpoint}: {len(episodes) - len(failed)}/{len(episodes)} fresh-seed episodes succeeded, "

@@ -179,8 +179,8 @@ def main() -> None:
     cores = os.cpu_count() or 1
     if args.parallel * (args.threads or 1) > cores:
         print(f"learning.py: warning: {args.parallel} runs x {args.threads or 1} thread(s) on {cores} cores: "
-              f"runs that take turns on a core evict each other's caches, so a CPU-second buys fewer "
-              f"samples and the cpu clock no longer makes the runs equal", file=sys.stderr)
+              f"runs that take turns on a core can get fewer samples out of a CPU-second, so the cpu "
+              f"clock may not make them equal", file=sys.stderr)
     if args.collect:
         run_dirs = sorted(d for d in args.collect.iterdir() if (d / "summary.json").is_file())
         if not run_dirs:

@@ -75,7 +75,7 @@ class SpatialSoftmax(nn.Module):
 
 def crop_images(x: torch.Tensor, size: int, random: bool) -> torch.Tensor:
     """(N, C, S, S) -> (N, C, size, size); per-image random offsets or the centre."""
-    n, c, hgt, wid = x.shape
+    n, _, hgt, wid = x.shape
     if size >= hgt and size >= wid:
         return x
     if not random:
@@ -83,8 +83,8 @@ def crop_images(x: torch.Tensor, size: int, random: bool) -> torch.Tensor:
         return x[:, :, top:top + size, left:left + size]
     top = torch.randint(0, hgt - size + 1, (n,), device=x.device)
     left = torch.randint(0, wid - size + 1, (n,), device=x.device)
-    # Pick each image's window from a view of all windows: one copy with N indices, ~8x less
-    # CPU than gathering with an index per pixel (benchmarks/RESULTS.md, "Image training step").
+    # Pick each image's window from a view of all windows: one copy with N indices, not an index
+    # per pixel (the image step 1.05x cheaper: benchmarks/RESULTS.md, "Image training step").
     windows = x.unfold(2, size, 1).unfold(3, size, 1)  # (N, C, S-size+1, S-size+1, size, size) view
     return windows[torch.arange(n, device=x.device), :, top, left]  # (N, C, size, size)
 

@@ -120,12 +120,12 @@ class Engine(Recovery):
         for queue in self.state.live_queues():
             waiting = self.state.pending_on(queue.name) if queue.name != idle.name else []
             # An out-of-memory retry waits for the bigger GPU it was sent to.
-            waiting = [t for t in waiting if not _waits_for_memory(t)]
-            if not waiting:
+            movable = [t for t in waiting if not _waits_for_memory(t)]
+            if not movable:
                 continue
             # The donor still has its running trial to finish: this is a lower bound of its wait.
             donor_finish = sum(t.cost for t in waiting) / queue.speed
-            last = waiting[-1]
+            last = movable[-1]
             if last.cost / idle.speed <= donor_finish and (best is None or donor_finish > best[0]):
                 best = (donor_finish, last)
         if best is None:
