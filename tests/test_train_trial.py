@@ -159,6 +159,7 @@ def test_cli_bad_inputs_are_one_line(tmp_path):
         (["eval", "x.pt", "--start-seed", "-5"], "--start-seed -5: test seeds must lie in 0..4294967295"),
         (["eval", "x.pt", "--start-seed", "4294967295", "--n-test", "2"], "--start-seed 4294967295"),
         (["eval", "x.pt", "--workers", "-1"], "--workers -1: give 0 (automatic) or more"),
+        (["eval", "x.pt", "--action-steps", "0"], "--action-steps 0: execute at least 1 action"),
         (["eval", "x.pt", "--device", "banana"], "--device: got 'banana', allowed: auto, cpu, cuda"),
         (["trial", "smoke", "--device", "banana", "--out", str(tmp_path / "dev")], "got 'banana'"),
         (["trial", "smoke", "--out", str(tmp_path / "a-file" / "run")], "Not a directory"),

@@ -56,11 +56,13 @@ def eval_(
     workers: int = typer.Option(None, "--workers", help="Simulator worker processes (default: the config's)."),
     noise_seed: int = typer.Option(None, "--noise-seed", help="Seed of the sampling noise (default: the trial's training.seed, as in its rollouts)."),
     holdout: bool = typer.Option(False, "--holdout", help="Score on the holdout seeds (900000..; --n-test of them, default 200), for a claim; the look is appended to the run's holdout.json."),
+    action_steps: int = typer.Option(None, "--action-steps", help="Execute the first K actions of each planned chunk before planning again (1..the checkpoint's policy.n_action_steps; default all of them)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Score a checkpoint on the test seeds (or, with --holdout, the holdout seeds): score, success rate, per-seed scores."""
     eval_command(checkpoint, best=best, n_test=n_test, start_seed=start_seed, device=device,
-                 workers=workers, as_json=as_json, noise_seed=noise_seed, holdout=holdout)
+                 workers=workers, as_json=as_json, noise_seed=noise_seed, holdout=holdout,
+                 action_steps=action_steps)
 
 
 def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, seed: int | None,
@@ -164,7 +166,8 @@ def _resumed_run(out: Path, trial_id: str | None, note: str,
 
 def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | None,
                  start_seed: int | None, device: str, workers: int | None, as_json: bool,
-                 noise_seed: int | None = None, holdout: bool = False) -> None:
+                 noise_seed: int | None = None, holdout: bool = False,
+                 action_steps: int | None = None) -> None:
     from imf.train.evaluate import best_checkpoint, check_options, evaluate_checkpoint, holdout_look
     from imf.train.parts import pick_device
 
@@ -173,12 +176,12 @@ def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | No
     episodes = RECOMMENDED_EPISODES if n_test is None else n_test
     if holdout:
         refuse_flags({"--start-seed": start_seed is not None, "--workers": workers is not None,
-                      "--noise-seed": noise_seed is not None},
+                      "--noise-seed": noise_seed is not None, "--action-steps": action_steps is not None},
                      "--holdout scores on the holdout seeds with the checkpoint's own settings")
         check_episodes(episodes, "--holdout --n-test", HOLDOUT)
         pick_device(device, source="--device")  # a bad device fails before a look is begun
     else:
-        check_options(n_test, start_seed, workers)  # the numbers first, then the file
+        check_options(n_test, start_seed, workers, action_steps)  # the numbers first, then the file
     path = checkpoint if checkpoint is not None else best_checkpoint(best)
     if holdout:
         look = holdout_look(path, episodes, device=device, echo=(lambda _: None) if as_json else typer.echo)
@@ -186,14 +189,15 @@ def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | No
             typer.echo(json.dumps(look, indent=2))
         return
     result = evaluate_checkpoint(path, n_test=n_test, start_seed=start_seed, device=device,
-                                 n_workers=workers, noise_seed=noise_seed)
+                                 n_workers=workers, noise_seed=noise_seed, action_steps=action_steps)
     if as_json:
         typer.echo(json.dumps(result, indent=2))
         return
     typer.echo(f"checkpoint {result['checkpoint']} (trial {result['trial']}, "
                f"epoch {_epoch_shown(result['epoch'])})")
     typer.echo(f"test_mean_score {result['test_mean_score']:.4f}  success rate "
-               f"{result['test_success_rate']:.2f}  over {result['n_test']} seeds from {result['start_seed']}")
+               f"{result['test_success_rate']:.2f}  over {result['n_test']} seeds from {result['start_seed']}, "
+               f"{result['action_steps']} actions executed a plan")
     scores = "  ".join(f"{s}:{v:.3f}" for s, v in result["per_seed"].items())
     typer.echo(f"per seed: {scores}")
 

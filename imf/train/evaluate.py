@@ -116,7 +116,8 @@ def best_checkpoint(folder: Path) -> Path:
     return ScoreboardStore(folder).best_checkpoint()
 
 
-def check_options(n_test: int | None, start_seed: int | None, n_workers: int | None) -> None:
+def check_options(n_test: int | None, start_seed: int | None, n_workers: int | None,
+                  action_steps: int | None = None) -> None:
     """``imf eval``'s numbers, checked before a checkpoint loads; ConfigError names the flag."""
     if n_test is not None and n_test < 1:
         raise ConfigError(f"--n-test {n_test}: the number of test episodes must be at least 1")
@@ -125,12 +126,26 @@ def check_options(n_test: int | None, start_seed: int | None, n_workers: int | N
                           f"(the simulator's seed range), --n-test of them from --start-seed")
     if n_workers is not None and n_workers < 0:
         raise ConfigError(f"--workers {n_workers}: give 0 (automatic) or more simulator processes")
+    if action_steps is not None and action_steps < 1:
+        raise ConfigError(f"--action-steps {action_steps}: execute at least 1 action of each plan")
+
+
+def executing(cfg: Config, action_steps: int | None) -> Config:
+    """``cfg`` with the first ``action_steps`` of each planned chunk executed before the policy
+    plans again (receding horizon); the chunk the checkpoint was trained to plan bounds it."""
+    if action_steps is None:
+        return cfg
+    planned = cfg.policy.n_action_steps
+    if not 1 <= action_steps <= planned:
+        raise ConfigError(f"--action-steps {action_steps}: this checkpoint plans {planned} actions "
+                          f"at a time; execute 1..{planned} of them")
+    return replace(cfg, policy=replace(cfg.policy, n_action_steps=action_steps))
 
 
 def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int | None = None,
                         device: str = "auto", n_workers: int | None = None,
-                        noise_seed: int | None = None) -> dict[str, Any]:
-    check_options(n_test, start_seed, n_workers)
+                        noise_seed: int | None = None, action_steps: int | None = None) -> dict[str, Any]:
+    check_options(n_test, start_seed, n_workers, action_steps)
     dev = pick_device(device, source="--device")
     state = load_checkpoint(path)
     policy, cfg = policy_from_checkpoint(state, dev)
@@ -138,7 +153,7 @@ def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int |
     ev = replace(ev, n_test=n_test if n_test is not None else ev.n_test,
                  test_start_seed=start_seed if start_seed is not None else ev.test_start_seed,
                  n_workers=n_workers if n_workers is not None else ev.n_workers)
-    cfg = replace(cfg, eval=ev)
+    cfg = replace(executing(cfg, action_steps), eval=ev)
     seeds = test_seeds(ev)
     # By default the training-time rollout's generator seed, so the same seeds give the same
     # score; another noise_seed re-scores with other sampling noise (its spread is the noise).
@@ -147,6 +162,7 @@ def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int |
     return {"checkpoint": str(path), "epoch": state.get("epoch"), "trial": state.get("trial_id"),
             "test_mean_score": result.mean_score, "test_success_rate": result.success_rate,
             "n_test": len(seeds), "start_seed": ev.test_start_seed, "noise_seed": noise,
+            "action_steps": cfg.policy.n_action_steps,
             "per_seed": {str(s): v for s, v in sorted(result.per_seed.items())},
             "per_seed_success": {str(s): v for s, v in sorted(result.per_seed_success.items())},
             "logged_test_mean_score": (state.get("scores") or {}).get("test_mean_score")}
