@@ -96,7 +96,8 @@ def table(folder: Path, baseline: str | None, write: bool, only: bool = False) -
              "", "| run | change | steps | samples/s | best test score | best success | selection coverage | selection success |",
              "|---|---|---|---|---|---|---|---|"]
     for e in entries:
-        change = ", ".join(f"`{c}`" for c in e["change"]) or "(baseline)"
+        change = ", ".join(f"`{c}`" for c in e["change"]) or (
+            "(baseline)" if e["name"] == baseline else "(the preset of its day, unchanged)")
         lines.append(f"| {e['name']} | {change} | {e['steps']} | {e['samples_s']:.0f} | "
                      f"{_pm(e['best_test_score'], e['best_test_score_se'])} | {e['best_test_success']:.2f} | "
                      f"{_pm(e.get('selection_score'), e.get('selection_score_se'))} | "

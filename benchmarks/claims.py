@@ -276,7 +276,7 @@ def results_ablations(data: Data, name: str, baseline: str, adopted: dict[str, s
         suc, suc_clear = gap(row, ref, "success", points=True, seeds="selection")
         beyond = [what for what, clear in (("coverage", cov_clear), ("success", suc_clear)) if clear]
         verdict = f"beyond noise on {' and '.join(beyond)}" if beyond else "within noise on both"
-        change = ", ".join(f"`{c}`" for c in row["change"])
+        change = ", ".join(f"`{c}`" for c in row["change"]) or "the preset of its day, unchanged"
         versus = "" if ref is base else f" (against {ref['name']})"
         lines.append(f"- {change}{versus}: coverage {cov}, success {suc}: {verdict}. "
                      f"{adopted.get(row['name'], 'Not adopted.')}")

@@ -1,0 +1,73 @@
+"""benchmarks/action_horizon.py: one checkpoint at several action horizons, paired on the same seeds."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import action_horizon  # noqa: E402
+
+
+def _run_dir(tmp_path: Path, name: str = "img30-ref") -> Path:
+    run = tmp_path / name
+    (run / "checkpoints").mkdir(parents=True, exist_ok=True)
+    (run / "checkpoints" / "best.pt").write_bytes(b"")
+    config = {"name": "pusht_image_cpu", "policy": {"obs_type": "image", "n_action_steps": 4},
+              "training": {"seed": 42}}
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    return run
+
+
+def _fake_score(checkpoint, k, episodes):
+    # coverage rises by 0.1 a seed for every action fewer than 4; success only at k = 1 on seed 0
+    cover = {str(500000 + i): 0.5 + 0.1 * (4 - k) + 0.01 * i for i in range(episodes)}
+    success = {str(500000 + i): float(k == 1 and i == 0) for i in range(episodes)}
+    return {"action_steps": k, "per_seed": cover, "per_seed_success": success, "eval_s": 1.0}
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    folder = tmp_path / "learning_results"
+    folder.mkdir()
+    monkeypatch.setattr(action_horizon, "RESULTS_DIR", folder)
+    monkeypatch.setattr(action_horizon, "write_section", lambda section, text: None)
+    monkeypatch.setattr(action_horizon, "score", _fake_score)
+    return folder
+
+
+def test_rows_are_paired_against_the_trained_horizon_and_other_runs_stay(tmp_path, results):
+    assert action_horizon.main([str(_run_dir(tmp_path, "older")), "--steps", "2", "--episodes", "4"]) == 0
+    for _ in range(2):  # a run measured again replaces its own rows
+        assert action_horizon.main([str(_run_dir(tmp_path)), "--steps", "1,2", "--episodes", "4"]) == 0
+    rows = json.loads((results / "action_horizon_image.json").read_text())
+    assert [r["run"] for r in rows] == ["older", "older", "img30-ref", "img30-ref", "img30-ref"]
+    mine = rows[2:]
+    assert [r["action_steps"] for r in mine] == [4, 2, 1]  # the trained horizon first, always scored
+    assert all(r["holdout_score"] is None and r["holdout_looks"] == 0 for r in mine)
+    assert mine[0]["selection_score"] == pytest.approx(0.515)
+    gap, se = action_horizon.paired_gap(mine, 1, "per_seed")
+    assert gap == pytest.approx(0.3) and se == pytest.approx(0.0, abs=1e-12)  # every seed moved alike
+    success_gap, success_se = action_horizon.paired_gap(mine, 1, "per_seed_success")
+    assert success_gap == pytest.approx(0.25) and success_se == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--steps", "two"], "--steps 'two': give whole numbers separated by commas"),
+    (["--steps", "9"], "--steps 9: this checkpoint plans 4 actions; give 1..4"),
+    (["--steps", "0"], "--steps 0: this checkpoint plans 4 actions"),
+])
+def test_bad_steps_are_one_line_and_write_nothing(tmp_path, results, args, words):
+    with pytest.raises(SystemExit, match=words):
+        action_horizon.main([str(_run_dir(tmp_path)), *args])
+    assert not (results / "action_horizon_image.json").exists()
+
+
+def test_a_folder_without_best_pt_is_one_line(tmp_path, results):
+    with pytest.raises(SystemExit, match="has no checkpoints/best.pt"):
+        action_horizon.main([str(tmp_path)])
