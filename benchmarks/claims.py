@@ -23,6 +23,7 @@ from typing import Any, Callable
 import yaml
 
 from claims_data import readme_more_data, results_curricula, results_data_scaling
+from claims_horizon import horizon_lines
 from claims_samples import filmstrip_lines, image_limits, samples_lines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -290,6 +291,7 @@ IMAGE_CHOICES = {"img30-obs1": "Adopted in `pusht_image_cpu`: the gain on both, 
                                 "with coverage within noise, and adopting it means measuring the preset "
                                 "again on the holdout at 60 minutes with two seeds (not run yet)."}
 IMAGE_AGAINST = {"img30-res64": "img30-obs1"}  # run after n_obs_steps=1 was adopted
+HORIZON_CHOICES: dict[int, str] = {}  # executed actions a plan -> what was done (default: not adopted)
 KEYPOINT_CHOICES = {"lr2e3": "Adopted in `pusht_lowdim_cpu` (and so `demo`): the success gain.",
                     "lr2e3r75": "Not adopted: its coverage gain came with less success than lr2e3 alone."}
 
@@ -310,6 +312,7 @@ PASSAGES: dict[str, tuple[str, Callable[[Data], list[str]]]] = {
     "results-image-limits": ("benchmarks/RESULTS.md", image_limits),
     "results-filmstrip-image": ("benchmarks/RESULTS.md", filmstrip_lines),
     "results-samples": ("benchmarks/RESULTS.md", samples_lines),
+    "results-action-horizon-image": ("benchmarks/RESULTS.md", lambda d: horizon_lines(d, HORIZON_CHOICES)),
     "readme-samples": ("README.md", samples_lines),
     "results-ablations-keypoints": ("benchmarks/RESULTS.md",
                                     lambda d: results_ablations(d, "ablations_keypoints", "base1800", KEYPOINT_CHOICES)),
