@@ -7,7 +7,11 @@ batch of 64; the variants are timed in the same rounds, interleaved, in CPU seco
 process (one torch thread: the clock the training budget runs on), the median of the rounds
 kept, so load from other work hits all of them alike. Variants: the shipped step; the same with
 the random crop gathered with one index per pixel (how imf cropped before 2026-12-02; kept here
-only as the reference the ratio is measured against); `policy.encoder_resolution=64`.
+only as the reference the ratio is measured against); and the image ablations whose step costs
+differ (benchmarks/ablation.py: `policy.encoder_resolution=64`, `policy.crop_shape=76`,
+`objective.options.equal_time_ratio=0.75`, `training.batch_size=128`): their CPU a sample against
+the shipped step's, measured in the same rounds. An ablation run's samples per CPU-second against
+its baseline's, read beside this ratio, say how much the load on the shared cores moved it.
 """
 from __future__ import annotations
 
@@ -48,7 +52,9 @@ def gather_crop(x: torch.Tensor, size: int, random: bool) -> torch.Tensor:
 
 SHIPPED_CROP = encoder.crop_images
 VARIANTS = {"shipped": ([], SHIPPED_CROP), "crop by per-pixel gather (before)": ([], gather_crop),
-            "policy.encoder_resolution=64": (["policy.encoder_resolution=64"], SHIPPED_CROP)}
+            **{change: ([change], SHIPPED_CROP) for change in (  # the image ablations whose step costs differ
+                "policy.encoder_resolution=64", "policy.crop_shape=76", "objective.options.equal_time_ratio=0.75",
+                "training.batch_size=128")}}
 
 
 @contextmanager
@@ -69,38 +75,39 @@ def make_step(overrides: list[str]):
     norm.fit("agent_pos", rng.uniform(0, 512, (100, 2)))
     policy = ImfPolicy(cfg, norm)
     policy.train()  # the random crop
-    h, t = cfg.policy.horizon, cfg.policy.n_obs_steps
-    data = {"obs": {"image": torch.randint(0, 256, (BATCH, t, 3, 96, 96), dtype=torch.uint8),
-                    "agent_pos": torch.rand(BATCH, h, 2) * 512},
-            "action": torch.rand(BATCH, h, 2) * 512}
-    return training_step(policy, data)
+    h, t, b = cfg.policy.horizon, cfg.policy.n_obs_steps, cfg.training.batch_size
+    data = {"obs": {"image": torch.randint(0, 256, (b, t, 3, 96, 96), dtype=torch.uint8),
+                    "agent_pos": torch.rand(b, h, 2) * 512},
+            "action": torch.rand(b, h, 2) * 512}
+    return training_step(policy, data), b
 
 
-def measure(reps: int, n: int = 4) -> dict[str, float]:
-    steps = {name: (make_step(ov), crop) for name, (ov, crop) in VARIANTS.items()}
+def measure(reps: int, n: int = 4) -> dict[str, tuple[float, int]]:
+    """variant -> (median CPU seconds a step, its batch)."""
+    steps = {name: (*make_step(ov), crop) for name, (ov, crop) in VARIANTS.items()}
     times: dict[str, list[float]] = {name: [] for name in steps}
-    for name, (step, crop) in steps.items():
+    for name, (step, _, crop) in steps.items():
         with cropping_with(crop):
             step()  # warm-up
     for _ in range(reps):
-        for name, (step, crop) in steps.items():
+        for name, (step, _, crop) in steps.items():
             with cropping_with(crop):
                 t0 = time.process_time()
                 for _ in range(n):
                     step()
                 times[name].append((time.process_time() - t0) / n)
-    return {name: statistics.median(v) for name, v in times.items()}
+    return {name: (statistics.median(v), steps[name][1]) for name, v in times.items()}
 
 
-def render(times: dict[str, float], reps: int) -> str:
-    shipped = times["shipped"]
+def render(times: dict[str, tuple[float, int]], reps: int) -> str:
+    shipped = times["shipped"][1] / times["shipped"][0]  # samples per CPU-second
     lines = [SECTION, "", f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()}, "
-             f"torch {torch.__version__}, 1 thread, batch {BATCH}, `pusht_image_cpu`; CPU seconds of the "
+             f"torch {torch.__version__}, 1 thread, `pusht_image_cpu` (batch {BATCH} unless the variant sets it); CPU seconds of the "
              f"process, median of {reps} interleaved rounds of 4 steps; load average {os.getloadavg()[0]:.1f} "
              f"at the end (other runs shared the 2 cores: the ratios, measured in the same rounds, are the "
              f"figures to read).", "",
-             "| variant | CPU ms per step | samples per CPU-second | x shipped |", "|---|---|---|---|"]
-    lines += [f"| {name} | {t * 1e3:.1f} | {BATCH / t:,.0f} | {t / shipped:.2f} |" for name, t in times.items()]
+             "| variant | CPU ms per step | samples per CPU-second | CPU per sample, x shipped |", "|---|---|---|---|"]
+    lines += [f"| {name} | {t * 1e3:.1f} | {b / t:,.0f} | {shipped / (b / t):.2f} |" for name, (t, b) in times.items()]
     return "\n".join(lines) + "\n"
 
 
