@@ -266,8 +266,9 @@ def results_ablations(data: Data, name: str, baseline: str, adopted: dict[str, s
     base = by_name[baseline]
     after = ", or the run named where a row was run after a change was adopted" if against else ""
     lines = [f"Against {baseline} on the 200 selection seeds{after} (written by benchmarks/claims.py from "
-             f"benchmarks/learning_results/{name}.json). These numbers chose the settings, so they are "
-             f"not claims: the shipped preset's numbers are its holdout runs (Learning).",
+             f"benchmarks/learning_results/{name}.json). Each pair is equal in CPU seconds, not in samples: "
+             f"the samples ratio is the change's own cost and the load beside it. These numbers chose the "
+             f"settings, so they are not claims: the shipped preset's numbers are its holdout runs (Learning).",
              f"- {baseline}: selection {coverage_success(base, 'selection')}."]
     for row in rows:
         if row is base:
@@ -279,8 +280,9 @@ def results_ablations(data: Data, name: str, baseline: str, adopted: dict[str, s
         verdict = f"beyond noise on {' and '.join(beyond)}" if beyond else "within noise on both"
         change = ", ".join(f"`{c}`" for c in row["change"]) or "the preset of its day, unchanged"
         versus = "" if ref is base else f" (against {ref['name']})"
-        lines.append(f"- {change}{versus}: coverage {cov}, success {suc}: {verdict}. "
-                     f"{adopted.get(row['name'], 'Not adopted.')}")
+        lines.append(f"- {change}{versus}: coverage {cov}, success {suc}: {verdict}, at "
+                     f"{row['samples'] / ref['samples']:.2f}x the samples ({row['samples'] / 1e6:.2f}M against "
+                     f"{ref['samples'] / 1e6:.2f}M). {adopted.get(row['name'], 'Not adopted.')}")
     return lines
 
 
