@@ -29,6 +29,8 @@ import yaml
 from results_file import write_section
 from run_record import read_record
 
+from imf.store.summary import observed_status
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "benchmarks" / "learning_results"
 PRESETS = {"keypoints": "pusht_lowdim_cpu", "image": "pusht_image_cpu"}
@@ -36,6 +38,7 @@ PRESETS = {"keypoints": "pusht_lowdim_cpu", "image": "pusht_image_cpu"}
 NOT_A_CHANGE = ("training.time_budget_s=", "training.budget_clock=", "logging.swanlab=", "logging.trackers=",
                 "training.snapshot_every=")
 SELECTION = 200  # best.pt on this many selection seeds; ablations never look at the holdout
+UNFINISHED = ("running", "interrupted")  # still training, or its process is gone: its budget was not spent
 HOLDOUT_FIELDS = ("holdout_score", "holdout_score_se", "holdout_success", "holdout_success_se")
 
 
@@ -56,6 +59,10 @@ def read_run(folder: Path) -> dict | None:
     if not (folder / "summary.json").is_file():
         return None
     record = read_record(folder)
+    status = observed_status(record["status"], folder)
+    if status in UNFINISHED:
+        print(f"ablation.py: skipped {folder.name}: {status} (a row is a finished run)", file=sys.stderr)
+        return None
     if record["best_test_score"] is None:
         return None
     change = [o for o in record["overrides"] if not o.startswith(NOT_A_CHANGE)]
@@ -89,8 +96,9 @@ def table(folder: Path, baseline: str | None, write: bool, only: bool = False) -
     obs = entries[0]["obs"]
     section = f"## Ablations, {obs} (benchmarks/ablation.py)"
     lines = [section, "", f"`python benchmarks/ablation.py run NAME key=value ...` per row, then "
-             f"`table`; 1 torch thread per run, budget on the cpu clock (each run's own CPU seconds, so "
-             f"runs sharing the 2 cores get the same training), best.pt re-scored on {SELECTION} selection seeds "
+             f"`table`; 1 torch thread per run, budget on the cpu clock (each run's own CPU seconds: runs "
+             f"sharing the 2 cores get the same CPU time, not the same samples, which the change's own cost, "
+             f"the load beside it and the machine move: see samples/s), best.pt re-scored on {SELECTION} selection seeds "
              f"(500000..): these columns chose the settings, so they are not claims. Scores are mean coverage "
              f"± SE; best success: the best test rollout's (50 test seeds).",
              "", "| run | change | steps | samples/s | best test score | best success | selection coverage | selection success |",

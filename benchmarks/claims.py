@@ -260,7 +260,7 @@ def results_ablations(data: Data, name: str, baseline: str, adopted: dict[str, s
     ``against``: the rows run after an adopted change, each against the run of that change."""
     rows, against = data[name], against or {}
     by_name = {r["name"]: r for r in rows}
-    for wanted in {baseline, *against.values()}:
+    for wanted in {baseline, *(against[r["name"]] for r in rows if r["name"] in against)}:
         if wanted not in by_name:
             raise ClaimError(f"benchmarks/learning_results/{name}.json: no baseline run {wanted!r}")
     base = by_name[baseline]
@@ -270,29 +270,46 @@ def results_ablations(data: Data, name: str, baseline: str, adopted: dict[str, s
              f"the samples ratio is the change's own cost and the load beside it. These numbers chose the "
              f"settings, so they are not claims: the shipped preset's numbers are its holdout runs (Learning).",
              f"- {baseline}: selection {coverage_success(base, 'selection')}."]
-    for row in rows:
-        if row is base:
-            continue
+    for row in _by_baseline(rows, baseline, against):
         ref = by_name[against.get(row["name"], baseline)]
         cov, cov_clear = gap(row, ref, "score", seeds="selection")
         suc, suc_clear = gap(row, ref, "success", points=True, seeds="selection")
         beyond = [what for what, clear in (("coverage", cov_clear), ("success", suc_clear)) if clear]
         verdict = f"beyond noise on {' and '.join(beyond)}" if beyond else "within noise on both"
         change = ", ".join(f"`{c}`" for c in row["change"]) or "the preset of its day, unchanged"
-        versus = "" if ref is base else f" (against {ref['name']})"
+        versus = f" ({row['name']}" + ("" if ref is base else f", against {ref['name']}") + ")"
         lines.append(f"- {change}{versus}: coverage {cov}, success {suc}: {verdict}, at "
                      f"{row['samples'] / ref['samples']:.2f}x the samples ({row['samples'] / 1e6:.2f}M against "
                      f"{ref['samples'] / 1e6:.2f}M). {adopted.get(row['name'], 'Not adopted.')}")
     return lines
 
 
+def _by_baseline(rows: list[dict[str, Any]], baseline: str, against: dict[str, str]) -> list[dict[str, Any]]:
+    """The rows against ``baseline`` first, each followed by the rows run against it."""
+    ordered, refs = [], [baseline]
+    while refs:
+        ref = refs.pop(0)
+        mine = [r for r in rows if r["name"] != baseline and against.get(r["name"], baseline) == ref]
+        ordered += mine
+        refs += [r["name"] for r in mine]
+    return ordered
+
+
 IMAGE_CHOICES = {"img30-obs1": "Adopted in `pusht_image_cpu`: the gain on both, at 1.7x the samples a "
                                "CPU-second (its budget was later raised to 60 CPU-minutes, also on the "
                                "selection seeds: Learning, image preset).",
+                 "img30-ref": "Not a change: today's preset run again, on this session's machine, whose "
+                              "step costs 1.4-1.5x the CPU (Image training step: what it says); the "
+                              "baseline of the rows run beside it.",
                  "img30-res64": "Not adopted yet: the success gain is one training seed at 30 minutes "
                                 "with coverage within noise, and adopting it means measuring the preset "
                                 "again on the holdout at 60 minutes with two seeds (not run yet)."}
-IMAGE_AGAINST = {"img30-res64": "img30-obs1"}  # run after n_obs_steps=1 was adopted
+# run after n_obs_steps=1 was adopted; img30-ref: today's preset again, on a later (slower) machine,
+# the baseline of every row run beside it
+IMAGE_AGAINST = {"img30-res64": "img30-obs1", "img30-ref": "img30-obs1",
+                 **{name: "img30-ref" for name in ("img30-bs128", "img30-crop76", "img30-ratio075",
+                                                    "img30-ema995", "img30-lr1e3")},
+                 "img30-crop76-s43": "img30-ref-s43"}
 HORIZON_CHOICES: dict[int, str] = {}  # executed actions a plan -> what was done (default: not adopted)
 KEYPOINT_CHOICES = {"lr2e3": "Adopted in `pusht_lowdim_cpu` (and so `demo`): the success gain.",
                     "lr2e3r75": "Not adopted: its coverage gain came with less success than lr2e3 alone."}

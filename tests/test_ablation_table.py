@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -37,3 +39,24 @@ def test_committed_rows_stay_and_a_folder_measured_again_replaces_its_row(tmp_pa
     assert text.index("| base |") < text.index("| new |")  # the baseline first, wherever it came from
     ablation.table(runs, "base", write=True, only=True)
     assert {r["name"] for r in json.loads((results / "ablations_image.json").read_text())} == {"old", "new"}
+
+
+def _trial_folder(root: Path, name: str, status: str) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "config.yaml").write_text(yaml.safe_dump({
+        "name": "pusht_image_cpu", "policy": {"obs_type": "image"}, "objective": {"name": "imf", "sample_steps": 1},
+        "training": {"seed": 42, "batch_size": 64, "time_budget_s": 1800, "budget_clock": "cpu"}}))
+    (folder / "summary.json").write_text(json.dumps({"id": name, "status": status, "overrides": []}))
+    (folder / "logs.json.txt").write_text(json.dumps(
+        {"epoch": 3, "global_step": 100, "train_s": 60.0, "test_mean_score": 0.5, "test_per_seed": {"1": 0.4, "2": 0.6},
+         "test_success_rate": 0.0}) + "\n")
+    return folder
+
+
+def test_a_run_still_training_or_gone_is_skipped_and_said(tmp_path, capsys):
+    # "running" with no live process holding the folder's lock reads as interrupted
+    assert ablation.read_run(_trial_folder(tmp_path, "cut-short", "running")) is None
+    assert "skipped cut-short: interrupted (a row is a finished run)" in capsys.readouterr().err
+    row = ablation.read_run(_trial_folder(tmp_path, "done", "completed"))
+    assert row["name"] == "done" and row["samples"] == 6400
