@@ -2,9 +2,10 @@
 
     python benchmarks/action_horizon.py RUN_DIR [--steps 1,2,4,8] [--episodes 200] [--no-write]
 
-The policy plans a chunk of `policy.n_action_steps` actions (8 in the CPU presets) and the
-simulator executes all of them before it plans again. `imf eval --action-steps K` executes only the
-first K: the same weights, so a difference between two K is the receding horizon's alone, not a
+The policy predicts horizon - n_obs_steps + 1 actions from the current step on (10 in
+`pusht_image_cpu`), and the simulator executes the first `policy.n_action_steps` of them (8) before
+it plans again. `imf eval --action-steps K` executes the first K instead (by default 1, 2, 4 and
+every predicted one): the same weights, so a difference between two K is the receding horizon's alone, not a
 second training run's noise. Each K scores RUN_DIR's best.pt on --episodes selection seeds
 (500000..; the same seeds and sampling noise for every K), so the rows are paired: a K's gap to the
 trained horizon is the mean of its per-seed differences ± their SE. The holdout is never looked
@@ -81,7 +82,7 @@ def table(rows: list[dict]) -> list[str]:
         mine = sorted((r for r in rows if r["run"] == run), key=lambda r: -r["action_steps"])
         for r in mine:
             gap = [paired_gap(mine, r["action_steps"], f) for f in ("per_seed", "per_seed_success")]
-            lines.append(f"| {run} | {r['action_steps']} of {r['planned']} | {r['selection_score']:.3f} ± "
+            lines.append(f"| {run} | {r['action_steps']} (ran with {r['planned']}) | {r['selection_score']:.3f} ± "
                          f"{r['selection_score_se']:.3f} | {100 * r['selection_success']:.1f}% ± "
                          f"{100 * r['selection_success_se']:.1f} | {gap[0][0]:+.3f} ± {gap[0][1]:.3f} | "
                          f"{100 * gap[1][0]:+.1f} ± {100 * gap[1][1]:.1f} pts | {r['eval_s']:.0f} |")
@@ -98,20 +99,24 @@ def main(argv: list[str] | None = None) -> int:
     best = args.run_dir / "checkpoints" / "best.pt"
     if not best.is_file():
         sys.exit(f"action_horizon.py: {args.run_dir} has no checkpoints/best.pt (a finished imf trial is needed)")
-    planned = yaml.safe_load((args.run_dir / "config.yaml").read_text())["policy"]["n_action_steps"]
+    policy = yaml.safe_load((args.run_dir / "config.yaml").read_text())["policy"]
+    planned = policy["n_action_steps"]
+    ahead = policy.get("horizon", planned) - policy.get("n_obs_steps", 1) + 1  # predicted from the current step on
     try:
         steps = ([int(s) for s in args.steps.split(",")] if args.steps else
-                 [k for k in (1, 2, 4, 8, 16) if k < planned])
+                 [k for k in (1, 2, 4, 8, 16) if k < planned] + [ahead])
     except ValueError:
         sys.exit(f"action_horizon.py: --steps {args.steps!r}: give whole numbers separated by commas, e.g. 1,2,4")
-    steps = sorted(set(steps) | {planned}, reverse=True)  # the trained horizon first: the pairs' baseline
-    bad = [k for k in steps if not 1 <= k <= planned]
+    bad = [k for k in steps if not 1 <= k <= ahead]
     if bad:
-        sys.exit(f"action_horizon.py: --steps {bad[0]}: this checkpoint plans {planned} actions; give 1..{planned}")
+        sys.exit(f"action_horizon.py: --steps {bad[0]}: this checkpoint predicts {ahead} actions from the "
+                 f"current step; give 1..{ahead}")
+    # the trained horizon first (the pairs' baseline), then the longest
+    steps = [planned] + sorted(set(steps) - {planned}, reverse=True)
     rows = []
     for k in steps:
         rows.append(row(args.run_dir, score(best, k, args.episodes), planned))
-        print(f"{args.run_dir.name}: {k} of {planned} actions a plan: coverage {rows[-1]['selection_score']:.3f}, "
+        print(f"{args.run_dir.name}: {k} actions a plan (ran with {planned}): coverage {rows[-1]['selection_score']:.3f}, "
               f"success {rows[-1]['selection_success']:.3f} ({rows[-1]['eval_s']:.0f} s)", flush=True)
     lines = table(rows)
     print("\n".join(lines))

@@ -22,15 +22,15 @@ def _paired(row: dict[str, Any], base: dict[str, Any], field: str, scale: float)
 def horizon_lines(data, choices: dict[int, str]) -> list[str]:
     """Per run, each executed horizon against the trained one; ``choices``: K -> what was done."""
     rows = data["action_horizon_image"]
-    lines = ["Each row one best.pt executing K of the actions it plans before planning again (written "
+    lines = ["Each row one best.pt executing the first K of the actions it predicts before planning again (written "
              "by benchmarks/claims.py from benchmarks/learning_results/action_horizon_image.json): the same "
              "weights and the same 200 selection seeds, so each gap is paired (the mean of the per-seed "
              "differences ± their SE). These numbers choose a horizon; they are not claims."]
     for run in sorted({r["run"] for r in rows}):
         mine = {r["action_steps"]: r for r in rows if r["run"] == run}
         base = mine[next(iter(mine.values()))["planned"]]
-        lines.append(f"- {run} (training seed {base['seed']}), all {base['planned']} planned actions "
-                     f"executed: selection {base['selection_score']:.3f} ± {base['selection_score_se']:.3f} "
+        lines.append(f"- {run} (training seed {base['seed']}), {base['planned']} actions executed a plan, "
+                     f"as it ran: selection {base['selection_score']:.3f} ± {base['selection_score_se']:.3f} "
                      f"coverage, {100 * base['selection_success']:.1f}% ± "
                      f"{100 * base['selection_success_se']:.1f} success.")
         for k in sorted((k for k in mine if k != base["planned"]), reverse=True):
@@ -38,6 +38,6 @@ def horizon_lines(data, choices: dict[int, str]) -> list[str]:
             suc, suc_clear = _paired(mine[k], base, "per_seed_success", 100)
             beyond = [what for what, clear in (("coverage", cov_clear), ("success", suc_clear)) if clear]
             verdict = f"beyond noise on {' and '.join(beyond)}" if beyond else "within noise on both"
-            lines.append(f"- {run}, {k} of {base['planned']}: coverage {cov}, success {suc}: {verdict}. "
+            lines.append(f"- {run}, {k} executed: coverage {cov}, success {suc}: {verdict}. "
                          f"{choices.get(k, 'Not adopted.')}")
     return lines

@@ -18,7 +18,8 @@ def _run_dir(tmp_path: Path, name: str = "img30-ref") -> Path:
     run = tmp_path / name
     (run / "checkpoints").mkdir(parents=True, exist_ok=True)
     (run / "checkpoints" / "best.pt").write_bytes(b"")
-    config = {"name": "pusht_image_cpu", "policy": {"obs_type": "image", "n_action_steps": 4},
+    config = {"name": "pusht_image_cpu", "policy": {"obs_type": "image", "n_action_steps": 4, "horizon": 5,
+                                                    "n_obs_steps": 1},
               "training": {"seed": 42}}
     (run / "config.yaml").write_text(yaml.safe_dump(config))
     return run
@@ -44,11 +45,11 @@ def results(tmp_path, monkeypatch):
 def test_rows_are_paired_against_the_trained_horizon_and_other_runs_stay(tmp_path, results):
     assert action_horizon.main([str(_run_dir(tmp_path, "older")), "--steps", "2", "--episodes", "4"]) == 0
     for _ in range(2):  # a run measured again replaces its own rows
-        assert action_horizon.main([str(_run_dir(tmp_path)), "--steps", "1,2", "--episodes", "4"]) == 0
+        assert action_horizon.main([str(_run_dir(tmp_path)), "--steps", "1,2,5", "--episodes", "4"]) == 0
     rows = json.loads((results / "action_horizon_image.json").read_text())
-    assert [r["run"] for r in rows] == ["older", "older", "img30-ref", "img30-ref", "img30-ref"]
+    assert [r["run"] for r in rows] == ["older"] * 2 + ["img30-ref"] * 4
     mine = rows[2:]
-    assert [r["action_steps"] for r in mine] == [4, 2, 1]  # the trained horizon first, always scored
+    assert [r["action_steps"] for r in mine] == [4, 5, 2, 1]  # the trained horizon first, always scored
     assert all(r["holdout_score"] is None and r["holdout_looks"] == 0 for r in mine)
     assert mine[0]["selection_score"] == pytest.approx(0.515)
     gap, se = action_horizon.paired_gap(mine, 1, "per_seed")
@@ -59,8 +60,8 @@ def test_rows_are_paired_against_the_trained_horizon_and_other_runs_stay(tmp_pat
 
 @pytest.mark.parametrize("args, words", [
     (["--steps", "two"], "--steps 'two': give whole numbers separated by commas"),
-    (["--steps", "9"], "--steps 9: this checkpoint plans 4 actions; give 1..4"),
-    (["--steps", "0"], "--steps 0: this checkpoint plans 4 actions"),
+    (["--steps", "9"], "--steps 9: this checkpoint predicts 5 actions from the current step; give 1..5"),
+    (["--steps", "0"], "--steps 0: this checkpoint predicts 5 actions"),
 ])
 def test_bad_steps_are_one_line_and_write_nothing(tmp_path, results, args, words):
     with pytest.raises(SystemExit, match=words):

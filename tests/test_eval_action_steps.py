@@ -12,16 +12,17 @@ from imf_process import run_imf
 from test_final_eval import TINY
 
 
-def test_executing_keeps_the_first_k_actions_of_the_planned_chunk():
-    cfg = load_config("pusht_image_cpu")
+def test_executing_takes_up_to_every_action_predicted_from_the_current_step():
+    cfg = load_config("pusht_image_cpu")  # horizon 10, one observation step, 8 executed
     planned = cfg.policy.n_action_steps
     assert executing(cfg, None) is cfg
     assert executing(cfg, 3).policy.n_action_steps == 3
-    assert executing(cfg, planned).policy.n_action_steps == planned
+    assert executing(cfg, 10).policy.n_action_steps == 10  # beyond the 8 it ran with: trained too
     assert cfg.policy.n_action_steps == planned  # the checkpoint's config is left as it was
-    for bad in (0, planned + 1):
-        with pytest.raises(ConfigError, match=rf"--action-steps {bad}: this checkpoint plans {planned} "
-                                              rf"actions at a time; execute 1..{planned} of them"):
+    for bad in (0, 11):
+        with pytest.raises(ConfigError, match=rf"--action-steps {bad}: this checkpoint predicts 10 actions "
+                                              r"from the current step \(horizon 10 - n_obs_steps 1 \+ 1\); "
+                                              r"execute 1..10 of them"):
             executing(cfg, bad)
 
 
@@ -47,11 +48,15 @@ def test_all_planned_actions_is_the_default_and_fewer_are_reported(tiny_checkpoi
     assert planned == load_config("smoke").policy.n_action_steps
     assert _eval(tiny_checkpoint, "--action-steps", str(planned))["per_seed"] == default["per_seed"]
     assert _eval(tiny_checkpoint, "--action-steps", "1")["action_steps"] == 1
+    smoke = load_config("smoke").policy
+    ahead = smoke.horizon - smoke.n_obs_steps + 1
+    assert ahead > planned  # the test reaches past the trained chunk
+    assert _eval(tiny_checkpoint, "--action-steps", str(ahead))["action_steps"] == ahead
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("args, words", [
-    (["--action-steps", "99"], "--action-steps 99: this checkpoint plans"),
+    (["--action-steps", "99"], "--action-steps 99: this checkpoint predicts"),
     (["--action-steps", "0"], "--action-steps 0: execute at least 1 action of each plan"),
     (["--holdout", "--action-steps", "2"], "--holdout scores on the holdout seeds with the checkpoint's own "
                                            "settings; drop --action-steps"),

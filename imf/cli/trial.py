@@ -56,7 +56,7 @@ def eval_(
     workers: int = typer.Option(None, "--workers", help="Simulator worker processes (default: the config's)."),
     noise_seed: int = typer.Option(None, "--noise-seed", help="Seed of the sampling noise (default: the trial's training.seed, as in its rollouts)."),
     holdout: bool = typer.Option(False, "--holdout", help="Score on the holdout seeds (900000..; --n-test of them, default 200), for a claim; the look is appended to the run's holdout.json."),
-    action_steps: int = typer.Option(None, "--action-steps", help="Execute the first K actions of each planned chunk before planning again (1..the checkpoint's policy.n_action_steps; default all of them)."),
+    action_steps: int = typer.Option(None, "--action-steps", help="Execute the first K predicted actions before planning again (1..horizon - n_obs_steps + 1 of the checkpoint; default its policy.n_action_steps)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Score a checkpoint on the test seeds (or, with --holdout, the holdout seeds): score, success rate, per-seed scores."""

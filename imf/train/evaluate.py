@@ -131,15 +131,24 @@ def check_options(n_test: int | None, start_seed: int | None, n_workers: int | N
 
 
 def executing(cfg: Config, action_steps: int | None) -> Config:
-    """``cfg`` with the first ``action_steps`` of each planned chunk executed before the policy
-    plans again (receding horizon); the chunk the checkpoint was trained to plan bounds it."""
+    """``cfg`` with the first ``action_steps`` of each predicted chunk executed before the policy
+    plans again (receding horizon): at most the actions the model predicts from the current step
+    on (horizon - n_obs_steps + 1), all of them trained, whatever n_action_steps it ran with."""
     if action_steps is None:
         return cfg
-    planned = cfg.policy.n_action_steps
-    if not 1 <= action_steps <= planned:
-        raise ConfigError(f"--action-steps {action_steps}: this checkpoint plans {planned} actions "
-                          f"at a time; execute 1..{planned} of them")
-    return replace(cfg, policy=replace(cfg.policy, n_action_steps=action_steps))
+    p = cfg.policy
+    ahead = p.horizon - p.n_obs_steps + 1
+    if not 1 <= action_steps <= ahead:
+        raise ConfigError(f"--action-steps {action_steps}: this checkpoint predicts {ahead} actions from "
+                          f"the current step (horizon {p.horizon} - n_obs_steps {p.n_obs_steps} + 1); "
+                          f"execute 1..{ahead} of them")
+    return replace(cfg, policy=replace(p, n_action_steps=action_steps))
+
+
+def _returning(policy: ImfPolicy | ActionEnsemble, n_action_steps: int) -> None:
+    """Make ``policy`` (and an ensemble's members) return chunks of ``n_action_steps``."""
+    for part in [policy, *getattr(policy, "members", [])]:
+        part.n_action_steps = n_action_steps
 
 
 def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int | None = None,
@@ -154,6 +163,7 @@ def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int |
                  test_start_seed=start_seed if start_seed is not None else ev.test_start_seed,
                  n_workers=n_workers if n_workers is not None else ev.n_workers)
     cfg = replace(executing(cfg, action_steps), eval=ev)
+    _returning(policy, cfg.policy.n_action_steps)
     seeds = test_seeds(ev)
     # By default the training-time rollout's generator seed, so the same seeds give the same
     # score; another noise_seed re-scores with other sampling noise (its spread is the noise).
