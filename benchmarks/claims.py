@@ -203,7 +203,9 @@ def readme_learning(data: Data) -> list[str]:
         "",
         f"Data: {' and '.join(map(str, sorted(episodes)))} scripted demonstrations (imf's expert, made on the machine). One torch thread a "
         "run, its budget on the cpu clock, on a 2-core machine shared with other work "
-        "(benchmarks/learning.py; JSON in benchmarks/learning_results/).",
+        "(benchmarks/learning.py; JSON in benchmarks/learning_results/). A CPU-minute is that machine's: "
+        "the training samples beside each result, and the samples figure below, are what carry to "
+        "another (benchmarks/RESULTS.md, \"The image preset against its target, and what limits it\").",
         "",
         preset_line(data, "keypoints", "the T's 9 keypoints and the agent position, 128 x 2"),
         preset_line(data, "image_preset", "96 x 96 images and the agent position, one frame a step, the small encoder"),
