@@ -312,7 +312,8 @@ IMAGE_AGAINST = {"img30-res64": "img30-obs1", "img30-ref": "img30-obs1",
                  **{name: "img30-ref" for name in ("img30-bs128", "img30-crop76", "img30-ratio075",
                                                     "img30-ema995", "img30-lr1e3")},
                  "img30-crop76-s43": "img30-ref-s43"}
-HORIZON_CHOICES: dict[int, str] = {}  # executed actions a plan -> what was done (default: not adopted)
+# executed actions a plan -> what was done (default: not adopted)
+HORIZON_CHOICES: dict[int, str] = {10: "Not adopted: the two checkpoints do not agree beyond noise."}
 KEYPOINT_CHOICES = {"lr2e3": "Adopted in `pusht_lowdim_cpu` (and so `demo`): the success gain.",
                     "lr2e3r75": "Not adopted: its coverage gain came with less success than lr2e3 alone."}
 
