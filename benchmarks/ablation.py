@@ -1,13 +1,16 @@
 """What buys learning per CPU-second: one change at a time against the same baseline and budget.
 
-    python benchmarks/ablation.py run NAME [key=value ...] [--obs image] [--minutes 30] [--threads 1] [--out DIR]
+    python benchmarks/ablation.py run NAME [key=value ...] [--obs image] [--minutes 30 | --samples 6e5]
+                                 [--threads 1] [--out DIR]
     python benchmarks/ablation.py table DIR [--baseline NAME] [--no-write]
 
 `run` trains one `imf trial` of a preset (--obs keypoints: pusht_lowdim_cpu, the default; --obs
 image: pusht_image_cpu; or --preset NAME) with the overrides, for a
-budget on the cpu clock (CPU seconds / torch threads: the same training on a shared machine),
-nice'd, and re-scores its best.pt on 200 selection seeds (500000..). A run's best checkpoint is
-chosen on the 50 test seeds (its rollouts); a change is adopted on the selection seeds. The holdout
+budget on the cpu clock (CPU seconds / torch threads), or with --samples for a fixed number of
+training samples: the cpu clock makes runs equal in CPU time, not in samples, which the machine
+and the load beside a run move by a quarter or more (benchmarks/RESULTS.md, "Ablations, image:
+what they say"); a change's own cost per sample is image_step.py's to measure. Nice'd; it
+re-scores its best.pt on 200 selection seeds (500000..). A run's best checkpoint is chosen on the 50 test seeds (its rollouts); a change is adopted on the selection seeds. The holdout
 (900000..) is never looked at here: a preset chosen by this table is claimed by
 benchmarks/learning.py, on the holdout, after the choice.
 `table` reads every run folder under DIR into the ablation table of benchmarks/RESULTS.md and
@@ -29,6 +32,8 @@ import yaml
 from results_file import write_section
 from run_record import read_record
 
+from imf.config import load_config
+from imf.errors import ImfError
 from imf.store.summary import observed_status
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,15 +41,33 @@ RESULTS_DIR = ROOT / "benchmarks" / "learning_results"
 PRESETS = {"keypoints": "pusht_lowdim_cpu", "image": "pusht_image_cpu"}
 # overrides that say how a run was measured or kept, not what it trains
 NOT_A_CHANGE = ("training.time_budget_s=", "training.budget_clock=", "logging.swanlab=", "logging.trackers=",
-                "training.snapshot_every=")
+                "training.snapshot_every=", "training.num_epochs=")
 SELECTION = 200  # best.pt on this many selection seeds; ablations never look at the holdout
 UNFINISHED = ("running", "interrupted")  # still training, or its process is gone: its budget was not spent
 HOLDOUT_FIELDS = ("holdout_score", "holdout_score_se", "holdout_success", "holdout_success_se")
 
 
-def run(name: str, overrides: list[str], minutes: float, threads: int, out: Path, preset: str) -> int:
-    cmd = [sys.executable, "-m", "imf", "trial", preset, f"training.time_budget_s={minutes * 60:g}",
-           "training.budget_clock=cpu", "logging.trackers=none", *overrides,
+def budget(preset: str, overrides: list[str], minutes: float, samples: float | None) -> list[str]:
+    """The overrides that size a run: ``minutes`` on the cpu clock, or with ``samples`` a fixed
+    number of training samples (epochs of the preset's max_train_steps x batch_size, no time
+    budget), the same on any machine and under any load."""
+    if samples is None:
+        return [f"training.time_budget_s={minutes * 60:g}", "training.budget_clock=cpu"]
+    if samples <= 0:
+        sys.exit(f"ablation.py: --samples {samples:g}: give a positive number of training samples, e.g. 6e5")
+    try:
+        training = load_config(preset, overrides).training
+    except ImfError as exc:
+        sys.exit(f"ablation.py: {exc}")
+    if training.max_train_steps is None:
+        sys.exit(f"ablation.py: --samples needs training.max_train_steps (the steps of an epoch) set in "
+                 f"{preset} or the overrides; it is null")
+    epochs = max(1, round(samples / (training.max_train_steps * training.batch_size)))
+    return ["training.time_budget_s=null", f"training.num_epochs={epochs}"]
+
+
+def run(name: str, overrides: list[str], sizing: list[str], threads: int, out: Path, preset: str) -> int:
+    cmd = [sys.executable, "-m", "imf", "trial", preset, *sizing, "logging.trackers=none", *overrides,
            "--out", str(out / name), "--id", name, "--store", "none", "--final-eval", str(SELECTION)]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     out.mkdir(parents=True, exist_ok=True)
@@ -124,7 +147,10 @@ def main() -> None:
     r = sub.add_parser("run")
     r.add_argument("name")
     r.add_argument("overrides", nargs="*")
-    r.add_argument("--minutes", type=float, default=30.0)
+    size = r.add_mutually_exclusive_group()
+    size.add_argument("--minutes", type=float, default=30.0, help="CPU-minutes of training (the cpu clock)")
+    size.add_argument("--samples", type=float, default=None,
+                      help="training samples instead (e.g. 6e5): equal across machines and loads")
     r.add_argument("--threads", type=int, default=1)
     r.add_argument("--obs", choices=sorted(PRESETS), default="keypoints")
     r.add_argument("--preset", help="a preset instead of --obs's")
@@ -136,8 +162,9 @@ def main() -> None:
     t.add_argument("--only", action="store_true", help="only the folders under DIR: drop the committed rows")
     args = parser.parse_args()
     if args.what == "run":
-        sys.exit(run(args.name, args.overrides, args.minutes, args.threads, args.out,
-                     args.preset or PRESETS[args.obs]))
+        preset = args.preset or PRESETS[args.obs]
+        sizing = budget(preset, args.overrides, args.minutes, args.samples)
+        sys.exit(run(args.name, args.overrides, sizing, args.threads, args.out, preset))
     print(table(args.folder, args.baseline, not args.no_write, args.only))
 
 
