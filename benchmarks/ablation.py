@@ -81,11 +81,11 @@ def read_run(folder: Path) -> dict | None:
     the folder holds no finished, scored run."""
     if not (folder / "summary.json").is_file():
         return None
-    record = read_record(folder)
-    status = observed_status(record["status"], folder)
-    if status in UNFINISHED:
+    status = observed_status(json.loads((folder / "summary.json").read_text()).get("status"), folder)
+    if status in UNFINISHED:  # before its record: a run just begun has no logs yet
         print(f"ablation.py: skipped {folder.name}: {status} (a row is a finished run)", file=sys.stderr)
         return None
+    record = read_record(folder)
     if record["best_test_score"] is None:
         return None
     change = [o for o in record["overrides"] if not o.startswith(NOT_A_CHANGE)]

@@ -303,6 +303,13 @@ IMAGE_CHOICES = {"img30-obs1": "Adopted in `pusht_image_cpu`: the gain on both, 
                  "img30-ref": "Not a change: today's preset run again, on this session's machine, whose "
                               "step costs 1.4-1.5x the CPU (Image training step: what it says); the "
                               "baseline of the rows run beside it.",
+                 "img30-bs128": "Not adopted: worse at the same samples (it ran beside img30-ref).",
+                 "img30-lr1e3": "Not adopted: worse, at more samples.",
+                 **dict.fromkeys(("img30-crop76", "img30-ratio075", "img30-ema995"),
+                                 "Not adopted yet: its samples were 1.25x the baseline's, as were "
+                                 "img30-ema995's, whose step costs the same: the load, not the change, gave "
+                                 "most of them, so the gain is not the change's alone (to run again at equal "
+                                 "samples: ablation.py run --samples)."),
                  "img30-res64": "Not adopted yet: the success gain is one training seed at 30 minutes "
                                 "with coverage within noise, and adopting it means measuring the preset "
                                 "again on the holdout at 60 minutes with two seeds (not run yet)."}

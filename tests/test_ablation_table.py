@@ -60,6 +60,9 @@ def test_a_run_still_training_or_gone_is_skipped_and_said(tmp_path, capsys):
     # "running" with no live process holding the folder's lock reads as interrupted
     assert ablation.read_run(_trial_folder(tmp_path, "cut-short", "running")) is None
     assert "skipped cut-short: interrupted (a row is a finished run)" in capsys.readouterr().err
+    begun = _trial_folder(tmp_path, "begun", "running")
+    (begun / "logs.json.txt").unlink()  # a run just started has written no log line yet
+    assert ablation.read_run(begun) is None
     row = ablation.read_run(_trial_folder(tmp_path, "done", "completed"))
     assert row["name"] == "done" and row["samples"] == 6400
 
