@@ -306,10 +306,10 @@ IMAGE_CHOICES = {"img30-obs1": "Adopted in `pusht_image_cpu`: the gain on both, 
                  "img30-bs128": "Not adopted: worse at the same samples (it ran beside img30-ref).",
                  "img30-lr1e3": "Not adopted: worse, at more samples.",
                  **dict.fromkeys(("img30-crop76", "img30-ratio075", "img30-ema995"),
-                                 "Not adopted yet: its samples were 1.25x the baseline's, as were "
-                                 "img30-ema995's, whose step costs the same: the load, not the change, gave "
-                                 "most of them, so the gain is not the change's alone (to run again at equal "
-                                 "samples: ablation.py run --samples)."),
+                                 "Not adopted yet: it made 1.25-1.27x the baseline's samples, as "
+                                 "img30-ema995 did with the baseline's own step cost: img30-ref ran slower "
+                                 "than the rows after it, so the gain is not the change's alone (to run "
+                                 "again at equal samples: ablation.py run --samples)."),
                  "img30-res64": "Not adopted yet: the success gain is one training seed at 30 minutes "
                                 "with coverage within noise, and adopting it means measuring the preset "
                                 "again on the holdout at 60 minutes with two seeds (not run yet)."}
