@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import yaml
 
+from claims_choices import HORIZON_CHOICES, IMAGE_AGAINST, IMAGE_CHOICES, KEYPOINT_CHOICES
 from claims_data import readme_more_data, results_curricula, results_data_scaling
 from claims_horizon import horizon_lines
 from claims_samples import filmstrip_lines, image_limits, samples_lines
@@ -296,33 +297,6 @@ def _by_baseline(rows: list[dict[str, Any]], baseline: str, against: dict[str, s
         refs += [r["name"] for r in mine]
     return ordered
 
-
-IMAGE_CHOICES = {"img30-obs1": "Adopted in `pusht_image_cpu`: the gain on both, at 1.7x the samples a "
-                               "CPU-second (its budget was later raised to 60 CPU-minutes, also on the "
-                               "selection seeds: Learning, image preset).",
-                 "img30-ref": "Not a change: today's preset run again, on this session's machine, whose "
-                              "step costs 1.4-1.5x the CPU (Image training step: what it says); the "
-                              "baseline of the rows run beside it.",
-                 "img30-bs128": "Not adopted: worse at the same samples (it ran beside img30-ref).",
-                 "img30-lr1e3": "Not adopted: worse, at more samples.",
-                 **dict.fromkeys(("img30-crop76", "img30-ratio075", "img30-ema995"),
-                                 "Not adopted yet: it made 1.25-1.27x the baseline's samples, as "
-                                 "img30-ema995 did with the baseline's own step cost: img30-ref ran slower "
-                                 "than the rows after it, so the gain is not the change's alone (to run "
-                                 "again at equal samples: ablation.py run --samples)."),
-                 "img30-res64": "Not adopted yet: the success gain is one training seed at 30 minutes "
-                                "with coverage within noise, and adopting it means measuring the preset "
-                                "again on the holdout at 60 minutes with two seeds (not run yet)."}
-# run after n_obs_steps=1 was adopted; img30-ref: today's preset again, on a later (slower) machine,
-# the baseline of every row run beside it
-IMAGE_AGAINST = {"img30-res64": "img30-obs1", "img30-ref": "img30-obs1",
-                 **{name: "img30-ref" for name in ("img30-bs128", "img30-crop76", "img30-ratio075",
-                                                    "img30-ema995", "img30-lr1e3")},
-                 "img30-crop76-s43": "img30-ref-s43"}
-# executed actions a plan -> what was done (default: not adopted)
-HORIZON_CHOICES: dict[int, str] = {10: "Not adopted: the two checkpoints do not agree beyond noise."}
-KEYPOINT_CHOICES = {"lr2e3": "Adopted in `pusht_lowdim_cpu` (and so `demo`): the success gain.",
-                    "lr2e3r75": "Not adopted: its coverage gain came with less success than lr2e3 alone."}
 
 PASSAGES: dict[str, tuple[str, Callable[[Data], list[str]]]] = {
     "results-data-scaling": ("benchmarks/RESULTS.md", results_data_scaling),
