@@ -11,11 +11,18 @@ IMAGE_CHOICES = {"img30-obs1": "Adopted in `pusht_image_cpu`: the gain on both, 
                               "baseline of the rows run beside it.",
                  "img30-bs128": "Not adopted: worse at the same samples (it ran beside img30-ref).",
                  "img30-lr1e3": "Not adopted: worse, at more samples.",
-                 **dict.fromkeys(("img30-crop76", "img30-ratio075", "img30-ema995"),
-                                 "Not adopted yet: it made 1.25-1.27x the baseline's samples, as "
+                 **dict.fromkeys(("img30-ratio075", "img30-ema995"),
+                                 "Not adopted yet: it made 1.25x the baseline's samples, as "
                                  "img30-ema995 did with the baseline's own step cost: img30-ref ran slower "
                                  "than the rows after it, so the gain is not the change's alone (to run "
                                  "again at equal samples: ablation.py run --samples)."),
+                 "img30-crop76": "Not adopted: it made 1.27x the baseline's samples, as img30-ema995 "
+                                 "did with the baseline's own step cost, and at the second training seed "
+                                 "(img30-crop76-s43, run beside its baseline) the gain is within noise.",
+                 "img30-ref-s43": "Not a change: the preset at training seed 43, the baseline of "
+                                  "img30-crop76-s43 run beside it.",
+                 "img30-crop76-s43": "Not adopted: at the second training seed, run beside its baseline "
+                                     "(the one pair equal in its load), the gain is within noise.",
                  "img30-res64": "Not adopted yet: the success gain is one training seed at 30 minutes "
                                 "with coverage within noise, and adopting it means measuring the preset "
                                 "again on the holdout at 60 minutes with two seeds (not run yet)."}
@@ -24,7 +31,7 @@ IMAGE_CHOICES = {"img30-obs1": "Adopted in `pusht_image_cpu`: the gain on both, 
 IMAGE_AGAINST = {"img30-res64": "img30-obs1", "img30-ref": "img30-obs1",
                  **{name: "img30-ref" for name in ("img30-bs128", "img30-crop76", "img30-ratio075",
                                                     "img30-ema995", "img30-lr1e3")},
-                 "img30-crop76-s43": "img30-ref-s43"}
+                 "img30-crop76-s43": "img30-ref-s43", "img30-ref-s43": "img30-ref"}
 # executed actions a plan -> what was done (default: not adopted)
 HORIZON_CHOICES: dict[int, str] = {10: "Not adopted: the two checkpoints do not agree beyond noise."}
 KEYPOINT_CHOICES = {"lr2e3": "Adopted in `pusht_lowdim_cpu` (and so `demo`): the success gain.",
