@@ -10,7 +10,8 @@ budget on the cpu clock (CPU seconds / torch threads), or with --samples for a f
 training samples: the cpu clock makes runs equal in CPU time, not in samples, which the machine
 and the load beside a run move by a quarter or more (benchmarks/RESULTS.md, "Ablations, image:
 what they say"); a change's own cost per sample is image_step.py's to measure. Nice'd; it
-re-scores its best.pt on 200 selection seeds (500000..). A run's best checkpoint is chosen on the 50 test seeds (its rollouts); a change is adopted on the selection seeds. The holdout
+re-scores its best.pt on 200 selection seeds (500000..). A run's best checkpoint is chosen on the
+50 test seeds (its rollouts); a change is adopted on the selection seeds. The holdout
 (900000..) is never looked at here: a preset chosen by this table is claimed by
 benchmarks/learning.py, on the holdout, after the choice.
 `table` reads every run folder under DIR into the ablation table of benchmarks/RESULTS.md and

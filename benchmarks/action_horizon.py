@@ -1,6 +1,6 @@
 """The action horizon without retraining: one best.pt replanning every K steps, on the selection seeds.
 
-    python benchmarks/action_horizon.py RUN_DIR [--steps 1,2,4,8] [--episodes 200] [--no-write]
+    python benchmarks/action_horizon.py RUN_DIR [--steps 1,2,4,10] [--episodes 200] [--no-write]
 
 The policy predicts horizon - n_obs_steps + 1 actions from the current step on (10 in
 `pusht_image_cpu`), and the simulator executes the first `policy.n_action_steps` of them (8) before
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import yaml
 from results_file import write_section
 
 from imf.config.eval_seeds import SELECTION
+from imf.stats import standard_error
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "benchmarks" / "learning_results"
@@ -48,14 +48,11 @@ def score(checkpoint: Path, k: int, episodes: int) -> dict:
 
 
 def _mean_se(values: list[float]) -> tuple[float, float]:
-    n = len(values)
-    mean = sum(values) / n
-    var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
-    return mean, math.sqrt(var / n)
+    return sum(values) / len(values), standard_error(values)
 
 
-def row(run_dir: Path, scored: dict, planned: int) -> dict:
-    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+def row(run_dir: Path, config: dict, scored: dict) -> dict:
+    planned = config["policy"]["n_action_steps"]
     seeds = sorted(scored["per_seed"], key=int)
     cover = [float(scored["per_seed"][s]) for s in seeds]
     success = [float(scored["per_seed_success"][s]) for s in seeds]
@@ -99,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     best = args.run_dir / "checkpoints" / "best.pt"
     if not best.is_file():
         sys.exit(f"action_horizon.py: {args.run_dir} has no checkpoints/best.pt (a finished imf trial is needed)")
-    policy = yaml.safe_load((args.run_dir / "config.yaml").read_text())["policy"]
+    config = yaml.safe_load((args.run_dir / "config.yaml").read_text())
+    policy = config["policy"]
     planned = policy["n_action_steps"]
     ahead = policy.get("horizon", planned) - policy.get("n_obs_steps", 1) + 1  # predicted from the current step on
     try:
@@ -115,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     steps = [planned] + sorted(set(steps) - {planned}, reverse=True)
     rows = []
     for k in steps:
-        rows.append(row(args.run_dir, score(best, k, args.episodes), planned))
+        rows.append(row(args.run_dir, config, score(best, k, args.episodes)))
         print(f"{args.run_dir.name}: {k} actions a plan (ran with {planned}): coverage {rows[-1]['selection_score']:.3f}, "
               f"success {rows[-1]['selection_success']:.3f} ({rows[-1]['eval_s']:.0f} s)", flush=True)
     lines = table(rows)

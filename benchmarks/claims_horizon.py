@@ -6,14 +6,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from action_horizon import paired_gap
+
 Z = 1.96
 
 
-def _paired(row: dict[str, Any], base: dict[str, Any], field: str, scale: float) -> tuple[str, bool]:
-    diffs = [a - b for a, b in zip(row[field], base[field])]
-    n = len(diffs)
-    mean = sum(diffs) / n
-    se = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1) / n) if n > 1 else 0.0
+def _paired(rows: dict[int, dict[str, Any]], k: int, field: str, scale: float) -> tuple[str, bool]:
+    mean, se = paired_gap(list(rows.values()), k, field)
     z = mean / se if se > 0 else (0.0 if mean == 0 else math.inf)
     unit, digits = (" points", 1) if scale == 100 else ("", 3)
     return f"{scale * mean:+.{digits}f} ± {scale * se:.{digits}f}{unit} (z {z:+.2f})", abs(z) > Z
@@ -34,8 +33,8 @@ def horizon_lines(data, choices: dict[int, str]) -> list[str]:
                      f"coverage, {100 * base['selection_success']:.1f}% ± "
                      f"{100 * base['selection_success_se']:.1f} success.")
         for k in sorted((k for k in mine if k != base["planned"]), reverse=True):
-            cov, cov_clear = _paired(mine[k], base, "per_seed", 1)
-            suc, suc_clear = _paired(mine[k], base, "per_seed_success", 100)
+            cov, cov_clear = _paired(mine, k, "per_seed", 1)
+            suc, suc_clear = _paired(mine, k, "per_seed_success", 100)
             beyond = [what for what, clear in (("coverage", cov_clear), ("success", suc_clear)) if clear]
             verdict = f"beyond noise on {' and '.join(beyond)}" if beyond else "within noise on both"
             lines.append(f"- {run}, {k} executed: coverage {cov}, success {suc}: {verdict}. "
