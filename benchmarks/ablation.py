@@ -2,7 +2,7 @@
 
     python benchmarks/ablation.py run NAME [key=value ...] [--obs image] [--minutes 30 | --samples 6e5]
                                  [--threads 1] [--out DIR]
-    python benchmarks/ablation.py table DIR [--baseline NAME] [--no-write]
+    python benchmarks/ablation.py table DIR [--baseline NAME] [--name image_samples] [--no-write]
 
 `run` trains one `imf trial` of a preset (--obs keypoints: pusht_lowdim_cpu, the default; --obs
 image: pusht_image_cpu; or --preset NAME) with the overrides, for a
@@ -29,12 +29,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
 from results_file import write_section
 from run_record import read_record
+from sizing import sizing
 
-from imf.config import load_config
-from imf.errors import ImfError
 from imf.store.summary import observed_status
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,27 +46,8 @@ UNFINISHED = ("running", "interrupted")  # still training, or its process is gon
 HOLDOUT_FIELDS = ("holdout_score", "holdout_score_se", "holdout_success", "holdout_success_se")
 
 
-def budget(preset: str, overrides: list[str], minutes: float, samples: float | None) -> list[str]:
-    """The overrides that size a run: ``minutes`` on the cpu clock, or with ``samples`` a fixed
-    number of training samples (epochs of the preset's max_train_steps x batch_size, no time
-    budget), the same on any machine and under any load."""
-    if samples is None:
-        return [f"training.time_budget_s={minutes * 60:g}", "training.budget_clock=cpu"]
-    if samples <= 0:
-        sys.exit(f"ablation.py: --samples {samples:g}: give a positive number of training samples, e.g. 6e5")
-    try:
-        training = load_config(preset, overrides).training
-    except ImfError as exc:
-        sys.exit(f"ablation.py: {exc}")
-    if training.max_train_steps is None:
-        sys.exit(f"ablation.py: --samples needs training.max_train_steps (the steps of an epoch) set in "
-                 f"{preset} or the overrides; it is null")
-    epochs = max(1, round(samples / (training.max_train_steps * training.batch_size)))
-    return ["training.time_budget_s=null", f"training.num_epochs={epochs}"]
-
-
-def run(name: str, overrides: list[str], sizing: list[str], threads: int, out: Path, preset: str) -> int:
-    cmd = [sys.executable, "-m", "imf", "trial", preset, *sizing, "logging.trackers=none", *overrides,
+def run(name: str, overrides: list[str], sized: list[str], threads: int, out: Path, preset: str) -> int:
+    cmd = [sys.executable, "-m", "imf", "trial", preset, *sized, "logging.trackers=none", *overrides,
            "--out", str(out / name), "--id", name, "--store", "none", "--final-eval", str(SELECTION)]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     out.mkdir(parents=True, exist_ok=True)
@@ -100,12 +79,14 @@ def _pm(value: float | None, se: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}f}" + (f" ± {se:.{digits}f}" if se is not None else "")
 
 
-def committed(obs: str) -> list[dict]:
-    path = RESULTS_DIR / f"ablations_{obs}.json"
+def committed(name: str) -> list[dict]:
+    path = RESULTS_DIR / f"ablations_{name}.json"
     return json.loads(path.read_text()) if path.is_file() else []
 
 
-def table(folder: Path, baseline: str | None, write: bool, only: bool = False) -> str:
+def table(folder: Path, baseline: str | None, write: bool, only: bool = False, name: str | None = None) -> str:
+    """The table of every scored run under ``folder`` beside the committed rows of
+    ablations_<name>.json (``name``: the runs' observations unless given)."""
     if not folder.is_dir():
         sys.exit(f"ablation.py: {folder} is not a folder of run folders")
     entries = [e for e in (read_run(d) for d in sorted(folder.iterdir()) if d.is_dir()) if e]
@@ -113,16 +94,21 @@ def table(folder: Path, baseline: str | None, write: bool, only: bool = False) -
         sys.exit(f"ablation.py: no scored run folders under {folder}")
     if not only:
         again = {e["name"] for e in entries}
-        entries += [e for e in committed(entries[0]["obs"]) if e["name"] not in again]
+        entries += [e for e in committed(name or entries[0]["obs"]) if e["name"] not in again]
     for e in entries:  # the fields of every learning record; an ablation never looks at the holdout
         e.update({k: None for k in HOLDOUT_FIELDS}, holdout_looks=0)
     entries.sort(key=lambda e: (e["name"] != baseline, e["name"]))
-    obs = entries[0]["obs"]
-    section = f"## Ablations, {obs} (benchmarks/ablation.py)"
+    name = name or entries[0]["obs"]
+    section = f"## Ablations, {name.replace('_', ', ')} (benchmarks/ablation.py)"
+    if all(e.get("budget_s") for e in entries):
+        sized = ("budget on the cpu clock (each run's own CPU seconds: runs sharing the 2 cores get the same CPU "
+                 "time, not the same samples, which the change's own cost, the load beside it and the machine "
+                 "move: see samples/s)")
+    else:
+        sized = ("a run without a budget trained a fixed number of samples (`--samples`: equal across machines "
+                 "and loads; samples/s over its own CPU seconds, the change's own cost beside the load)")
     lines = [section, "", f"`python benchmarks/ablation.py run NAME key=value ...` per row, then "
-             f"`table`; 1 torch thread per run, budget on the cpu clock (each run's own CPU seconds: runs "
-             f"sharing the 2 cores get the same CPU time, not the same samples, which the change's own cost, "
-             f"the load beside it and the machine move: see samples/s), best.pt re-scored on {SELECTION} selection seeds "
+             f"`table`; 1 torch thread per run, {sized}, best.pt re-scored on {SELECTION} selection seeds "
              f"(500000..): these columns chose the settings, so they are not claims. Scores are mean coverage "
              f"± SE; best success: the best test rollout's (50 test seeds).",
              "", "| run | change | steps | samples/s | best test score | best success | selection coverage | selection success |",
@@ -138,7 +124,7 @@ def table(folder: Path, baseline: str | None, write: bool, only: bool = False) -
     if write:
         write_section(section, text)
         RESULTS_DIR.mkdir(exist_ok=True)
-        (RESULTS_DIR / f"ablations_{obs}.json").write_text(json.dumps(entries, indent=1) + "\n")
+        (RESULTS_DIR / f"ablations_{name}.json").write_text(json.dumps(entries, indent=1) + "\n")
     return text
 
 
@@ -161,12 +147,14 @@ def main() -> None:
     t.add_argument("--baseline", default=None)
     t.add_argument("--no-write", action="store_true")
     t.add_argument("--only", action="store_true", help="only the folders under DIR: drop the committed rows")
+    t.add_argument("--name", help="the table's name: ablations_<name>.json and its section (default: the "
+                   "runs' observations), e.g. image_samples for a batch at equal samples")
     args = parser.parse_args()
     if args.what == "run":
         preset = args.preset or PRESETS[args.obs]
-        sizing = budget(preset, args.overrides, args.minutes, args.samples)
-        sys.exit(run(args.name, args.overrides, sizing, args.threads, args.out, preset))
-    print(table(args.folder, args.baseline, not args.no_write, args.only))
+        sized = sizing("ablation.py", preset, args.overrides, args.minutes, args.samples)
+        sys.exit(run(args.name, args.overrides, sized, args.threads, args.out, preset))
+    print(table(args.folder, args.baseline, not args.no_write, args.only, args.name))
 
 
 if __name__ == "__main__":

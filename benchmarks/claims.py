@@ -12,128 +12,20 @@ selection numbers are labelled as what chose a setting.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import re
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
-
+from claims_base import ClaimError, Data, coverage_success, gap, pct, preset
 from claims_choices import HORIZON_CHOICES, IMAGE_AGAINST, IMAGE_CHOICES, KEYPOINT_CHOICES
+from claims_compare import comparisons, equal_compute, equal_in
 from claims_data import readme_more_data, results_curricula, results_data_scaling
 from claims_horizon import horizon_lines
 from claims_samples import filmstrip_lines, image_limits, samples_lines
 
 ROOT = Path(__file__).resolve().parent.parent
-Z = 1.96
-
-
-class ClaimError(Exception):
-    """A passage cannot be written or checked: a JSON file, a run or a marker is missing."""
-
-
-class Data:
-    """The JSON under ``root``/benchmarks/learning_results, loaded on first use."""
-
-    def __init__(self, root: Path) -> None:
-        self.folder = root / "benchmarks" / "learning_results"
-        self._files: dict[str, Any] = {}
-
-    def __getitem__(self, name: str) -> Any:
-        if name not in self._files:
-            path = self.folder / f"{name}.json"
-            if not path.is_file():
-                raise ClaimError(f"{path} is missing: its passages cannot be written")
-            self._files[name] = json.loads(path.read_text())
-        return self._files[name]
-
-    def run(self, name: str, objective: str, seed: int) -> dict[str, Any]:
-        found = [r for r in self[name] if r.get("objective") == objective and r.get("seed") == seed]
-        if len(found) != 1 or "holdout_score" not in found[0]:
-            raise ClaimError(f"{self.folder / name}.json: expected one {objective} run of training seed "
-                             f"{seed} with a holdout look, found {len(found)}")
-        return found[0]
-
-    def seeds(self, name: str, objective: str = "imf") -> list[int]:
-        """The training seeds of ``objective``'s runs; for imf (every passage's subject) at least one."""
-        seeds = sorted({r["seed"] for r in self[name] if r.get("objective") == objective})
-        if not seeds and objective == "imf":
-            raise ClaimError(f"{self.folder / name}.json holds no imf run with its objective and seed")
-        return seeds
-
-
-def pct(value: float) -> str:
-    return f"{100 * value:.1f}%"
-
-
-def coverage_success(run: dict[str, Any], prefix: str = "holdout") -> str:
-    return (f"{run[f'{prefix}_score']:.3f} ± {run[f'{prefix}_score_se']:.3f} coverage, "
-            f"{pct(run[f'{prefix}_success'])} ± {100 * run[f'{prefix}_success_se']:.1f} success")
-
-
-def gap(a: dict[str, Any], b: dict[str, Any], key: str, points: bool = False,
-        seeds: str = "holdout") -> tuple[str, bool]:
-    """a - b on ``seeds`` with its SE and z; whether it is beyond 1.96 SE."""
-    diff = a[f"{seeds}_{key}"] - b[f"{seeds}_{key}"]
-    se = math.hypot(a[f"{seeds}_{key}_se"], b[f"{seeds}_{key}_se"])
-    z = diff / se if se > 0 else (0.0 if diff == 0 else math.inf)
-    scale, unit, digits = (100, " points", 1) if points else (1, "", 3)
-    return f"{scale * diff:+.{digits}f} ± {scale * se:.{digits}f}{unit} (z {z:+.2f})", abs(z) > Z
-
-
-def comparison(data: Data, name: str, other: str, label: str) -> list[str]:
-    """imf against ``other`` per training seed: a tie only where every seed ties, and no claim
-    across seeds where one of them has no run of ``other``."""
-    seeds = data.seeds(name)
-    parts, beyond, missing = [], [], []
-    for seed in seeds:
-        if seed not in data.seeds(name, other):
-            missing.append(seed)
-            parts.append(f"seed {seed}: no {label} run")
-            continue
-        a, b = data.run(name, "imf", seed), data.run(name, other, seed)
-        cov, cov_clear = gap(a, b, "score")
-        suc, suc_clear = gap(a, b, "success", points=True)
-        parts.append(f"seed {seed}: coverage {cov}, success {suc}")
-        for what, key, clear in (("coverage", "score", cov_clear), ("success", "success", suc_clear)):
-            if clear:
-                ahead = "imf-1" if a[f"holdout_{key}"] > b[f"holdout_{key}"] else label
-                beyond.append(f"seed {seed}'s {what} ({ahead} ahead)")
-    if not data.seeds(name, other):
-        raise ClaimError(f"{data.folder / name}.json has no {other} run")
-    if beyond:
-        reading = f"not a tie: {', '.join(beyond)} beyond 1.96 SE"
-        reading += f"; seed {', '.join(map(str, missing))} not measured" if missing else ""
-    elif missing:
-        reading = (f"no difference beyond 1.96 SE where measured; with no {label} run at seed "
-                   f"{', '.join(map(str, missing))}, no tie is claimed across seeds")
-    else:
-        reading = "a tie: no difference beyond 1.96 SE on any seed"
-    return [f"- imf-1 minus {label}, holdout, per training seed: {'; '.join(parts)}. Reading: {reading}."]
-
-
-def comparisons(data: Data, name: str) -> list[str]:
-    """imf against ddpm-100 and flow-1, each where it has runs (and says so where it has none)."""
-    lines = []
-    for other, label in (("ddpm", "ddpm-100"), ("flow", "flow-1")):
-        if data.seeds(name, other):
-            lines += comparison(data, name, other, label)
-        else:
-            lines.append(f"- {label}: no run on the holdout yet, so no comparison with it is stated.")
-    return lines
-
-
-def eval_seconds(data: Data, name: str, objective: str) -> str:
-    values = [round(r["eval_s"]) for r in data[name] if r.get("objective") == objective]
-    return f"{min(values)}-{max(values)} s" if min(values) != max(values) else f"{values[0]} s"
-
-
-def preset(data: Data, name: str) -> dict[str, Any]:
-    """A shipped preset's own YAML (its keys as written, without its base)."""
-    return yaml.safe_load((data.folder.parents[1] / "imf" / "configs" / f"{name}.yaml").read_text())
 
 
 def anchors_line(data: Data) -> str:
@@ -171,24 +63,6 @@ def budget_choice(data: Data, name: str, other: str) -> str:
             f"not the holdout): "
             f"{a_min:.0f} CPU-minutes minus {b_min:.0f}, per training seed: {'; '.join(parts)}. "
             f"The preset ships {shipped:.0f}.")
-
-
-# what an equal-compute record ran at, where that is not its preset's setting today
-COMPARED_AT = {"keypoints": "the same backbone",
-               "image": "the same backbone and encoder, two observation steps: the image preset before its ablations"}
-
-
-def equal_compute(data: Data, name: str) -> list[str]:
-    """imf-1 against ddpm-100 and flow-1 from one kind of observation, and their evaluation cost."""
-    minutes = data.run(name, "imf", data.seeds(name)[0])["budget_s"] / 60
-    lines = [f"- Equal compute from {'images' if name == 'image' else name} ({COMPARED_AT[name]}; "
-             f"{minutes:.0f} minutes), imf at one sampling step against ddpm at 100 and flow at one; a "
-             f"difference is claimed beyond 1.96 SE, a tie only where every seed ties:",
-             *("  " + line for line in comparisons(data, name))]
-    if data.seeds(name, "ddpm"):
-        lines.append(f"  A 50-episode evaluation took {eval_seconds(data, name, 'imf')} for imf-1 against "
-                     f"{eval_seconds(data, name, 'ddpm')} for ddpm-100 (one process each, the shared machine).")
-    return lines
 
 
 def readme_learning(data: Data) -> list[str]:
@@ -239,7 +113,11 @@ def readme_main_job(data: Data) -> list[str]:
 
 def results_learning(data: Data, name: str) -> list[str]:
     """RESULTS' reading of one learning.py table: selection beside holdout, per run."""
-    whose = {"image_preset": "the image preset's runs",
+    whose = {"image": "the equal-compute image runs (imf: the preset's own runs; ddpm-100 and flow-1 trained "
+                      "to their compute)",
+             "image_twostep": "the equal-compute image runs at two observation steps, before the preset's "
+                              "ablations",
+             "image_preset": "the image preset's runs",
              "image_preset30": "the image preset's runs at 30 CPU-minutes, before its budget was raised"}.get(
                  name, f"the {name} runs")
     lines = [f"What {whose} say (written by benchmarks/claims.py from "
@@ -250,7 +128,7 @@ def results_learning(data: Data, name: str) -> list[str]:
             raise ClaimError(f"benchmarks/learning_results/{name}.json: run {run.get('id')} has no holdout look")
         best = f"{run['best_test_score']:.3f} with {pct(run['best_test_success'])} success at epoch {run['best_epoch']}"
         lines.append(f"- {run['label']}: {run['steps']} steps ({run['samples'] / 1e6:.2f}M samples) in "
-                     f"{run['train_min']:.0f} minutes; best test rollout {best}; selection "
+                     f"{run['train_min']:.0f} CPU-minutes; best test rollout {best}; selection "
                      f"{coverage_success(run, 'selection')}; holdout {coverage_success(run)}, "
                      f"{run['holdout_near_misses']} of {run['holdout_episodes']} holdout episodes near misses "
                      f"(score >= 0.90 without success).")
@@ -305,7 +183,9 @@ PASSAGES: dict[str, tuple[str, Callable[[Data], list[str]]]] = {
     "readme-main-job": ("README.md", readme_main_job),
     "readme-learning": ("README.md", readme_learning),
     "results-learning-keypoints": ("benchmarks/RESULTS.md", lambda d: results_learning(d, "keypoints")),
-    "results-learning-image": ("benchmarks/RESULTS.md", lambda d: results_learning(d, "image")),
+    "results-learning-image": ("benchmarks/RESULTS.md", lambda d: [
+        *results_learning(d, "image"), f"- What the comparison was equal in: {equal_in(d, 'image')}."]),
+    "results-learning-image-twostep": ("benchmarks/RESULTS.md", lambda d: results_learning(d, "image_twostep")),
     "results-learning-image-preset": ("benchmarks/RESULTS.md", lambda d: [
         *results_learning(d, "image_preset"), budget_choice(d, "image_preset", "image_preset30")]),
     "results-learning-image-preset30": ("benchmarks/RESULTS.md", lambda d: results_learning(d, "image_preset30")),

@@ -59,7 +59,7 @@ def image_limits(data) -> list[str]:
     """Whether the image preset reached its target on the holdout, and what the JSON says limits it:
     samples per CPU-second, and the scores of images and keypoints at about the same samples."""
     runs = [r for r in data["image_preset"] if r["objective"] == "imf"]
-    two = [r for r in data["image"] if r["objective"] == "imf"]
+    two = [r for r in data["image_twostep"] if r["objective"] == "imf"]
     keys = [r for r in data["keypoints"] if r["objective"] == "imf"]
     per_seed = "; ".join(f"seed {r['seed']} {r['holdout_score']:.3f} / {100 * r['holdout_success']:.1f}%" for r in runs)
     lines = []

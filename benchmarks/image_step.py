@@ -1,6 +1,6 @@
 """What one training step of the image preset costs, per variant, on the cpu clock.
 
-    python benchmarks/image_step.py [--reps 7] [--no-write]
+    python benchmarks/image_step.py [--reps 7] [--no-write]   # RESULTS.md and learning_results/image_step.json
 
 The whole step of `pusht_image_cpu` (random crop, encoder, iMF loss, backward, AdamW) on a fixed
 batch of 64; the variants are timed in the same rounds, interleaved, in CPU seconds of this
@@ -9,18 +9,21 @@ kept, so load from other work hits all of them alike. Variants: the shipped step
 the random crop gathered with one index per pixel (how imf cropped before 2026-12-02; kept here
 only as the reference the ratio is measured against); and the image ablations whose step costs
 differ (benchmarks/ablation.py: `policy.encoder_resolution=64`, `policy.crop_shape=76`,
-`objective.options.equal_time_ratio=0.75`, `training.batch_size=128`): their CPU a sample against
-the shipped step's, measured in the same rounds. An ablation run's samples per CPU-second against
+`objective.options.equal_time_ratio=0.75`, `training.batch_size=128`), and the flow and ddpm
+objectives on the same policy (the equal-compute comparison of benchmarks/learning.py): their CPU
+a sample against the shipped step's, measured in the same rounds. An ablation run's samples per CPU-second against
 its baseline's, read beside this ratio, say how much the load on the shared cores moved it.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -34,6 +37,7 @@ from imf.policy import ImfPolicy
 from imf.registry.options import fill_options
 
 SECTION = "## Image training step (benchmarks/image_step.py)"
+RESULTS = Path(__file__).resolve().parent / "learning_results"  # image_step.json: what claims.py reads
 BATCH = 64
 
 
@@ -54,7 +58,10 @@ SHIPPED_CROP = encoder.crop_images
 VARIANTS = {"shipped": ([], SHIPPED_CROP), "crop by per-pixel gather (before)": ([], gather_crop),
             **{change: ([change], SHIPPED_CROP) for change in (  # the image ablations whose step costs differ
                 "policy.encoder_resolution=64", "policy.crop_shape=76", "objective.options.equal_time_ratio=0.75",
-                "training.batch_size=128")}}
+                "training.batch_size=128",
+                # the equal-compute comparison's other objectives (benchmarks/learning.py): their step
+                # against imf's says whether equal samples are equal compute
+                "objective.name=flow", "objective.name=ddpm")}}
 
 
 @contextmanager
@@ -119,10 +126,15 @@ def main() -> None:
     if args.reps < 1:
         raise SystemExit(f"image_step.py: --reps must be >= 1, got {args.reps}")
     torch.set_num_threads(1)
-    text = render(measure(args.reps), args.reps)
+    times = measure(args.reps)
+    text = render(times, args.reps)
     print(text)
     if not args.no_write:
         write_section(SECTION, text)
+        record = {"measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": platform.machine(),
+                  "torch": torch.__version__, "reps": args.reps, "load_average": round(os.getloadavg()[0], 2),
+                  "variants": {name: {"cpu_s_per_step": t, "batch": b} for name, (t, b) in times.items()}}
+        (RESULTS / "image_step.json").write_text(json.dumps(record, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -4,12 +4,18 @@
     python benchmarks/learning.py --minutes 15 --runs imf:1:42,imf:1:43,ddpm:100:42,ddpm:100:43 --threads 1
                                                        # objective:steps[:training seed]
     python benchmarks/learning.py --obs image --minutes 60 --runs imf:1:42,imf:1:43 --parallel 2 --threads 1
+    python benchmarks/learning.py --obs image --samples 2.34e6 --runs ddpm:100:42,flow:1:42 --parallel 2 --threads 1 \
+        --set training.snapshot_every=10 --with image_preset  # equal compute beside the preset's own imf runs
     python benchmarks/learning.py --collect runs/learning/keypoints   # runs already trained: look, record
     python benchmarks/learning.py --collect runs/preset --name image_preset   # another record beside image.json
 
 Each run is a real `imf trial` of the CPU preset (pusht_lowdim_cpu, or pusht_image_cpu for
 --obs image) with `training.time_budget_s` on the cpu clock (CPU seconds / torch threads: the
-training an idle machine gives, unchanged when the machine is shared), nice'd. The seeds, each
+training an idle machine gives, unchanged when the machine is shared), or with --samples a fixed
+number of training samples (the same on any machine; benchmarks/sizing.py), nice'd. Equal compute
+across objectives whose step costs differ is samples in the ratio of their CPU a sample
+(benchmarks/image_step.py measures it); --with NAME puts runs recorded before (e.g. the preset's
+own imf runs) beside the new ones in one record. The seeds, each
 with one job (imf/config/eval_seeds.py): the trial's rollouts on the 50 test seeds choose its
 best checkpoint; best.pt is re-scored on 200 selection seeds (final_eval.json), and looked at
 once on 200 holdout seeds (holdout.json): the holdout is what README quotes, and nothing here is
@@ -32,6 +38,7 @@ from pathlib import Path
 
 from results_file import write_section
 from run_record import read_record
+from sizing import sizing
 
 ROOT = Path(__file__).resolve().parent.parent
 EPISODES = 200  # best.pt on this many selection seeds, and on as many holdout seeds
@@ -52,13 +59,13 @@ def _imf(args: list[str], threads: int | None, log: Path | None = None, **kw) ->
         return subprocess.run(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, **kw)
 
 
-def train(out: Path, obs: str, objective: str, steps: int, seed: int | None, minutes: float,
+def train(out: Path, obs: str, objective: str, steps: int, seed: int | None, sized: list[str],
           threads: int | None, extra: list[str]) -> Path:
     """One trial, then best.pt on the selection seeds and one look at the holdout."""
     name = run_name(objective, steps, seed)
     steps_key = "objective.options.steps" if objective == "ddpm" else "objective.sample_steps"
     args = ["trial", PRESETS[obs], f"objective.name={objective}", f"{steps_key}={steps}",
-            f"training.time_budget_s={minutes * 60:g}", "training.budget_clock=cpu", "logging.trackers=none",
+            *sized, "logging.trackers=none",
             *([f"training.seed={seed}"] if seed is not None else []), *extra, "--out", str(out / name),
             "--store", "none", "--final-eval", str(EPISODES), "--holdout", "--id", f"learning-{obs}-{name}"]
     print("$ imf " + " ".join(args), flush=True)
@@ -95,26 +102,44 @@ def record_of(run_dir: Path, threads: int | None) -> dict:
     return record
 
 
+def joined_records(names: list[str]) -> list[dict]:
+    """The imf runs of committed records, each marked with the record it came from."""
+    records = []
+    for name in names:
+        path = RESULTS_DIR / f"{name}.json"
+        if not path.is_file():
+            sys.exit(f"learning.py: --with {name}: no record {path}")
+        records += [{**r, "record": r.get("record") or f"{name}.json"}
+                    for r in json.loads(path.read_text()) if r.get("objective") == "imf"]
+    return records
+
+
 def _pm(value: float | None, se: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}" + ("" if se is None else f" ± {se:.{digits}f}")
 
 
 def table(records: list[dict], obs: str, machine: str | None, name: str) -> list[str]:
     where = machine or f"{platform.machine()}, {os.cpu_count()} cores"
-    minutes = sorted({round((r["budget_s"] or 0) / 60, 1) for r in records})
+    minutes = sorted({round(r["budget_s"] / 60, 1) for r in records if r["budget_s"]})
+    sized = [f"{', '.join(f'{m:g}' for m in minutes)} training minutes a run on the cpu clock (each run's own "
+             f"CPU seconds: the same training when runs share the cores)"] if minutes else []
+    if any(not r["budget_s"] for r in records):
+        sized.append("a run without a budget trained a fixed number of samples (--samples; CPU min: its own CPU "
+                     "minutes of training)")
+    joined = sorted({r["record"] for r in records if r.get("record")})
     title = f"## Learning, {obs} observations" + (f", {name}" if name != obs else "")
     lines = [f"{title} (benchmarks/learning.py)", "",
-             f"`python benchmarks/learning.py --obs {obs}{f' --name {name}' if name != obs else ''}` on {where}; {', '.join(f'{m:g}' for m in minutes)} "
-             f"training minutes a run on the cpu clock (each run's own CPU seconds: the same training when "
-             f"runs share the cores), one torch thread a run, nice'd, beside other work. Best test: the "
+             f"`python benchmarks/learning.py --obs {obs}{f' --name {name}' if name != obs else ''}` on {where}"
+             + (f" (the runs from {', '.join(joined)} were trained earlier, on their own record's machine)" if joined else "")
+             + f"; {'; '.join(sized)}; one torch thread a run, nice'd, beside other work. Best test: the "
              f"rollout (50 test seeds) that chose best.pt, its score ± SE and success. Selection and "
              f"holdout: best.pt on {EPISODES} selection seeds (500000..) and {EPISODES} holdout seeds "
              f"(900000..), mean coverage ± SE and success ± SE; each run looked at the holdout once. "
              f"Eval s: one 50-episode `imf eval` on the shared machine, process start included.", "",
-             "| run | steps | samples | best test | best test success | selection coverage | selection success "
-             "| holdout coverage | holdout success | eval s |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "| run | steps | samples | CPU min | best test | best test success | selection coverage | selection success "
+             "| holdout coverage | holdout success | eval s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in records:
-        lines.append(f"| {r['label']} | {r['steps']} | {r['samples'] / 1e6:.2f}M | "
+        lines.append(f"| {r['label']} | {r['steps']} | {r['samples'] / 1e6:.2f}M | {r['train_min']:.1f} | "
                      f"{_pm(r['best_test_score'], r['best_test_score_se'])} | {r['best_test_success']:.2f} | "
                      f"{_pm(r.get('selection_score'), r.get('selection_score_se'))} | "
                      f"{_pm(r.get('selection_success'), r.get('selection_success_se'))} | "
@@ -162,7 +187,10 @@ def parse_runs(text: str) -> list[tuple[str, int, int | None]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--obs", choices=sorted(PRESETS), default="keypoints")
-    parser.add_argument("--minutes", type=float, default=15.0, help="training minutes per run (cpu clock)")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--minutes", type=float, default=15.0, help="training minutes per run (cpu clock)")
+    size.add_argument("--samples", type=float, default=None, help="training samples per run instead (e.g. 1.9e6): "
+                      "whole epochs nearest it, the same on any machine and load; the cpu clock only times it")
     parser.add_argument("--runs", default="imf:1:42,flow:1:42,ddpm:100:42", help="objective:steps[:seed], comma-separated")
     parser.add_argument("--out", type=Path, default=Path("runs/learning"))
     parser.add_argument("--collect", type=Path, help="record the trained run folders under this folder instead")
@@ -172,6 +200,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="torch threads per run (the cpu clock divides by it)")
     parser.add_argument("--name", help="the record's name: <name>.json, learning_curves_<name>.png and the "
                         "section's title (default: the observations, keypoints or image)")
+    parser.add_argument("--with", dest="joined", action="append", default=[], metavar="NAME",
+                        help="the imf runs of a committed record (learning_results/NAME.json) join this one as "
+                        "they are, e.g. the preset's own runs beside ddpm and flow trained to match them")
     parser.add_argument("--no-write", action="store_true", help="print the table, leave RESULTS.md and docs/ alone")
     args = parser.parse_args()
     if not args.minutes > 0 or args.parallel < 1:
@@ -188,19 +219,20 @@ def main() -> None:
         for run_dir in run_dirs:
             look_at_holdout(run_dir, args.threads)
     else:
+        sized = sizing("learning.py", PRESETS[args.obs], args.set, args.minutes, args.samples)
         out = (args.out / args.obs).resolve()
         out.mkdir(parents=True, exist_ok=True)
         with ThreadPoolExecutor(args.parallel) as pool:
-            run_dirs = list(pool.map(lambda run: train(out, args.obs, *run, args.minutes, args.threads, args.set),
+            run_dirs = list(pool.map(lambda run: train(out, args.obs, *run, sized, args.threads, args.set),
                                      parse_runs(args.runs)))
-    records = [record_of(d, args.threads) for d in run_dirs]
+    records = [*joined_records(args.joined), *(record_of(d, args.threads) for d in run_dirs)]
     name = args.name or records[0]["obs"]
     lines = table(records, records[0]["obs"], args.machine, name)
     print("\n".join(lines))
     if not args.no_write:
         obs = records[0]["obs"]
         figure = "learning_curves.png" if name == "keypoints" else f"learning_curves_{name}.png"
-        plot(records, ROOT / "docs" / figure, f"PushT from {obs}: one torch thread a run, budget on the cpu clock")
+        plot(records, ROOT / "docs" / figure, f"PushT from {obs}: one torch thread a run, training minutes on the cpu clock")
         write_section(lines[0], lines)
         (RESULTS_DIR / f"{name}.json").write_text(json.dumps(records, indent=1) + "\n")
 

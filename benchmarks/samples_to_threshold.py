@@ -110,8 +110,8 @@ def curve_of(run_dir: Path, points: int, episodes: int, threads: int, coverage: 
 
 
 # the learning.py records whose runs' claims stand beside the curves, with their observations
-LEARNING_RECORDS = (("keypoints", "keypoints"), ("keypoints", "keypoints30"), ("image", "image"),
-                    ("image", "image_preset"), ("image", "image_preset30"))
+LEARNING_RECORDS = (("keypoints", "keypoints"), ("keypoints", "keypoints30"), ("image", "image_twostep"),
+                    ("image", "image"), ("image", "image_preset"), ("image", "image_preset30"))
 
 
 def merged(new: list[dict], committed: list[dict]) -> list[dict]:
@@ -127,8 +127,8 @@ def claimed_points() -> list[dict]:
     for obs, name in LEARNING_RECORDS:
         path = RESULTS_DIR / f"{name}.json"
         for r in json.loads(path.read_text()) if path.is_file() else []:
-            if r.get("holdout_score") is None or not r["curve"]:
-                continue
+            if r.get("holdout_score") is None or not r["curve"] or r.get("record"):
+                continue  # no claim, or a run joined from the record where it is claimed already
             best = max(r["curve"], key=lambda c: c[2])  # [minutes, samples, score, success]; the first max
             points.append({"label": f"{name}.json: {r['label']} (best.pt)", "obs": obs, "objective": r["objective"],
                            "seed": r["seed"], "budget_s": r["budget_s"], "samples": best[1],

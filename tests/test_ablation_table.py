@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import ablation  # noqa: E402
+from sizing import sizing  # noqa: E402
 
 
 def _row(name: str, score: float) -> dict:
@@ -68,19 +69,19 @@ def test_a_run_still_training_or_gone_is_skipped_and_said(tmp_path, capsys):
 
 
 def test_a_samples_budget_is_epochs_of_the_preset_steps_and_batch():
-    assert ablation.budget("pusht_image_cpu", [], 30, None) == ["training.time_budget_s=1800",
-                                                               "training.budget_clock=cpu"]
-    # 250 steps an epoch of 64: 16000 samples; of 128: 32000
-    assert ablation.budget("pusht_image_cpu", [], 30, 6.4e5) == ["training.time_budget_s=null", "training.num_epochs=40"]
-    assert ablation.budget("pusht_image_cpu", ["training.batch_size=128"], 30, 6.4e5)[1] == "training.num_epochs=20"
+    assert sizing("x", "pusht_image_cpu", [], 30, None) == ["training.time_budget_s=1800", "training.budget_clock=cpu"]
+    # 250 steps an epoch of 64: 16000 samples; of 128: 32000. The cpu clock stays, to time the run
+    assert sizing("x", "pusht_image_cpu", [], 30, 6.4e5) == ["training.time_budget_s=null", "training.budget_clock=cpu",
+                                                             "training.num_epochs=40"]
+    assert sizing("x", "pusht_image_cpu", ["training.batch_size=128"], 30, 6.4e5)[-1] == "training.num_epochs=20"
 
 
 @pytest.mark.parametrize("preset, overrides, samples, words", [
     ("pusht_image_imf", [], 6e5, "--samples needs training.max_train_steps (the steps of an epoch) set in "
                                  "pusht_image_imf or the overrides; it is null"),
-    ("pusht_image_cpu", [], -1, "--samples -1: give a positive number of training samples"),
+    ("pusht_image_cpu", [], -1, "ablation.py: --samples -1: give a positive number of training samples"),
     ("pusht_image_cpu", ["training.batch_sise=1"], 6e5, "training.batch_sise"),
 ])
 def test_a_bad_samples_budget_is_one_line(preset, overrides, samples, words):
     with pytest.raises(SystemExit, match=re.escape(words)):
-        ablation.budget(preset, overrides, 30, samples)
+        sizing("ablation.py", preset, overrides, 30, samples)
