@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from claims_base import ClaimError, Data, coverage_success, gap, pct, preset
 from claims_choices import HORIZON_CHOICES, IMAGE_AGAINST, IMAGE_CHOICES, KEYPOINT_CHOICES
-from claims_compare import comparisons, equal_compute, equal_in
+from claims_compare import comparisons, equal_compute, equal_in, step_costs
 from claims_data import readme_more_data, results_curricula, results_data_scaling
 from claims_horizon import horizon_lines
 from claims_samples import filmstrip_lines, image_limits, samples_lines
@@ -146,9 +146,12 @@ def results_ablations(data: Data, name: str, baseline: str, adopted: dict[str, s
             raise ClaimError(f"benchmarks/learning_results/{name}.json: no baseline run {wanted!r}")
     base = by_name[baseline]
     after = ", or the run named where a row was run after a change was adopted" if against else ""
+    sized = not any(r.get("budget_s") for r in rows)  # every run trained a fixed number of samples
+    equal = ("Each pair is equal in training samples, not in CPU seconds: the CPU ratio is the change's own "
+             "cost per sample and the load beside it" if sized else "Each pair is equal in CPU seconds, not in "
+             "samples: the samples ratio is the change's own cost and the load beside it")
     lines = [f"Against {baseline} on the 200 selection seeds{after} (written by benchmarks/claims.py from "
-             f"benchmarks/learning_results/{name}.json). Each pair is equal in CPU seconds, not in samples: "
-             f"the samples ratio is the change's own cost and the load beside it. These numbers chose the "
+             f"benchmarks/learning_results/{name}.json). {equal}. These numbers chose the "
              f"settings, so they are not claims: the shipped preset's numbers are its holdout runs (Learning).",
              f"- {baseline}: selection {coverage_success(base, 'selection')}."]
     for row in _by_baseline(rows, baseline, against):
@@ -161,7 +164,9 @@ def results_ablations(data: Data, name: str, baseline: str, adopted: dict[str, s
         versus = f" ({row['name']}" + ("" if ref is base else f", against {ref['name']}") + ")"
         lines.append(f"- {change}{versus}: coverage {cov}, success {suc}: {verdict}, at "
                      f"{row['samples'] / ref['samples']:.2f}x the samples ({row['samples'] / 1e6:.2f}M against "
-                     f"{ref['samples'] / 1e6:.2f}M). {adopted.get(row['name'], 'Not adopted.')}")
+                     f"{ref['samples'] / 1e6:.2f}M)"
+                     + (f" and {row['train_min'] / ref['train_min']:.2f}x the CPU seconds" if sized else "")
+                     + f". {adopted.get(row['name'], 'Not adopted.')}")
     return lines
 
 
@@ -185,6 +190,7 @@ PASSAGES: dict[str, tuple[str, Callable[[Data], list[str]]]] = {
     "results-learning-keypoints": ("benchmarks/RESULTS.md", lambda d: results_learning(d, "keypoints")),
     "results-learning-image": ("benchmarks/RESULTS.md", lambda d: [
         *results_learning(d, "image"), f"- What the comparison was equal in: {equal_in(d, 'image')}."]),
+    "results-image-step": ("benchmarks/RESULTS.md", step_costs),
     "results-learning-image-twostep": ("benchmarks/RESULTS.md", lambda d: results_learning(d, "image_twostep")),
     "results-learning-image-preset": ("benchmarks/RESULTS.md", lambda d: [
         *results_learning(d, "image_preset"), budget_choice(d, "image_preset", "image_preset30")]),

@@ -107,3 +107,17 @@ def equal_compute(data: Data, name: str) -> list[str]:
                      + ("; imf-1's on its own record's machine, flow-1 runs the same one network pass)" if joined else ")")
                      + ".")
     return lines
+
+
+def step_costs(data: Data) -> list[str]:
+    """The CPU a sample of the flow and ddpm steps against imf's, from image_step.json."""
+    step = data["image_step"]
+    shipped = step["variants"]["shipped"]["cpu_s_per_step"]
+    costs = [f"{objective} {step['variants'][f'objective.name={objective}']['cpu_s_per_step'] / shipped:.2f}x"
+             for objective in ("flow", "ddpm") if f"objective.name={objective}" in step["variants"]]
+    if not costs:
+        raise ClaimError(f"{data.folder / 'image_step.json'}: no flow or ddpm step measured")
+    return [f"- CPU a training sample against the iMF step's (image_step.json, {step['measured']}, median of "
+            f"{step['reps']} interleaved rounds): {', '.join(costs)}. The iMF loss differentiates the network "
+            f"along its input (a JVP) beside the backward pass; flow and ddpm do not, so at equal CPU they train "
+            f"on more samples."]

@@ -232,7 +232,8 @@ def main() -> None:
     if not args.no_write:
         obs = records[0]["obs"]
         figure = "learning_curves.png" if name == "keypoints" else f"learning_curves_{name}.png"
-        plot(records, ROOT / "docs" / figure, f"PushT from {obs}: one torch thread a run, training minutes on the cpu clock")
+        plot(records, ROOT / "docs" / figure, f"PushT from {obs}: one torch thread a run, training minutes on the cpu clock"
+             + (" of each run's own machine" if args.joined else ""))
         write_section(lines[0], lines)
         (RESULTS_DIR / f"{name}.json").write_text(json.dumps(records, indent=1) + "\n")
 

@@ -44,6 +44,24 @@ def test_committed_rows_stay_and_a_folder_measured_again_replaces_its_row(tmp_pa
     assert {r["name"] for r in json.loads((results / "ablations_image.json").read_text())} == {"old", "new"}
 
 
+def test_a_named_table_of_runs_sized_by_samples_keeps_its_own_json_and_section(tmp_path, monkeypatch):
+    results = tmp_path / "learning_results"
+    results.mkdir()
+    (results / "ablations_image.json").write_text(json.dumps([_row("img30-base", 0.5)]))  # another table
+    sections = []
+    monkeypatch.setattr(ablation, "RESULTS_DIR", results)
+    monkeypatch.setattr(ablation, "write_section", lambda section, text: sections.append(section))
+    runs = tmp_path / "runs"
+    for name in ("base", "ema"):
+        (runs / name).mkdir(parents=True)
+    monkeypatch.setattr(ablation, "read_run", lambda folder: {**_row(folder.name, 0.7), "budget_s": None})
+    text = ablation.table(runs, "base", write=True, name="image_samples")
+    assert sections == ["## Ablations, image, samples (benchmarks/ablation.py)"]
+    assert "trained a fixed number of samples" in text and "budget on the cpu clock" not in text
+    assert {r["name"] for r in json.loads((results / "ablations_image_samples.json").read_text())} == {"base", "ema"}
+    assert [r["name"] for r in json.loads((results / "ablations_image.json").read_text())] == ["img30-base"]
+
+
 def _trial_folder(root: Path, name: str, status: str) -> Path:
     folder = root / name
     folder.mkdir(parents=True)

@@ -103,3 +103,15 @@ def test_bad_sizes_are_one_line(args, words):
                            "--no-write", "--out", "/nonexistent/never"], capture_output=True, text=True)
     assert proc.returncode != 0 and words in proc.stderr
     assert not Path("/nonexistent/never").exists()
+
+
+def test_ablations_sized_by_samples_are_read_as_equal_in_samples_with_their_cpu(results):
+    import claims
+    rows = [{**_record("imf", 42, 800_000, None, train_min=20.0), "name": "base", "change": []},
+            {**_record("imf", 42, 800_000, None, train_min=24.0, selection_score=0.9), "name": "ema",
+             "change": ["training.ema_max=0.995"]}]
+    (results / "ablations_image_samples.json").write_text(json.dumps(rows))
+    lines = claims.results_ablations(Data(results.parents[1]), "ablations_image_samples", "base", {})
+    assert "Each pair is equal in training samples, not in CPU seconds" in lines[0]
+    assert "at 1.00x the samples (0.80M against 0.80M) and 1.20x the CPU seconds. Not adopted." in lines[-1]
+    assert "coverage +0.100 ± 0.014" in lines[-1] and "beyond noise on coverage" in lines[-1]
