@@ -115,3 +115,21 @@ def test_ablations_sized_by_samples_are_read_as_equal_in_samples_with_their_cpu(
     assert "Each pair is equal in training samples, not in CPU seconds" in lines[0]
     assert "at 1.00x the samples (0.80M against 0.80M) and 1.20x the CPU seconds. Not adopted." in lines[-1]
     assert "coverage +0.100 ± 0.014" in lines[-1] and "beyond noise on coverage" in lines[-1]
+
+
+FIELDS = ("obs", "preset", "objective", "seed", "budget_s", "samples", "selection_score", "selection_score_se",
+          "selection_success", "selection_success_se", "holdout_score", "holdout_score_se", "holdout_success",
+          "holdout_success_se")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "benchmarks" / "learning_results").glob("*image*.json")),
+                         ids=lambda p: p.name)
+def test_every_committed_image_run_carries_the_fields_a_claim_reads(path):
+    data = json.loads(path.read_text())
+    runs = data if isinstance(data, list) else []  # the image_step, filmstrip and horizon files are not runs
+    for run in runs:
+        if "objective" not in run:
+            continue
+        missing = [f for f in FIELDS if f not in run]
+        assert not missing, f"{path.name}: {run.get('id')} lacks {missing}"
+        assert run["obs"] == "image"
