@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from claims_base import ClaimError, Data, coverage_success, gap, pct, preset
-from claims_choices import HORIZON_CHOICES, IMAGE_AGAINST, IMAGE_CHOICES, KEYPOINT_CHOICES
+from claims_choices import (HORIZON_CHOICES, IMAGE_AGAINST, IMAGE_CHOICES, IMAGE_SAMPLES_CHOICES,
+                            KEYPOINT_CHOICES)
 from claims_compare import comparisons, equal_compute, equal_in, step_costs
 from claims_data import readme_more_data, results_curricula, results_data_scaling
 from claims_horizon import horizon_lines
@@ -198,6 +199,8 @@ PASSAGES: dict[str, tuple[str, Callable[[Data], list[str]]]] = {
     "results-learning-keypoints30": ("benchmarks/RESULTS.md", lambda d: results_learning(d, "keypoints30")),
     "results-ablations-image": ("benchmarks/RESULTS.md", lambda d: results_ablations(
         d, "ablations_image", "img30-base", IMAGE_CHOICES, IMAGE_AGAINST)),
+    "results-ablations-image-samples": ("benchmarks/RESULTS.md", lambda d: results_ablations(
+        d, "ablations_image_samples", "img800k-base", IMAGE_SAMPLES_CHOICES)),
     "results-image-limits": ("benchmarks/RESULTS.md", image_limits),
     "results-filmstrip-image": ("benchmarks/RESULTS.md", filmstrip_lines),
     "results-samples": ("benchmarks/RESULTS.md", samples_lines),

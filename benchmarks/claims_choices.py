@@ -36,3 +36,5 @@ IMAGE_AGAINST = {"img30-res64": "img30-obs1", "img30-ref": "img30-obs1",
 HORIZON_CHOICES: dict[int, str] = {10: "Not adopted: the two checkpoints do not agree beyond noise."}
 KEYPOINT_CHOICES = {"lr2e3": "Adopted in `pusht_lowdim_cpu` (and so `demo`): the success gain.",
                     "lr2e3r75": "Not adopted: its coverage gain came with less success than lr2e3 alone."}
+# the batch at equal samples (0.80M, ablations_image_samples.json), each against img800k-base
+IMAGE_SAMPLES_CHOICES: dict[str, str] = {}
