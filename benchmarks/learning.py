@@ -207,6 +207,7 @@ def main() -> None:
     args = parser.parse_args()
     if not args.minutes > 0 or args.parallel < 1:
         sys.exit(f"learning.py: --minutes must be > 0 and --parallel >= 1, got {args.minutes} and {args.parallel}")
+    joined = joined_records(args.joined)  # before any training or look: a bad name costs nothing
     cores = os.cpu_count() or 1
     if args.parallel * (args.threads or 1) > cores:
         print(f"learning.py: warning: {args.parallel} runs x {args.threads or 1} thread(s) on {cores} cores: "
@@ -225,7 +226,7 @@ def main() -> None:
         with ThreadPoolExecutor(args.parallel) as pool:
             run_dirs = list(pool.map(lambda run: train(out, args.obs, *run, sized, args.threads, args.set),
                                      parse_runs(args.runs)))
-    records = [*joined_records(args.joined), *(record_of(d, args.threads) for d in run_dirs)]
+    records = [*joined, *(record_of(d, args.threads) for d in run_dirs)]
     name = args.name or records[0]["obs"]
     lines = table(records, records[0]["obs"], args.machine, name)
     print("\n".join(lines))
