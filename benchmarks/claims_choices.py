@@ -40,6 +40,11 @@ IMAGE_SAMPLES_CHOICES = {
                       "the samples.",
     "img800k-ratio075": f"{WITHIN_AT_EQUAL_SAMPLES}; its gain at 30 CPU-minutes (img30-ratio075) came with "
                         "1.25x the samples.",
+    "img800k-kp64": f"{WITHIN_AT_EQUAL_SAMPLES}.",
+    "img800k-lrconst": "Not adopted yet, the lead for the next batch: beyond noise on both at one training "
+                       "seed and 0.80M samples, where the cosine baseline has decayed to zero; adopting it "
+                       "needs a second training seed, then the preset at 60 CPU-minutes measured again on the "
+                       "holdout with two seeds (not run yet).",
     "img800k-res64": f"{WITHIN_AT_EQUAL_SAMPLES}. Its step costs 0.86x the CPU a sample (Image training "
                      "step), so at equal CPU it trains on more samples: a faster step, not a better input; "
                      "adopting it for its speed means measuring the preset again on the holdout (not run)."}
