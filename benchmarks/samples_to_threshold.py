@@ -114,6 +114,10 @@ LEARNING_RECORDS = (("keypoints", "keypoints"), ("keypoints", "keypoints30"), ("
                     ("image", "image"), ("image", "image_preset"), ("image", "image_preset30"))
 
 
+def _budget_minutes(claim: dict) -> str:
+    return f"{claim['budget_s'] / 60:.0f}" if claim["budget_s"] else "none: a number of samples"
+
+
 def merged(new: list[dict], committed: list[dict]) -> list[dict]:
     """The committed curves whose runs were not measured again, then the new ones, in order."""
     again = {c["run"] for c in new}
@@ -164,7 +168,7 @@ def section(curves: list[dict], claims: list[dict], reference: dict, coverage: f
               "look at 200 holdout seeds), at the samples of the rollout that chose best.pt:", "",
               "| run | budget (CPU-minutes) | samples at best.pt | holdout coverage | holdout success |",
               "|---|---|---|---|---|"]
-    lines += [f"| {c['label']} | {c['budget_s'] / 60:.0f} | {c['samples'] / 1e6:.2f}M | {c['coverage']:.3f} ± "
+    lines += [f"| {c['label']} | {_budget_minutes(c)} | {c['samples'] / 1e6:.2f}M | {c['coverage']:.3f} ± "
               f"{c['coverage_se']:.3f} | {c['success']:.1%} ± {c['success_se']:.1%} |" for c in claims]
     lines += ["", f"Beside it, quoted: {reference['what']}: {reference['coverage']:.3f} coverage and "
               f"{reference['success']:.1%} success on {reference['episodes']} episodes at "
