@@ -46,10 +46,9 @@ def preset_line(data: Data, name: str, what: str) -> str:
             f"seeds, holdout: {per_seed} ({samples} training samples).")
 
 
-def budget_choice(data: Data, name: str, other: str) -> str:
-    """How the image preset's budget was chosen: ``name``'s runs against ``other``'s (the same
-    settings at another budget) on the selection seeds, per training seed."""
-    a_min, b_min = (data.run(n, "imf", data.seeds(n)[0])["budget_s"] / 60 for n in (name, other))
+def selection_choice(data: Data, name: str, other: str, what: str, contrast: str, ships: str) -> str:
+    """How a setting of a preset was chosen: ``name``'s runs minus ``other``'s (the same settings
+    but that one) on the selection seeds, per training seed."""
     parts = []
     for seed in sorted(set(data.seeds(name)) & set(data.seeds(other))):
         a, b = data.run(name, "imf", seed), data.run(other, "imf", seed)
@@ -59,11 +58,18 @@ def budget_choice(data: Data, name: str, other: str) -> str:
     if not parts:
         raise ClaimError(f"{data.folder}: {name}.json and {other}.json share no training seed")
     first = data.run(name, "imf", data.seeds(name)[0])
+    return (f"- {what} was chosen on the selection seeds ({first['selection_episodes']} episodes each, "
+            f"not the holdout): {contrast}, per training seed: {'; '.join(parts)}. {ships}")
+
+
+def budget_choice(data: Data, name: str, other: str) -> str:
+    """How the image preset's budget was chosen: ``name``'s runs against ``other``'s (the same
+    settings at another budget)."""
+    a_min, b_min = (data.run(n, "imf", data.seeds(n)[0])["budget_s"] / 60 for n in (name, other))
+    first = data.run(name, "imf", data.seeds(name)[0])
     shipped = preset(data, first["preset"])["training"]["time_budget_s"] / 60
-    return (f"- Its budget was chosen on the selection seeds ({first['selection_episodes']} episodes each, "
-            f"not the holdout): "
-            f"{a_min:.0f} CPU-minutes minus {b_min:.0f}, per training seed: {'; '.join(parts)}. "
-            f"The preset ships {shipped:.0f}.")
+    return selection_choice(data, name, other, "Its budget", f"{a_min:.0f} CPU-minutes minus {b_min:.0f}",
+                            f"The preset ships {shipped:.0f}.")
 
 
 def readme_learning(data: Data) -> list[str]:

@@ -68,3 +68,9 @@ def gap(a: dict[str, Any], b: dict[str, Any], key: str, points: bool = False,
 def preset(data: Data, name: str) -> dict[str, Any]:
     """A shipped preset's own YAML (its keys as written, without its base)."""
     return yaml.safe_load((data.folder.parents[1] / "imf" / "configs" / f"{name}.yaml").read_text())
+
+
+def cpu_minutes(run: dict[str, Any]) -> float:
+    """A run's training CPU-minutes: its budget on the cpu clock, or, for a run sized by samples
+    (no budget), the CPU-minutes it spent."""
+    return run["budget_s"] / 60 if run.get("budget_s") else run["train_min"]

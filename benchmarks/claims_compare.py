@@ -6,34 +6,49 @@ from claims_base import ClaimError, Data, gap
 
 
 def comparison(data: Data, name: str, other: str, label: str) -> list[str]:
-    """imf against ``other`` per training seed: a tie only where every seed ties, and no claim
-    across seeds where one of them has no run of ``other``."""
-    seeds = data.seeds(name)
-    parts, beyond, missing = [], [], []
-    for seed in seeds:
+    """imf against ``other`` per training seed, read per measure: a tie only where every seed
+    ties, and no claim across seeds where one of them has no run of ``other``."""
+    if not data.seeds(name, other):
+        raise ClaimError(f"{data.folder / name}.json has no {other} run")
+    parts, missing = [], []
+    found: dict[str, list[tuple[int, bool, str]]] = {"coverage": [], "success": []}  # (seed, beyond, ahead)
+    for seed in data.seeds(name):
         if seed not in data.seeds(name, other):
             missing.append(seed)
             parts.append(f"seed {seed}: no {label} run")
             continue
         a, b = data.run(name, "imf", seed), data.run(name, other, seed)
-        cov, cov_clear = gap(a, b, "score")
-        suc, suc_clear = gap(a, b, "success", points=True)
-        parts.append(f"seed {seed}: coverage {cov}, success {suc}")
-        for what, key, clear in (("coverage", "score", cov_clear), ("success", "success", suc_clear)):
-            if clear:
-                ahead = "imf-1" if a[f"holdout_{key}"] > b[f"holdout_{key}"] else label
-                beyond.append(f"seed {seed}'s {what} ({ahead} ahead)")
-    if not data.seeds(name, other):
-        raise ClaimError(f"{data.folder / name}.json has no {other} run")
-    if beyond:
-        reading = f"not a tie: {', '.join(beyond)} beyond 1.96 SE"
-        reading += f"; seed {', '.join(map(str, missing))} not measured" if missing else ""
-    elif missing:
-        reading = (f"no difference beyond 1.96 SE where measured; with no {label} run at seed "
-                   f"{', '.join(map(str, missing))}, no tie is claimed across seeds")
-    else:
-        reading = "a tie: no difference beyond 1.96 SE on any seed"
-    return [f"- imf-1 minus {label}, holdout, per training seed: {'; '.join(parts)}. Reading: {reading}."]
+        texts = []
+        for what, key in (("coverage", "score"), ("success", "success")):
+            text, clear = gap(a, b, key, points=key == "success")
+            texts.append(f"{what} {text}")
+            found[what].append((seed, clear, "imf-1" if a[f"holdout_{key}"] > b[f"holdout_{key}"] else label))
+        parts.append(f"seed {seed}: {', '.join(texts)}")
+    readings = "; ".join(_reading(what, found[what], missing) for what in found)
+    return [f"- imf-1 minus {label}, holdout, per training seed: {'; '.join(parts)}. Reading: {readings}."]
+
+
+def _seeds(seeds: list[int]) -> str:
+    return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+
+
+def _reading(what: str, found: list[tuple[int, bool, str]], missing: list[int]) -> str:
+    """One measure across the training seeds: who is ahead beyond 1.96 SE where, and a tie only
+    where every seed was measured and none is beyond."""
+    unmeasured = f" ({_seeds(missing)} not measured)" if missing else ""
+    within = [seed for seed, clear, _ in found if not clear]
+    leaders: dict[str, list[int]] = {}
+    for seed, clear, ahead in found:
+        if clear:
+            leaders.setdefault(ahead, []).append(seed)
+    if not leaders:
+        return (f"{what} within 1.96 SE at {_seeds(within)}{unmeasured}, so no tie is claimed" if missing
+                else f"{what} within 1.96 SE at every seed (a tie by that rule)")
+    if len(leaders) == 1 and not within and not missing:
+        return f"{what} {next(iter(leaders))} ahead beyond 1.96 SE at every seed"
+    said = [f"{ahead} ahead beyond 1.96 SE at {_seeds(seeds)}" for ahead, seeds in leaders.items()]
+    said += [f"within it at {_seeds(within)}"] if within else []
+    return f"{what} {', '.join(said)}{unmeasured}"
 
 
 def comparisons(data: Data, name: str) -> list[str]:

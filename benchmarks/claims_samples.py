@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from claims_base import cpu_minutes
+
 
 def _reached(curve: dict[str, Any], test) -> str:
     """When ``test`` first held on the curve, and whether every later point held too."""
@@ -51,8 +53,8 @@ def _nearest(curve: dict[str, Any], samples: int) -> dict[str, Any]:
 
 
 def _rate(runs: list[dict]) -> float:
-    """Mean training samples per budget second (the cpu clock: one thread's CPU-second)."""
-    return sum(r["samples"] / r["budget_s"] for r in runs) / len(runs)
+    """Mean training samples per CPU-second of one thread (the cpu clock's seconds)."""
+    return sum(r["samples"] / (60 * cpu_minutes(r)) for r in runs) / len(runs)
 
 
 def image_limits(data) -> list[str]:

@@ -84,8 +84,25 @@ def test_equal_in_weighs_the_samples_by_each_step_against_imfs(results):
 def test_equal_compute_reads_per_seed_and_claims_no_tie_where_a_seed_is_missing(results):
     lines = equal_compute(_comparison(results), "image")
     ddpm = next(line for line in lines if "minus ddpm-100" in line)
-    assert "seed 43: no ddpm-100 run" in ddpm and "no tie is claimed across seeds" in ddpm
+    assert "seed 43: no ddpm-100 run" in ddpm
+    assert "coverage within 1.96 SE at seed 42 (seed 43 not measured), so no tie is claimed" in ddpm
     assert "6 s for flow-1" in lines[-1] and "imf-1's on its own record's machine" in lines[-1]
+
+
+def test_the_reading_is_per_measure_and_a_tie_only_where_every_seed_ties(results):
+    # coverage: within noise at both seeds; success: imf ahead at 42, ddpm ahead at 43 (both beyond)
+    runs = [_record("imf", 42, 1_900_000, 3600.0), _record("imf", 43, 1_900_000, 3600.0, holdout_success=0.2),
+            _record("ddpm", 42, 2_280_000, None, holdout_score=0.79, holdout_success=0.2),
+            _record("ddpm", 43, 2_280_000, None, holdout_score=0.81, holdout_success=0.5)]
+    (results / "image.json").write_text(json.dumps(runs))
+    from claims_compare import comparison
+    [line] = comparison(Data(results.parents[1]), "image", "ddpm", "ddpm-100")
+    assert "Reading: coverage within 1.96 SE at every seed (a tie by that rule); success imf-1 ahead " \
+           "beyond 1.96 SE at seed 42, ddpm-100 ahead beyond 1.96 SE at seed 43." in line
+    runs[3]["holdout_success"] = 0.05  # now imf ahead at both
+    (results / "image.json").write_text(json.dumps(runs))
+    [line] = comparison(Data(results.parents[1]), "image", "ddpm", "ddpm-100")
+    assert line.endswith("success imf-1 ahead beyond 1.96 SE at every seed.")
 
 
 def test_a_step_not_measured_is_a_claim_error(results):
