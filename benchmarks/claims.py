@@ -18,9 +18,9 @@ import textwrap
 from pathlib import Path
 from typing import Any, Callable
 
-from claims_base import ClaimError, Data, coverage_success, gap, pct, preset
+from claims_base import ClaimError, Data, coverage_success, cpu_minutes, gap, pct, preset
 from claims_choices import (HORIZON_CHOICES, IMAGE_AGAINST, IMAGE_CHOICES, IMAGE_SAMPLES_CHOICES,
-                            KEYPOINT_CHOICES)
+                            KEYPOINT_CHOICES, SCHEDULE_CHOICE)
 from claims_compare import comparisons, equal_compute, equal_in, step_costs
 from claims_data import readme_more_data, results_curricula, results_data_scaling
 from claims_horizon import horizon_lines
@@ -70,6 +70,27 @@ def budget_choice(data: Data, name: str, other: str) -> str:
     shipped = preset(data, first["preset"])["training"]["time_budget_s"] / 60
     return selection_choice(data, name, other, "Its budget", f"{a_min:.0f} CPU-minutes minus {b_min:.0f}",
                             f"The preset ships {shipped:.0f}.")
+
+
+def schedule_lines(data: Data) -> list[str]:
+    """The equal-samples lead (the constant learning rate) at the preset's own samples, against the
+    preset's own runs on the selection seeds, per training seed."""
+    name, other = "ablations_image_schedule", "image_preset"
+    lines = [f"Against the preset's own runs ({other}.json: the cosine schedule) on the 200 selection seeds, "
+             f"per training seed (written by benchmarks/claims.py from benchmarks/learning_results/{name}.json). "
+             f"These numbers chose, so they are not claims; nothing was adopted, so no holdout was looked at."]
+    for seed in sorted(set(data.seeds(name)) & set(data.seeds(other))):
+        a, b = data.run(name, "imf", seed), data.run(other, "imf", seed)
+        cov, cov_clear = gap(a, b, "score", seeds="selection")
+        suc, suc_clear = gap(a, b, "success", points=True, seeds="selection")
+        beyond = [what for what, clear in (("coverage", cov_clear), ("success", suc_clear)) if clear]
+        lines.append(f"- seed {seed}, {', '.join(f'`{c}`' for c in a['change'] if 'seed' not in c)} ({a['name']}), "
+                     f"{a['samples'] / 1e6:.2f}M samples in {a['train_min']:.0f} CPU-minutes against "
+                     f"{b['samples'] / 1e6:.2f}M in {cpu_minutes(b):.0f}: selection coverage {cov}, success {suc}: "
+                     + (f"beyond noise on {' and '.join(beyond)}" if beyond else "within noise on both")
+                     + f". Best test rollout (the maximum of the rollouts that chose best.pt, 50 seeds each): "
+                     f"{a['best_test_score']:.3f} against {b['best_test_score']:.3f}.")
+    return lines + [SCHEDULE_CHOICE]
 
 
 def readme_learning(data: Data) -> list[str]:
@@ -207,6 +228,7 @@ PASSAGES: dict[str, tuple[str, Callable[[Data], list[str]]]] = {
         d, "ablations_image", "img30-base", IMAGE_CHOICES, IMAGE_AGAINST)),
     "results-ablations-image-samples": ("benchmarks/RESULTS.md", lambda d: results_ablations(
         d, "ablations_image_samples", "img800k-base", IMAGE_SAMPLES_CHOICES)),
+    "results-ablations-image-schedule": ("benchmarks/RESULTS.md", schedule_lines),
     "results-image-limits": ("benchmarks/RESULTS.md", image_limits),
     "results-filmstrip-image": ("benchmarks/RESULTS.md", filmstrip_lines),
     "results-samples": ("benchmarks/RESULTS.md", samples_lines),
