@@ -44,6 +44,13 @@ IMAGE_SAMPLES_CHOICES = {
     "img800k-lrconst": "Not adopted: the lead of this batch, at one training seed and 0.80M samples; at the "
                        "preset's own 1.90M samples, two training seeds, it is within noise on both (Ablations, "
                        "image, schedule).",
+    "img800k-width32": "Not adopted, a lead: beyond noise on success at one training seed and equal samples, "
+                       "but its step costs more CPU a sample (the 1.36x CPU seconds beside it; the preset's "
+                       "comment has width 16 at 1.7x the samples a second), so at the preset's 60 CPU-minutes "
+                       "it trains on fewer samples. "
+                       "Adopting it needs the preset at width 32 at its own budget on the selection seeds, two "
+                       "training seeds (not run); the constant learning rate's lead at these samples did not "
+                       "hold at the preset's (Ablations, image, schedule).",
     "img800k-res64": f"{WITHIN_AT_EQUAL_SAMPLES}. Its step costs 0.86x the CPU a sample (Image training "
                      "step), so at equal CPU it trains on more samples: a faster step, not a better input; "
                      "adopting it for its speed means measuring the preset again on the holdout (not run)."}
