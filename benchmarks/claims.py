@@ -46,50 +46,56 @@ def preset_line(data: Data, name: str, what: str) -> str:
             f"seeds, holdout: {per_seed} ({samples} training samples).")
 
 
-def selection_choice(data: Data, name: str, other: str, what: str, contrast: str, ships: str) -> str:
-    """How a setting of a preset was chosen: ``name``'s runs minus ``other``'s (the same settings
-    but that one) on the selection seeds, per training seed."""
-    parts = []
-    for seed in sorted(set(data.seeds(name)) & set(data.seeds(other))):
-        a, b = data.run(name, "imf", seed), data.run(other, "imf", seed)
-        cov, _ = gap(a, b, "score", seeds="selection")
-        suc, _ = gap(a, b, "success", points=True, seeds="selection")
-        parts.append(f"seed {seed}: coverage {cov}, success {suc}")
-    if not parts:
+def selection_gaps(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, str, str]:
+    """``a`` minus ``b`` on the selection seeds: the coverage gap, the success gap, and which of
+    them is beyond noise."""
+    cov, cov_clear = gap(a, b, "score", seeds="selection")
+    suc, suc_clear = gap(a, b, "success", points=True, seeds="selection")
+    beyond = [what for what, clear in (("coverage", cov_clear), ("success", suc_clear)) if clear]
+    return cov, suc, f"beyond noise on {' and '.join(beyond)}" if beyond else "within noise on both"
+
+
+def seed_pairs(data: Data, name: str, other: str) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
+    """(seed, ``name``'s imf run, ``other``'s) for each training seed the two records share."""
+    pairs = [(seed, data.run(name, "imf", seed), data.run(other, "imf", seed))
+             for seed in sorted(set(data.seeds(name)) & set(data.seeds(other)))]
+    if not pairs:
         raise ClaimError(f"{data.folder}: {name}.json and {other}.json share no training seed")
-    first = data.run(name, "imf", data.seeds(name)[0])
-    return (f"- {what} was chosen on the selection seeds ({first['selection_episodes']} episodes each, "
-            f"not the holdout): {contrast}, per training seed: {'; '.join(parts)}. {ships}")
+    return pairs
 
 
 def budget_choice(data: Data, name: str, other: str) -> str:
     """How the image preset's budget was chosen: ``name``'s runs against ``other``'s (the same
-    settings at another budget)."""
-    a_min, b_min = (data.run(n, "imf", data.seeds(n)[0])["budget_s"] / 60 for n in (name, other))
-    first = data.run(name, "imf", data.seeds(name)[0])
+    settings at another budget) on the selection seeds, per training seed."""
+    pairs = seed_pairs(data, name, other)
+    parts = []
+    for seed, a, b in pairs:
+        cov, suc, _ = selection_gaps(a, b)
+        parts.append(f"seed {seed}: coverage {cov}, success {suc}")
+    first, ref = pairs[0][1], pairs[0][2]
     shipped = preset(data, first["preset"])["training"]["time_budget_s"] / 60
-    return selection_choice(data, name, other, "Its budget", f"{a_min:.0f} CPU-minutes minus {b_min:.0f}",
-                            f"The preset ships {shipped:.0f}.")
+    return (f"- Its budget was chosen on the selection seeds ({first['selection_episodes']} episodes each, "
+            f"not the holdout): {first['budget_s'] / 60:.0f} CPU-minutes minus {ref['budget_s'] / 60:.0f}, per "
+            f"training seed: {'; '.join(parts)}. The preset ships {shipped:.0f}.")
 
 
 def schedule_lines(data: Data) -> list[str]:
     """The equal-samples lead (the constant learning rate) at the preset's own samples, against the
     preset's own runs on the selection seeds, per training seed."""
     name, other = "ablations_image_schedule", "image_preset"
-    lines = [f"Against the preset's own runs ({other}.json: the cosine schedule) on the 200 selection seeds, "
-             f"per training seed (written by benchmarks/claims.py from benchmarks/learning_results/{name}.json). "
-             f"These numbers chose, so they are not claims; nothing was adopted, so no holdout was looked at."]
-    for seed in sorted(set(data.seeds(name)) & set(data.seeds(other))):
-        a, b = data.run(name, "imf", seed), data.run(other, "imf", seed)
-        cov, cov_clear = gap(a, b, "score", seeds="selection")
-        suc, suc_clear = gap(a, b, "success", points=True, seeds="selection")
-        beyond = [what for what, clear in (("coverage", cov_clear), ("success", suc_clear)) if clear]
-        lines.append(f"- seed {seed}, {', '.join(f'`{c}`' for c in a['change'] if 'seed' not in c)} ({a['name']}), "
-                     f"{a['samples'] / 1e6:.2f}M samples in {a['train_min']:.0f} CPU-minutes against "
-                     f"{b['samples'] / 1e6:.2f}M in {cpu_minutes(b):.0f}: selection coverage {cov}, success {suc}: "
-                     + (f"beyond noise on {' and '.join(beyond)}" if beyond else "within noise on both")
-                     + f". Best test rollout (the maximum of the rollouts that chose best.pt, 50 seeds each): "
-                     f"{a['best_test_score']:.3f} against {b['best_test_score']:.3f}.")
+    pairs = seed_pairs(data, name, other)
+    lines = [f"Against the preset's own runs ({other}.json: the cosine schedule) on the "
+             f"{pairs[0][1]['selection_episodes']} selection seeds, per training seed (written by "
+             f"benchmarks/claims.py from benchmarks/learning_results/{name}.json). These numbers chose, so they "
+             f"are not claims; nothing was adopted, so no holdout was looked at."]
+    for seed, a, b in pairs:
+        cov, suc, verdict = selection_gaps(a, b)
+        change = ", ".join(f"`{c}`" for c in a["change"] if not c.startswith("training.seed="))
+        lines.append(f"- seed {seed}, {change} ({a['name']}), {a['samples'] / 1e6:.2f}M samples in "
+                     f"{a['train_min']:.0f} CPU-minutes against {b['samples'] / 1e6:.2f}M in {cpu_minutes(b):.0f}: "
+                     f"selection coverage {cov}, success {suc}: {verdict}. Best test rollout (the maximum of the "
+                     f"rollouts that chose best.pt, 50 seeds each): {a['best_test_score']:.3f} against "
+                     f"{b['best_test_score']:.3f}.")
     return lines + [SCHEDULE_CHOICE]
 
 
@@ -184,10 +190,7 @@ def results_ablations(data: Data, name: str, baseline: str, adopted: dict[str, s
              f"- {baseline}: selection {coverage_success(base, 'selection')}."]
     for row in _by_baseline(rows, baseline, against):
         ref = by_name[against.get(row["name"], baseline)]
-        cov, cov_clear = gap(row, ref, "score", seeds="selection")
-        suc, suc_clear = gap(row, ref, "success", points=True, seeds="selection")
-        beyond = [what for what, clear in (("coverage", cov_clear), ("success", suc_clear)) if clear]
-        verdict = f"beyond noise on {' and '.join(beyond)}" if beyond else "within noise on both"
+        cov, suc, verdict = selection_gaps(row, ref)
         change = ", ".join(f"`{c}`" for c in row["change"]) or "the preset of its day, unchanged"
         versus = f" ({row['name']}" + ("" if ref is base else f", against {ref['name']}") + ")"
         lines.append(f"- {change}{versus}: coverage {cov}, success {suc}: {verdict}, at "

@@ -26,7 +26,7 @@ def _record(objective: str, seed: int, samples: int, budget_s: float | None, **e
             "selection_score": 0.8, "selection_score_se": 0.01, "selection_success": 0.4,
             "selection_success_se": 0.03, "holdout_score": 0.8, "holdout_score_se": 0.015,
             "holdout_success": 0.5, "holdout_success_se": 0.035, "holdout_episodes": 200,
-            "holdout_near_misses": 3, "eval_s": 5.0, **extra}
+            "holdout_near_misses": 3, "selection_episodes": 200, "eval_s": 5.0, **extra}
 
 
 @pytest.fixture
@@ -132,6 +132,24 @@ def test_ablations_sized_by_samples_are_read_as_equal_in_samples_with_their_cpu(
     assert "Each pair is equal in training samples, not in CPU seconds" in lines[0]
     assert "at 1.00x the samples (0.80M against 0.80M) and 1.20x the CPU seconds. Not adopted." in lines[-1]
     assert "coverage +0.100 ± 0.014" in lines[-1] and "beyond noise on coverage" in lines[-1]
+
+
+def test_the_schedule_reading_pairs_seeds_and_says_what_is_beyond_noise(results):
+    from claims import schedule_lines
+    preset = [_record("imf", 42, 1_900_000, 3600.0), _record("imf", 43, 1_900_000, 3600.0)]
+    rows = [_record("imf", 42, 1_904_000, None, name="c42", selection_score=0.9,
+                    change=["training.seed=42", "training.lr_schedule=constant"]),
+            _record("imf", 44, 1_904_000, None, name="c44", change=["training.seed=44"])]
+    (results / "image_preset.json").write_text(json.dumps(preset))
+    (results / "ablations_image_schedule.json").write_text(json.dumps(rows))
+    lines = schedule_lines(Data(results.parents[1]))
+    assert len(lines) == 3  # the header, seed 42 (seed 44 has no preset run), the verdict
+    assert lines[1].startswith("- seed 42, `training.lr_schedule=constant` (c42), 1.90M samples in 60 CPU-minutes")
+    assert "selection coverage +0.100 ± 0.014 (z +7.07)" in lines[1] and "beyond noise on coverage." in lines[1]
+    rows[0]["seed"] = 45
+    (results / "ablations_image_schedule.json").write_text(json.dumps(rows))
+    with pytest.raises(ClaimError, match="share no training seed"):
+        schedule_lines(Data(results.parents[1]))
 
 
 FIELDS = ("obs", "preset", "objective", "seed", "budget_s", "samples", "selection_score", "selection_score_se",
