@@ -11,9 +11,19 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+# How a trial's process ends, one code per outcome: `imf trial` exits with it, the sweep's trial
+# records keep it, `imf status` shows it (README, "Exit codes"). 128 + N: stopped by signal N.
+EXIT_OK = 0  # completed, or stopped early by --patience: a planned end with a result
+EXIT_FAILED = 1  # an error inside training or scoring; summary.json says which
+EXIT_USAGE = 2  # bad input, refused before anything ran (ImfError)
+EXIT_DIVERGED = 3  # the loss diverged: a result exists (the last good checkpoint, if any), no success
 EXIT_DISK_FULL = 75  # sysexits' EX_TEMPFAIL: a sweep sees it and blocks the queue, not the trial
 EXIT_NO_CUDA = 69  # EX_UNAVAILABLE: training.device asks for CUDA, none here; a sweep marks the queue down
 EXIT_GPU_OOM = 71  # out of GPU memory; a sweep retries once on a GPU with more free memory
+EXIT_SIGNAL_BASE = 128  # interrupted: 128 + the signal (130 Ctrl-C, 143 SIGTERM); resume it
+OUTCOME_EXIT = {"completed": EXIT_OK, "stopped_early": EXIT_OK, "failed": EXIT_FAILED,
+                "diverged": EXIT_DIVERGED, "out of memory": EXIT_GPU_OOM, "no CUDA": EXIT_NO_CUDA,
+                "disk full": EXIT_DISK_FULL}  # "interrupted": EXIT_SIGNAL_BASE + the signal
 
 
 class ImfError(Exception):
@@ -53,6 +63,10 @@ class CheckpointError(ImfError):
 
 class StoreError(ImfError):
     """A result store (scoreboard, iteration log) is unreadable or corrupt."""
+
+
+class IdentityError(ConfigError):
+    """A trial id is already recorded with another config: an id names one config."""
 
 
 class SweepError(ImfError):

@@ -64,7 +64,7 @@ def test_best_ignores_unscored_and_ties_keep_earlier(tmp_path):
     store.record({"id": "second", "score": 0.7})
     store.record({"id": "nan", "score": float("nan"), "status": "diverged"})
     best = store.best()
-    assert best == {"metric": "test_mean_score", "value": 0.7, "trial": "first",
+    assert best == {"metric": "test_mean_score", "value": 0.7, "trial": "first", "attempt": 1,
                     "checkpoint": "/x/best.pt", "config": {"n_emb": 128},
                     "time": store.read()[1]["time"]}
     assert store.read()[3]["score"] is None
@@ -119,7 +119,8 @@ def test_record_from_summary_matches_the_interface(tmp_path):
         "time": "2026-01-01T00:00:00",
         "checkpoint": str((tmp_path / "checkpoints/best.pt").resolve()),
         "config": {"mask": "full", "n_emb": 128, "n_layer": 6},
-        "run_dir": str(tmp_path.resolve())}
+        "run_dir": str(tmp_path.resolve()), "seed": None, "init_from": None, "init_hash": None,
+        "config_hash": None, "cell": None, "run_uid": None, "hypothesis": None, "attempt": None}
     ScoreboardStore(tmp_path).record(record)
     assert ScoreboardStore(tmp_path).best()["checkpoint"] == record["checkpoint"]
 

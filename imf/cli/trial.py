@@ -12,7 +12,9 @@ from imf.cli.app import app
 from imf.cli.options import Command, complete_config_args, complete_store
 
 from imf.config import Config, load_config, load_resolved, split_config_args
-from imf.errors import ConfigError, ImfError, SweepError
+from imf.errors import EXIT_FAILED, EXIT_SIGNAL_BASE, OUTCOME_EXIT, ConfigError, ImfError, SweepError
+from imf.registry.options import fill_options
+from imf.store.identity import default_trial_id
 from imf.config.eval_seeds import HOLDOUT, RECOMMENDED_EPISODES, check_episodes, final_eval_seeds, holdout_seeds
 from imf.sweep.plan import NAME_RE, trial_id as readable_id
 from imf.store.layout import CONFIG, SUMMARY
@@ -39,11 +41,14 @@ def trial(
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its latest.pt."),
     final_eval: int = typer.Option(None, "--final-eval", help="After training, re-score best.pt on N selection episodes (seeds 500000..; 200 recommended) into final_eval.json."),
     holdout: bool = typer.Option(False, "--holdout", help="With --final-eval N: also score best.pt on N holdout seeds (900000..; for claims), one look appended to holdout.json."),
+    hypothesis: str = typer.Option(None, "--hypothesis", help="The iteration log's hypothesis this trial tests (H3): kept in its records; imf log conclude cites it."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved config, its difference from the preset, the parameter count and the id; run nothing."),
 ) -> None:
     """One run: config + overrides -> train -> score in the simulator -> checkpoints, logs, stores."""
     trial_command(args or [], trial_id=trial_id, out=out, seed=seed, epochs=epochs, init_from=init_from,
                   patience=patience, note=note, overrides=overrides, device=device, stores=store,
-                  resume=resume, final_eval=final_eval, holdout=holdout)
+                  resume=resume, final_eval=final_eval, holdout=holdout, hypothesis=hypothesis,
+                  dry_run=dry_run)
 
 
 @app.command("eval", cls=Command)
@@ -68,10 +73,14 @@ def eval_(
 def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, seed: int | None,
                   epochs: int | None, init_from: Path | None, patience: int | None, note: str,
                   overrides: str | None, device: str | None, stores: list[str] | None,
-                  resume: bool, final_eval: int | None = None, holdout: bool = False) -> None:
+                  resume: bool, final_eval: int | None = None, holdout: bool = False,
+                  hypothesis: str | None = None, dry_run: bool = False) -> None:
+    from imf.train.recording import identity_of
     from imf.train.trial import TrialOptions, run_trial
 
     preset, dotted = split_config_args(args)
+    if hypothesis is not None:
+        hypothesis = check_hypothesis(hypothesis)
     flags = [f"training.{k}={v}" for k, v in (("seed", seed), ("num_epochs", epochs),
                                                 ("patience", patience), ("device", device)) if v is not None]
     if resume:
@@ -81,13 +90,23 @@ def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, se
             raise ConfigError(f"--resume continues the run as configured in {out}/config.yaml; "
                               "drop the config and overrides")
         cfg = load_resolved(out / CONFIG)
-        tid, note, dotted, init_from = _resumed_run(out, trial_id, note, init_from)
+        kept = _resumed_run(out, trial_id, note, init_from, hypothesis)
+        tid, note, dotted, init_from = kept.id, kept.note, kept.overrides, Path(kept.init_from) if kept.init_from else None
+        hypothesis, stores = kept.hypothesis, kept.stores if kept.stores is not None else stores
     else:
         cfg = load_config(preset or "pusht_image_imf", dotted + flags, overrides)
-        tid = check_trial_id(trial_id if trial_id is not None else readable_id(cfg.name, cfg, cfg.training.seed, {}))
-        dotted += flags
         if init_from is not None and not init_from.is_file():
             raise ConfigError(f"--init-from: checkpoint {init_from} does not exist")
+        fill_options(cfg)  # the id's hash covers the plugins' options as config.yaml records them
+        identity = identity_of(cfg, init_from)
+        readable = readable_id(cfg.name, cfg, cfg.training.seed, {})
+        tid = check_trial_id(trial_id if trial_id is not None else default_trial_id(readable, identity.config_hash))
+        dotted += flags
+    if dry_run:
+        refuse_flags({"--resume": resume}, "--dry-run shows a new trial's plan")
+        from imf.train.dry_run import dry_run_text
+        typer.echo(dry_run_text(cfg, preset or "pusht_image_imf", tid, identity))
+        return
     run_dir = out or _inside(Path("runs"), tid)
     if holdout and final_eval is None:
         raise ConfigError("--holdout scores best.pt on as many holdout seeds as --final-eval N "
@@ -97,15 +116,30 @@ def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, se
         if holdout:
             holdout_seeds(final_eval, cfg.eval, flag="--final-eval (with --holdout)")
     opts = TrialOptions(trial_id=tid, run_dir=run_dir, init_from=init_from, note=note,
-                        overrides=dotted, stores=stores or None, resume=resume)
+                        overrides=dotted, stores=stores if resume else stores or None, resume=resume,
+                        hypothesis=hypothesis, run_uid=kept.run_uid if resume else None)
     with RunLock.acquire(run_dir, tid):  # held through the final eval as well
         summary = run_trial(cfg, opts)
-        if summary["status"] == "failed":
-            raise typer.Exit(1)
-        if summary["status"] == "interrupted":  # 128 + the signal, as if it had killed us
-            raise typer.Exit(128 + getattr(signal.Signals, summary["reason"], signal.SIGTERM).value)
-        if final_eval is not None:
+        code = exit_code_of(summary["status"], summary.get("reason") or "")
+        if summary["status"] in ("completed", "stopped_early", "diverged") and final_eval is not None:
             _final_eval(run_dir, final_eval, cfg, holdout)
+        if code:
+            raise typer.Exit(code)
+
+
+def exit_code_of(status: str, reason: str) -> int:
+    """The process's exit code for a trial that ended ``status`` (imf/errors.py's table)."""
+    if status == "interrupted":  # 128 + the signal, as if it had killed us
+        return EXIT_SIGNAL_BASE + getattr(signal.Signals, reason, signal.SIGTERM).value
+    return OUTCOME_EXIT.get(status, EXIT_FAILED)
+
+
+def check_hypothesis(text: str) -> str:
+    """``H3`` (or ``h3``, ``3``) as the iteration log numbers its blocks."""
+    number = text.strip().upper().removeprefix("H")
+    if not number.isdigit() or int(number) < 1:
+        raise ConfigError(f"--hypothesis {text!r}: expected a block id of the iteration log such as H3")
+    return f"H{int(number)}"
 
 
 def refuse_flags(flags: dict[str, object], why: str) -> None:
@@ -145,9 +179,10 @@ def _inside(root: Path, name: str) -> Path:
     return path
 
 
-def _resumed_run(out: Path, trial_id: str | None, note: str,
-                 init_from: Path | None) -> tuple[str, str, list[str], Path | None]:
-    """Id, note, overrides and warm-start checkpoint of the run in ``out``, from its summary."""
+def _resumed_run(out: Path, trial_id: str | None, note: str, init_from: Path | None,
+                 hypothesis: str | None) -> RunSummary:
+    """The summary of the run in ``out``: its id, note, overrides, warm start, hypothesis and
+    stores are the resume's."""
     try:
         summary = RunSummary.from_dict(read_json_object(out / SUMMARY))
     except ValueError as exc:
@@ -157,11 +192,10 @@ def _resumed_run(out: Path, trial_id: str | None, note: str,
         raise ConfigError(f"--resume: {out / SUMMARY} names no trial id")
     if trial_id is not None and trial_id != tid:
         raise ConfigError(f"--resume: the run in {out} is trial {tid!r}; drop --id {trial_id!r}")
-    if note or init_from is not None:
-        raise ConfigError(f"--resume continues trial {tid!r} with its own note and warm start; "
-                          "drop --note and --init-from")
-    kept = summary.init_from
-    return tid, summary.note, summary.overrides, Path(kept) if kept else None
+    if note or init_from is not None or hypothesis is not None:
+        raise ConfigError(f"--resume continues trial {tid!r} with its own note, warm start and "
+                          "hypothesis; drop --note, --init-from and --hypothesis")
+    return summary
 
 
 def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | None,

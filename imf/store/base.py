@@ -1,8 +1,10 @@
 """The store protocol, and the record a finished trial hands to every store.
 
-A store is built as ``cls(root)`` where ``root`` is the sweep or runs folder it
-writes into. ``record`` is an upsert by ``record["id"]``: recording the same
-trial twice replaces its entry and never duplicates it.
+A store is built as ``cls(root)`` where ``root`` is the project folder it writes into.
+``record`` is an upsert by attempt (``same_attempt``: the trial id and the attempt's
+``run_uid``): recording the same attempt twice replaces its entry; another attempt of the same
+trial (the same config again) is a new entry with the next ``attempt`` number; the same id with
+another config is refused (``identity_clash``).
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ class Store(Protocol):
     def __init__(self, root: Path) -> None: ...
 
     def record(self, record: dict[str, Any]) -> None:
-        """Upsert ``record`` by its ``id``."""
+        """Upsert ``record`` by its attempt (its ``id`` and ``run_uid``)."""
         ...
 
     def read(self) -> list[dict[str, Any]]:
@@ -75,6 +77,7 @@ def normalize_record(record: Any) -> dict[str, Any]:
         "checkpoint": record.get("checkpoint"),
         "config": dict(record.get("config") or {}),
         "run_dir": record.get("run_dir"),
+        "attempt": _attempt(record.get("attempt")),
     }
     extra = {key: value for key, value in record.items() if key not in entry}
     return {**entry, **extra}
@@ -105,7 +108,52 @@ def record_from_summary(summary: RunSummary | dict[str, Any], run_dir: Path) -> 
         "checkpoint": str((run_dir / best).resolve()) if best else None,
         "config": dict(summary.params),
         "run_dir": str(run_dir),
+        "seed": summary.seed,
+        "init_from": summary.init_from,
+        "init_hash": summary.init_hash,
+        "config_hash": summary.config_hash,
+        "cell": summary.cell,
+        "run_uid": summary.run_uid,
+        "hypothesis": summary.hypothesis,
+        "attempt": None,  # numbered by the scoreboard, among the records of this id
     }
+
+
+def _attempt(value: Any) -> int | None:
+    """An attempt number (>= 1), or None when the store is to number it."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    return None
+
+
+def same_attempt(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Do two records describe one attempt of one trial? The attempt's run_uid says so where
+    either has one (a resume keeps it, a rerun gets a new one); records written before run_uid
+    existed are one attempt per id and number."""
+    if a["id"] != b["id"]:
+        return False
+    if a.get("run_uid") or b.get("run_uid"):
+        return a.get("run_uid") == b.get("run_uid")
+    return (a.get("attempt") or 1) == (b.get("attempt") or 1)
+
+
+def identity_clash(entries: list[dict[str, Any]], record: dict[str, Any]) -> dict[str, Any] | None:
+    """An entry with ``record``'s id but another config hash (both known), else None."""
+    mine = record.get("config_hash")
+    for entry in entries:
+        theirs = entry.get("config_hash")
+        if entry["id"] == record["id"] and mine and theirs and mine != theirs:
+            return entry
+    return None
+
+
+def number_attempt(entries: list[dict[str, Any]], record: dict[str, Any]) -> int:
+    """``record``'s attempt number: the one already recorded for this attempt, else one more
+    than the highest of its id (1 for a new id)."""
+    same = next((e for e in entries if same_attempt(e, record)), None)
+    if same is not None and same.get("attempt"):
+        return int(same["attempt"])
+    return 1 + max((int(e.get("attempt") or 1) for e in entries if e["id"] == record["id"]), default=0)
 
 
 ENSEMBLE = "ensemble"  # an entry's ``kind`` for ``imf ensemble``'s result: not a trained trial
@@ -128,5 +176,5 @@ def best_of(trials: list[dict[str, Any]]) -> dict[str, Any] | None:
     if best is None:
         return None
     return {"metric": BEST_METRIC, "value": best["score"], "trial": best["id"],
-            "checkpoint": best.get("checkpoint"), "config": best.get("config") or {},
+            "attempt": best.get("attempt") or 1, "checkpoint": best.get("checkpoint"), "config": best.get("config") or {},
             "time": best.get("time")}

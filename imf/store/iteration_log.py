@@ -1,8 +1,10 @@
 """The ``iteration-log`` store: ``ITERATION_LOG.md``, a markdown lab notebook.
 
-One line per trial, replaced in place when the trial is recorded again::
+One line per attempt of a trial, replaced in place when that attempt is recorded again (a
+second attempt says so, and a trial run for a hypothesis names it)::
 
     - 2026-05-01T10:00:00+00:00 | trial `s-e256-l12` | score 0.81 | first score | completed |
+    - 2026-05-01T11:00:00+00:00 | trial `s-e256-l12` attempt 2 for H3 | score 0.79 | ... |
 
 and numbered hypothesis blocks, written by ``imf log hypothesis`` and filled by
 ``imf log conclude``::
@@ -38,7 +40,8 @@ FIELDS = ("Hypothesis", "Expectation", "Command", "Result", "Conclusion")
 PENDING = "(pending)"
 NONE = "(none)"
 
-_TRIAL_RE = re.compile(r"^- (?P<time>\S+) \| trial `(?P<id>[^`]+)` \| score (?P<score>\S+) \| "
+_TRIAL_RE = re.compile(r"^- (?P<time>\S+) \| trial `(?P<id>[^`]+)`(?: attempt (?P<attempt>\d+))?"
+                       r"(?: for (?P<hypothesis>H\d+))? \| score (?P<score>\S+) \| "
                        r"(?P<change>[^|]*?) \| (?P<status>[^|]*?) \|(?: (?P<note>.*))?$")
 _HEAD_RE = re.compile(r"^### H(?P<num>\d+)(?: - (?P<time>.*))?$")
 _FIELD_RE = re.compile(r"^- \*\*(?P<name>[A-Za-z]+):\*\* ?(?P<value>.*)$")
@@ -55,13 +58,15 @@ class IterationLogStore:
 
     # trials -----------------------------------------------------------------
     def record(self, record: dict[str, Any]) -> None:
-        """Write the trial's line, replacing an earlier line for the same id."""
+        """Write the trial's line, replacing the line of the same attempt of the same trial."""
         entry = normalize_record(record)
         self.root.mkdir(parents=True, exist_ok=True)
         with locked(self.path):
             lines = self._lines()
             parsed = [parse_trial_line(line) for line in lines]
-            index = next((i for i, t in enumerate(parsed) if t and t["id"] == entry["id"]), None)
+            attempt = entry["attempt"] or 1
+            index = next((i for i, t in enumerate(parsed)
+                          if t and t["id"] == entry["id"] and t["attempt"] == attempt), None)
             best = max((t["score"] for i, t in enumerate(parsed)
                         if t and i != index and t["score"] is not None), default=None)
             line = format_trial_line(entry, best)
@@ -159,7 +164,10 @@ def _change(score: float | None, best: float | None) -> str:
 def format_trial_line(entry: dict[str, Any], best: float | None) -> str:
     """The markdown line of one trial; ``best`` is the best score of the other trials."""
     score = entry["score"]
-    text = (f"- {entry['time']} | trial `{entry['id']}` | "
+    attempt = entry.get("attempt") or 1
+    hypothesis = entry.get("hypothesis")
+    text = (f"- {entry['time']} | trial `{entry['id']}`" + (f" attempt {attempt}" if attempt > 1 else "")
+            + (f" for {hypothesis}" if hypothesis else "") + " | "
             f"score {'-' if score is None else f'{score:.4f}'} | {_change(score, best)} | "
             f"{_one_line(entry['status']).replace('|', '/')} |")
     note = _one_line(entry["note"])
@@ -175,7 +183,8 @@ def parse_trial_line(line: str) -> dict[str, Any] | None:
         score = None if match["score"] == "-" else float(match["score"])
     except ValueError:
         return None
-    return {"time": match["time"], "id": match["id"], "score": score,
+    return {"time": match["time"], "id": match["id"], "attempt": int(match["attempt"] or 1),
+            "hypothesis": match["hypothesis"], "score": score,
             "change": match["change"], "status": match["status"], "note": match["note"] or ""}
 
 

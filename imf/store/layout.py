@@ -38,7 +38,8 @@ EXIT_CODE = "exit_code"  # the job wrapper's "CODE TOKEN"
 SWEEP_STATE = "sweep.json"  # a sweep folder's plan and state (imf/sweep/folder.py)
 SWEEP_LOG = "sweep.log"  # a sweep folder's master log
 HYDRA_CONFIG = Path(".hydra") / "config.yaml"  # a Diffusion Policy run folder's config
-TRIAL_FILES = (LOGS, SUMMARY, CHECKPOINTS, CONFIG, SWANLOG, TENSORBOARD, WANDB)  # what one attempt of a trial writes
+# what one attempt of a trial writes: a rerun into the folder moves them all to attempts/N
+TRIAL_FILES = (LOGS, SUMMARY, CHECKPOINTS, CONFIG, SWANLOG, TENSORBOARD, WANDB, FINAL_EVAL, HOLDOUT)
 
 
 ENSEMBLES = "ensembles"  # beside the runs (where their scoreboard is): imf ensemble's checkpoints

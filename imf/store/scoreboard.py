@@ -4,9 +4,12 @@ Layout (plain JSON, readable without imf)::
 
     {"metric": "test_mean_score",
      "best": {"metric", "value", "trial", "checkpoint", "config", "time"} | null,
-     "trials": [{"id", "overrides", "score", "epochs", "elapsed", "warm_started",
+     "trials": [{"id", "attempt", "overrides", "score", "epochs", "elapsed", "warm_started",
                  "diverged", "stopped_early", "status", "note", "time",
-                 "checkpoint", "config", "run_dir"}, ...],
+                 "checkpoint", "config", "run_dir", "seed", "init_from", "init_hash",
+                 "config_hash", "cell", "run_uid", "hypothesis"}, ...],
+
+One entry per attempt of a trial (``imf.store.base.same_attempt``); an id names one config.
      "updated": iso-time}
 
 Every record is a read-modify-write under ``scoreboard.json.lock``. A file that
@@ -25,7 +28,7 @@ from typing import Any
 from imf.atomic import atomic_write_json
 from imf.errors import StoreError
 from imf.clock import now_iso
-from imf.store.base import BEST_METRIC, best_of, normalize_record
+from imf.store.base import BEST_METRIC, best_of, identity_clash, normalize_record, number_attempt, same_attempt
 from imf.store.files import locked
 
 FILENAME = "scoreboard.json"
@@ -41,14 +44,21 @@ class ScoreboardStore:
         self.path = self.root / FILENAME
 
     def record(self, record: dict[str, Any]) -> None:
-        """Upsert ``record`` by id and recompute ``best``."""
+        """Upsert ``record`` by attempt (its id and run_uid), numbering a new attempt, and
+        recompute ``best``; an id recorded with another config is refused."""
         entry = self._relative(normalize_record(record))
         self.root.mkdir(parents=True, exist_ok=True)
         with locked(self.path):
             board = self.load()
             trials = board["trials"]
+            clash = identity_clash(trials, entry)
+            if clash is not None:
+                raise StoreError(f"{self.path}: trial id '{entry['id']}' is already recorded with another "
+                                 f"config (hash {clash['config_hash']}, this one {entry['config_hash']}); "
+                                 "a trial id names one config")
+            entry["attempt"] = entry["attempt"] or number_attempt(trials, entry)
             for index, trial in enumerate(trials):
-                if trial["id"] == entry["id"]:
+                if same_attempt(trial, entry):
                     trials[index] = entry
                     break
             else:
@@ -67,7 +77,8 @@ class ScoreboardStore:
         best = board["best"]
         if not isinstance(best, dict):
             return None
-        trial = next((t for t in board["trials"] if t["id"] == best.get("trial")), {})
+        trial = next((t for t in board["trials"] if t["id"] == best.get("trial")
+                      and (t.get("attempt") or 1) == (best.get("attempt") or 1)), {})
         return self._absolute(best, trial.get("run_dir"))
 
     def best_checkpoint(self) -> Path:

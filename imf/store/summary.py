@@ -24,6 +24,8 @@ SUMMARY_VERSION = 1
 PARAMS = {"mask": "policy.mask", "n_emb": "policy.n_emb", "n_layer": "policy.n_layer",
           "n_head": "policy.n_head", "objective": "objective.name"}
 PARAM_KEYS = tuple(PARAMS)
+# fields added after version 1 was first written: left out while unset
+UNSET_OMITTED = ("data", "config_hash", "cell", "init_hash", "run_uid", "hypothesis", "stores")
 
 
 def params_of(config: Any) -> dict[str, Any]:
@@ -73,6 +75,14 @@ class RunSummary:
     code_version: str = ""
     # episodes, val_episodes (the validation split), train_episodes (what it trained on)
     data: dict[str, Any] | None = None
+    # identity (imf/store/identity.py): the trial's hash (config, seed, warm start), its cell's
+    # (the same without the seed), the warm-start checkpoint's, and this attempt's own token
+    config_hash: str | None = None
+    cell: str | None = None
+    init_hash: str | None = None
+    run_uid: str | None = None
+    hypothesis: str | None = None  # the iteration log's block (H3) this trial tests
+    stores: list[str] | None = None  # where it is recorded ([] for --store none); a resume keeps them
     extra: dict[str, Any] = field(default_factory=dict)  # keys this imf does not know
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,8 +90,9 @@ class RunSummary:
         for f in fields(self):
             if f.name != "extra":
                 out[f.name] = getattr(self, f.name)
-        if self.data is None:  # a summary from before it was recorded is written back as it was
-            del out["data"]
+        for name in UNSET_OMITTED:  # a summary from before they were recorded is written back as it was
+            if out[name] is None:
+                del out[name]
         out["overrides"] = list(self.overrides)
         out["params"] = dict(self.params)
         c = self.checkpoints

@@ -23,7 +23,6 @@ from imf.config import MAX_TRAIN_CAP, Config
 from imf.data.size import check_data_size
 from imf.errors import DiskFullError, TrainingError
 from imf.registry.options import fill_options
-from imf.store import record_from_summary
 from imf.clock import now_iso
 from imf.store.layout import BEST, LATEST, RunLayout, checkpoint_name
 from imf.store.runlock import RunLock
@@ -35,6 +34,8 @@ from imf.train.console import EpochBar, epoch_line, progress_text, rollout_statu
 from imf.train.evaluate import rollout_metrics
 from imf.train.memory import is_out_of_memory, out_of_memory_error
 from imf.train.parts import TrainParts, build_parts, check_warm_start, pick_device
+from imf.train.recording import (Identity, archive_earlier, check_before_run, identity_of, new_run_uid, record,
+                                 store_names, store_root)
 from imf.train.runfiles import JsonLinesLog, Tee
 from imf.train.state import TrainState, checkpoint_of, restore, save_epoch
 from imf.train.step import accumulate_gradients, to_device
@@ -51,8 +52,10 @@ class TrialOptions:
     note: str = ""
     overrides: list[str] = field(default_factory=list)
     stores: list[str] | None = None  # None: cfg.logging.stores; ["none"]: record nowhere
-    store_root: Path | None = None  # None: the run folder's parent
+    store_root: Path | None = None  # None: the run folder's parent (or the project above it)
     resume: bool = False
+    hypothesis: str | None = None  # the iteration log's block (H3) this trial tests
+    run_uid: str | None = None  # a resume's attempt token (None: a new attempt)
 
 
 @dataclass
@@ -69,33 +72,42 @@ class Trial:
     cfg_dict: dict[str, Any] = field(default_factory=dict)  # the config, serialised once
     started: str = field(default_factory=now_iso)
     data: dict[str, int] | None = None  # summary.json's data counts, once the data set is open
+    identity: Identity | None = None
+    stores: list[str] = field(default_factory=list)
+    run_uid: str = ""
 
 
 def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
     """Train, score and record one trial; returns its summary.json contents."""
-    stores = _store_names(cfg, opts)
+    stores = store_names(opts.stores, cfg.logging.stores)
     fill_options(cfg)  # the plugins' own options, checked; config.yaml records them in full
     check_trackers(cfg)  # a missing tracker or its package: one line, before the folder is made
     for store in stores:  # bad names fail before anything is written or trained
         registry.check("imf.stores", store)
-    device = pick_device(cfg.training.device)  # these three fail before the run folder changes
+    device = pick_device(cfg.training.device)  # these fail before the run folder changes
     warm = _warm_start(cfg, opts)
     check_data_size(cfg.data, MAX_TRAIN_CAP)
     check_curriculum(cfg)
+    identity = identity_of(cfg, opts.init_from)
+    root = store_root(opts.run_dir, opts.store_root)
+    if not opts.resume:
+        check_before_run(root, stores, opts.trial_id, identity)
     files = RunLayout(opts.run_dir)
     # The folder is this process's until it returns: a second trial, a --resume or a final
     # eval into it is refused while we live (imf/store/runlock.py).
     with RunLock.acquire(files.root, opts.trial_id), StopSignals() as stop:
-        resume_ckpt = _prepare_folder(cfg, opts, files)
         out = Tee(files.stdout) if not _stdout_is(files.stdout) else None
         say = out.line if out else _print
-        trial = Trial(cfg, opts, files, JsonLinesLog(files.logs), say, RunLogger(say), stop, cfg.to_dict())
+        resume_ckpt = _prepare_folder(cfg, opts, files, lambda: archive_earlier(files, root, stores, say))
+        trial = Trial(cfg, opts, files, JsonLinesLog(files.logs), say, RunLogger(say), stop, cfg.to_dict(),
+                      identity=identity, stores=stores, run_uid=opts.run_uid or new_run_uid())
         state = TrainState()
         try:
             topk = _train_and_score(trial, state, device, resume_ckpt, warm)
             summary = _write_summary(trial, state, topk, finished=True)
-            if state.status != "interrupted":  # an interrupted run is resumed, not recorded
-                _record(trial, summary, stores)
+            if state.status != "interrupted" and stores:  # an interrupted run is resumed, not recorded
+                record(root, stores, summary, files.root)
+                say(f"recorded in {', '.join(stores)} under {root}")
             say(f"trial {opts.trial_id}: {state.status}"
                 + (_interrupted_hint(state, files) if state.status == "interrupted" else "")
                 + (f", best test_mean_score {state.best[0]:.4f} at epoch {shown(state.best[1])}" if state.best else "")
@@ -117,15 +129,16 @@ def _warm_start(cfg: Config, opts: TrialOptions) -> tuple[Path, dict[str, Any]] 
     return opts.init_from, init
 
 
-def _prepare_folder(cfg: Config, opts: TrialOptions, files: RunLayout) -> dict[str, Any] | None:
+def _prepare_folder(cfg: Config, opts: TrialOptions, files: RunLayout,
+                    archive: Callable[[], None]) -> dict[str, Any] | None:
     """A resume's latest.pt (read before any file changes), or a fresh folder: an earlier
-    attempt's files are moved to attempts/N, never lost."""
+    attempt's files are moved to attempts/N (``archive``), never lost."""
     if opts.resume:
         if not files.latest.exists():
             raise TrainingError(f"--resume: {files.latest} does not exist")
         return ckpt_io.load_checkpoint(files.latest)
     files.root.mkdir(parents=True, exist_ok=True)
-    files.archive_attempt()
+    archive()
     cfg.save(files.config)
     return None
 
@@ -184,7 +197,7 @@ def train_loop(trial: Trial, parts: TrainParts, state: TrainState) -> None:
         if train is None:
             trial.log.append({"epoch": epoch, "global_step": state.global_step, "diverged": True,
                               "reason": state.reason})
-            trial.say(f"epoch {shown(epoch)}: diverged: {state.reason}; kept the last good checkpoint")
+            trial.say(f"epoch {shown(epoch)}: diverged: {state.reason}; " + _last_good(trial.files))
             return
         record = {"epoch": epoch, "global_step": state.global_step, **train,
                   **validate(trial.cfg, parts, state), "lr": parts.lr_schedule.get_last_lr()[0]}
@@ -217,6 +230,13 @@ def train_loop(trial: Trial, parts: TrainParts, state: TrainState) -> None:
             trial.say(f"time budget: {t.time_budget_s:g} s of training ({t.budget_clock} clock) used")
             break
     state.status = "completed"
+
+
+def _last_good(files: RunLayout) -> str:
+    """What a diverged run keeps: its latest.pt from before the divergence, if it wrote one."""
+    if files.latest.exists():
+        return f"{files.latest} holds the last good state (the epochs before this one)"
+    return "no checkpoint was written before it"
 
 
 def _interrupted_hint(state: TrainState, files: RunLayout) -> str:
@@ -348,24 +368,13 @@ def _write_summary(trial: Trial, state: TrainState, topk: ckpt_io.TopK | None, f
             best=checkpoint_name(BEST) if files.best.exists() else None,
             topk=[checkpoint_name(n) for n in topk.names()] if topk else []),
         started=trial.started, finished=now_iso() if finished else None,
-        code_version=code_version(), data=trial.data)
+        code_version=code_version(), data=trial.data,
+        config_hash=trial.identity.config_hash if trial.identity else None,
+        cell=trial.identity.cell if trial.identity else None,
+        init_hash=trial.identity.init_hash if trial.identity else None,
+        run_uid=trial.run_uid or None, hypothesis=opts.hypothesis, stores=list(trial.stores))
     summary.write(files.root)
     return summary
-
-
-def _store_names(cfg: Config, opts: TrialOptions) -> list[str]:
-    names = opts.stores if opts.stores is not None else cfg.logging.stores
-    return [] if not names or names == ["none"] else list(names)
-
-
-def _record(trial: Trial, summary: RunSummary, stores: list[str]) -> None:
-    if not stores:
-        return
-    root = trial.opts.store_root or trial.files.root.parent
-    record = record_from_summary(summary, trial.files.root)
-    for name in stores:
-        registry.get("imf.stores", name)(root).record(record)
-    trial.say(f"recorded in {', '.join(stores)} under {root}")
 
 
 def _print(text: str) -> None:
