@@ -38,16 +38,21 @@ def test_report_json_and_out(tmp_path):
 
 @pytest.mark.slow  # starts imf as a process
 def test_without_out_nobody_elses_run_folder_is_written(tmp_path):
-    """Run folders and folders that are not an imf sweep: the report goes to the current folder."""
+    """Run folders: nothing is written without --out; a folder of runs gets its own report;
+    the current folder, not named, gets nothing."""
     a = make_run(tmp_path / "runs", "a", [0.3])
     b = make_run(tmp_path / "runs", "b", [0.6])
     here = tmp_path / "here"
     here.mkdir()
-    for args in ([str(a), str(b)], [str(a)], [str(tmp_path / "runs")]):
+    for args, why in (([str(a), str(b)], "2 folders given"), ([str(a)], f"{a} is a run folder")):
         out = run_imf("report", *args, cwd=here)
         assert out.returncode == 0, out.stderr
-        assert (here / "report.md").exists()
-        assert not (a / "report.md").exists() and not (tmp_path / "runs" / "report.md").exists()
+        assert f"imf: note: report files not written: {why}; give --out FOLDER to write them" in out.stderr
+    assert not (a / "report.md").exists() and not (tmp_path / "runs" / "report.md").exists()
+    out = run_imf("report", str(tmp_path / "runs"), cwd=here)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "runs" / "report.md").exists() and not (a / "report.md").exists()
+    assert list(here.iterdir()) == []
 
 
 @pytest.mark.slow  # starts imf as a process

@@ -91,16 +91,18 @@ def test_no_shared_cell_is_one_error(tmp_path):
 
 
 @pytest.mark.slow  # starts imf as a process
-def test_cli_compares_two_sweeps_into_the_current_folder(tmp_path):
+def test_cli_compares_two_sweeps_into_the_second(tmp_path):
     causal = make_sweep(tmp_path, "causal", 0.0)
     full = make_sweep(tmp_path, "full", 0.10)
     out = run_imf("report", str(causal), str(full), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "full beats causal at n_layer 12 (+0.100 ± 0.012)" in out.stdout
-    assert (tmp_path / "compare.md").exists() and not (causal / "compare.md").exists()
+    assert (full / "compare.md").exists() and not (causal / "compare.md").exists()
+    assert not (tmp_path / "compare.md").exists()
     out = run_imf("report", str(causal), str(full), "--no-compare", "--json", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert len(json.loads(out.stdout)["trials"]) == 24 and (tmp_path / "report.md").exists()
+    assert len(json.loads(out.stdout)["trials"]) == 24 and not (tmp_path / "report.md").exists()
+    assert "report files not written: 2 folders given; give --out FOLDER" in out.stderr
 
 
 @pytest.mark.slow  # starts imf as a process

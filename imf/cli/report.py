@@ -14,7 +14,7 @@ from imf.cli.options import Command
 @app.command(cls=Command)
 def report(
     paths: list[Path] = typer.Argument(None, help="A sweep folder, or run folders, or two sweep folders A B to compare (default: the current folder)."),
-    out: Path = typer.Option(None, "--out", help="Folder for the report files (default: the folder of one imf sweep, else the current folder)."),
+    out: Path = typer.Option(None, "--out", help="Folder for the report files (default: the one folder reported; B of two sweeps A B compared; none for several folders or a run folder)."),
     as_json: bool = typer.Option(False, "--json", help="Print report.json (compare.json) to stdout instead of the tables."),
     compare: bool = typer.Option(None, "--compare/--no-compare", help="Compare two sweeps A B cell by cell (B - A); by default two sweep folders are compared, --no-compare reports them as one."),
     last_k: int = typer.Option(3, "--last-k", help="Rollouts averaged by the last-K score."),
@@ -44,8 +44,9 @@ def report_command(paths: list[Path], *, out: Path | None, as_json: bool, compar
                    last_k: int, x_axis: str | None = None) -> None:
     """Write the report (or the comparison of two sweeps) and print it."""
     paths = list(paths) or [Path(".")]
-    target = out or report_lib.default_out(paths)
-    if report_lib.is_comparison(paths, compare):
+    comparing = report_lib.is_comparison(paths, compare)
+    target = out or report_lib.default_out(paths, comparing)
+    if comparing:
         comparison = report_lib.build_comparison(paths[0], paths[1], last_k)
         written = report_lib.write_compare_files(comparison, target) if target else []
         notes = []  # the comparison's notes are part of its text
@@ -55,7 +56,7 @@ def report_command(paths: list[Path], *, out: Path | None, as_json: bool, compar
         written = report_lib.write_files(built, target) if target else []
         notes = built.notices
         data, text = built.to_dict(), report_lib.render_text(built)
-    for note in notes + ([] if target else [report_lib.IN_RUN_FOLDER]):
+    for note in notes + ([] if target else [report_lib.not_written_note(paths, comparing)]):
         typer.echo(f"imf: note: {note}", err=True)
     typer.echo(json.dumps(data, indent=2) if as_json else text, nl=as_json)
     if written:

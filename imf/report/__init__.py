@@ -3,8 +3,9 @@
 ``imf report`` reads run folders only (logs.json.txt, summary.json, config.yaml,
 final_eval.json, sweep.json, scoreboard.json); Diffusion Policy run folders work too. It
 writes report.md, report.json, report.csv, heatmap.png and curves.png (matplotlib is
-optional). Parts: collect (reading), analysis (cells, ties, trends), render (text, markdown,
-csv), figures (PNGs), compare (two sweeps).
+optional) into the one folder reported or --out (two sweeps A B compared: compare.* into B),
+never into a folder it was not given. Parts: collect (reading), analysis (cells, ties,
+trends), render (text, markdown, csv), figures (PNGs), compare (two sweeps).
 """
 from __future__ import annotations
 
@@ -21,14 +22,12 @@ from imf.report.figures import MATPLOTLIB_MISSING, write_curves, write_heatmap
 from imf.report.model import LAST_K, METRIC, AxisTrend, Cell, Curve, Group, Report, TrialRow, Trends
 from imf.report.render import (CSV_FIELDS, heatmap_text, render_csv, render_markdown, render_text,
                                trend_lines)
-from imf.store.layout import SWEEP_STATE
 from imf.store.runs import is_run_dir
-from imf.store.scoreboard import FILENAME as SCOREBOARD_FILE
 
 __all__ = ["CSV_FIELDS", "LAST_K", "MATPLOTLIB_MISSING", "METRIC", "AxisTrend", "Cell", "Comparison",
-           "Curve", "Group", "IN_RUN_FOLDER", "Report", "TrialRow", "Trends", "build_comparison", "build_report",
-           "compute_trends", "default_out", "heatmap_text", "is_comparison", "render_compare_text",
-           "render_csv", "render_markdown", "render_text", "trend_lines", "write_compare_files",
+           "Curve", "Group", "Report", "TrialRow", "Trends", "build_comparison", "build_report",
+           "compute_trends", "default_out", "heatmap_text", "is_comparison", "not_written_note",
+           "render_compare_text", "render_csv", "render_markdown", "render_text", "trend_lines", "write_compare_files",
            "write_files", "write_report"]
 
 
@@ -77,20 +76,31 @@ def build_comparison(a: Path, b: Path, last_k: int = LAST_K) -> Comparison:
                            Path(a), Path(b))
 
 
-def default_out(paths: list[Path]) -> Path | None:
-    """Where report files go without --out: the folder of one imf sweep (it holds sweep.json or
-    scoreboard.json), else the current folder; None when the current folder is a run folder,
-    so nobody's run folder is written into."""
-    if len(paths) == 1:
-        folder = Path(paths[0])
-        ours = (folder / SWEEP_STATE).is_file() or (folder / SCOREBOARD_FILE).is_file()
-        if ours and not is_run_dir(folder):
-            return folder
-    return None if is_run_dir(Path.cwd()) else Path.cwd()
+def default_out(paths: list[Path], comparison: bool = False) -> Path | None:
+    """Where report files go without --out: the one folder reported, or B of a comparison of
+    two sweeps A B (the files are B's comparison against A). None, so nothing is written, for
+    several folders or a run folder: no run folder, and no folder that was not named (the
+    current folder included), is written into."""
+    folder = _named_folder(paths, comparison)
+    return None if folder is None or is_run_dir(folder) else folder
 
 
-IN_RUN_FOLDER = ("report files not written: the current folder is a run folder; "
-                 "give --out FOLDER to write them")
+def _named_folder(paths: list[Path], comparison: bool) -> Path | None:
+    if comparison:
+        return Path(paths[1])
+    return Path(paths[0]) if len(paths) == 1 else None
+
+
+def not_written_note(paths: list[Path], comparison: bool = False) -> str:
+    """Why ``default_out`` gave no folder, and what to do."""
+    folder = _named_folder(paths, comparison)
+    if folder is None:
+        why = f"{len(paths)} folders given"
+    elif folder.resolve() == Path.cwd().resolve():
+        why = "the current folder is a run folder"
+    else:
+        why = f"{folder} is a run folder"
+    return f"report files not written: {why}; give --out FOLDER to write them"
 
 
 def write_files(report: Report, out_dir: Path) -> list[Path]:
