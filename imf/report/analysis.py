@@ -58,13 +58,31 @@ def _mean_of(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def by_seed(rows: list[TrialRow]) -> tuple[list[TrialRow], list[str]]:
+    """One row per seed (the first in ``rows``' order) and the ids of the others: the same seed
+    again is the same run again, so it is counted once and flagged; rows without a seed stay apart."""
+    kept: list[TrialRow] = []
+    seen: set[int] = set()
+    duplicates = []
+    for row in rows:
+        if isinstance(row.seed, int) and row.seed in seen:
+            duplicates.append(row.id)
+            continue
+        if isinstance(row.seed, int):
+            seen.add(row.seed)
+        kept.append(row)
+    return kept, duplicates
+
+
 def _cell(label: str, members: list[RunRead], varying: list[str]) -> Cell:
-    rows = [m.row for m in members]
+    all_rows = [m.row for m in members]
     config = next((m.config for m in members if m.config is not None), {})
-    sized = next((r for r in rows if isinstance(r.n_emb, int)), rows[0])
+    sized = next((r for r in all_rows if isinstance(r.n_emb, int)), all_rows[0])
+    scored_first = sorted(all_rows, key=lambda r: (r.best_score is None, r.id))
+    rows, duplicates = by_seed(scored_first)
     cell = Cell(label=label, n_emb=sized.n_emb, n_layer=sized.n_layer,
-                params={k: config.get(k) for k in varying}, trials=[r.id for r in rows],
-                seeds=[r.seed for r in rows],
+                params={k: config.get(k) for k in varying}, trials=[r.id for r in all_rows],
+                seeds=[r.seed for r in all_rows], duplicates=duplicates,
                 unscored=sum(r.best_score is None for r in rows))
     scores = [r.best_score for r in rows if r.best_score is not None]
     if scores:

@@ -20,14 +20,11 @@ from imf.store.runs import (CONFIG, HYDRA_CONFIG, LOGS, SUMMARY, find_run_dirs, 
 from imf.store.base import ENSEMBLE, is_ensemble
 from imf.store.holdout import read_looks
 from imf.store.layout import FINAL_EVAL
+from imf.store.identity import flatten, run_only
 from imf.store.scoreboard import ScoreboardStore
 from imf.store.summary import RunSummary, observed_status
 
-# Settings that say where or how a run ran, not what it learned: left out of a cell's identity.
-RUN_ONLY = ("training.seed", "training.device", "training.resume", "training.num_workers", "training.compile",
-            "training.grad_accum", "training.init_partial",
-            "eval.n_workers", "data.cache_dir", "name", "logging.", "sweep.", "multi_run.",
-            "hydra.", "checkpoint.", "dataloader.num_workers", "val_dataloader.num_workers")
+WARM_START = "init_from"  # in a run's cell identity: the checkpoint it warm-started from (never filled in)
 SEED_IN_ID = re.compile(r"-s(\d+)(?=-|$)")
 
 
@@ -50,22 +47,6 @@ class Rollout:
 def _counted(epoch: Any) -> int | None:
     """Reports count epochs from 1; logs.json.txt and summary.json keep the 0-based index."""
     return epoch + 1 if isinstance(epoch, int) and not isinstance(epoch, bool) else None
-
-
-def flatten(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in mapping.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(flatten(value, name + "."))
-        else:  # YAML dates and the like become strings, so the config stays JSON
-            flat[name] = json.loads(json.dumps(value, default=str))
-    return flat
-
-
-def run_only(key: str) -> bool:
-    """Settings that say where or how a run ran, not what it learned (not part of a cell)."""
-    return any(key == k or (k.endswith(".") and key.startswith(k)) for k in RUN_ONLY)
 
 
 def read_config(run_dir: Path) -> tuple[dict[str, Any] | None, int | None]:
@@ -211,6 +192,8 @@ def read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
     if summary is not None:
         status = observed_status(str(status), run_dir)  # never "running" for a process that is gone
     config, seed = read_config(run_dir)
+    if config is not None and (summary or {}).get("init_from"):  # a warm start is its own cell
+        config[WARM_START] = summary.get("init_hash") or str(Path(summary["init_from"]).resolve())
     if config is None:
         notices.extend(f"ignored {path}: not a YAML mapping of settings; its cell is taken from "
                        "the trial id" for path in (run_dir / CONFIG, run_dir / HYDRA_CONFIG)
@@ -365,7 +348,7 @@ def fill_added_settings(configs: list[dict[str, Any]]) -> dict[str, Any]:
     setting a newer imf writes (its default) that older run folders lack: it is filled into
     the others, so the runs of one setup share a cell. Returns the settings filled."""
     added = {}
-    for key in sorted({k for c in configs for k in c}):
+    for key in sorted({k for c in configs for k in c} - {WARM_START}):
         having = [c[key] for c in configs if key in c]
         if len(having) < len(configs) and len({config_key({"v": v}) for v in having}) == 1:
             added[key] = having[0]

@@ -82,7 +82,8 @@ class Cell:
     params: dict[str, Any]  # other config values that vary between the cells
     trials: list[str]
     seeds: list[int | None]  # of its trials, in the order of ``trials``
-    n: int = 0  # scored trials
+    n: int = 0  # scored seeds: trials of one seed (the same run again) count once
+    duplicates: list[str] = field(default_factory=list)  # trials of a seed another trial of the cell has
     unscored: int = 0  # trials without a score yet
     mean: float | None = None  # of the trials' max scores
     sd: float | None = None  # over seeds (None for one trial)

@@ -113,6 +113,7 @@ def cell_rows(report: Report) -> tuple[list[str], list[list[str]]]:
     for c in report.trends.cells:
         seeds = ",".join(str(s) for s in c.seeds if s is not None) or "-"
         seeds += f" ({c.unscored} not scored)" if c.unscored else ""
+        seeds += f" (same seed again, counted once: {', '.join(c.duplicates)})" if c.duplicates else ""
         spread = "-" if c.low is None else f"{c.low:.4f}-{c.high:.4f}"
         se = "-" if c.se is None else f"{c.se:.4f} ({c.noise})"
         selection = "-" if c.selection is None else pm(c.selection, c.selection_se) + f" (n={c.selection_n})"

@@ -118,6 +118,11 @@ def propose(ctx: Context, kind: str, base: TrialRow, changes: dict[str, Any], se
         ctx.notes.append(f"not proposed ({kind}, {', '.join(overrides)}): {exc}")
         return None
     settings = {**(settings_of(run_dir) or {}), **{k: norm_value(v) for k, v in changes.items()}}
+    init = Path(extra[extra.index("--init-from") + 1]) if extra and "--init-from" in extra else None
+    same = ctx.tried.exists(settings, seed, init)
+    if same is not None:  # never propose a run that exists (under any id)
+        ctx.notes.append(f"not proposed ({kind}, seed {seed}): trial {same.id} is that run already")
+        return None
     varying = sorted(next((c.params for c in ctx.report.trends.cells if c.params), {}))
     tid = ctx.new_id(tid or trial_id(ctx.prefix, settings, seed, varying))
     out = ctx.folder / tid

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imf.report.collect import fill_added_settings, flatten, read_config, run_only
+from imf.report.collect import fill_added_settings, read_config
+from imf.store.identity import flatten, run_only
 from imf.store.iteration_log import IterationLogStore
 from imf.store.layout import CONFIG
 from imf.store.runs import SUMMARY, read_json_object, read_yaml_mapping
@@ -45,6 +46,15 @@ class Tried:
         target = init_from.resolve() if init_from is not None else None
         return any(_same(run, wanted) and (seed is None or run.seed == seed)
                    and (target is None or run.init_from == target) for run in self.runs)
+
+    def exists(self, settings: dict[str, Any], seed: int, init_from: Path | None) -> TriedRun | None:
+        """The run this exact trial already is (settings, seed and warm start, a cold start
+        matching only a cold start), else None."""
+        wanted = normalise(settings)
+        wanted = {**{k: v for k, v in self.added.items() if k not in wanted}, **wanted}
+        target = init_from.resolve() if init_from is not None else None
+        return next((run for run in self.runs if run.complete and _same(run, wanted)
+                     and run.seed == seed and run.init_from == target), None)
 
     def variants(self, settings: dict[str, Any], prefix: str) -> list[TriedRun]:
         """The runs with these settings but for those under ``prefix`` (any seed)."""

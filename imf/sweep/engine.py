@@ -22,7 +22,7 @@ from filelock import FileLock, Timeout
 
 from imf.atomic import clean_stale_temps
 from imf.clock import now_iso
-from imf.errors import (EXIT_DISK_FULL, EXIT_GPU_OOM, EXIT_NO_CUDA, BusyError, FolderInUseError,
+from imf.errors import (EXIT_DISK_FULL, EXIT_GPU_OOM, EXIT_NO_CUDA, OUTCOME_EXIT, BusyError, FolderInUseError,
                         ImfError, QueueError, SweepError)
 from imf.scheduler.base import Handle, JobStatus, Scheduler
 from imf.sweep.finish import notify, write_report
@@ -261,12 +261,12 @@ class Engine(Recovery):
             self._out_of_memory(trial, (summary.reason if summary else "") or _tail(run_dir / STDOUT, 1)
                                 .removeprefix("imf: error: ") or "out of GPU memory")
             return
-        if status.exit_code == 0 and verdict in GOOD_ENDS:
+        if verdict in GOOD_ENDS and status.exit_code == OUTCOME_EXIT[verdict]:
             trial.epoch = summary.epochs_done or trial.epoch
             if summary.best_score is not None:
                 trial.best_score = summary.best_score
                 trial.best_success = summary.best_success_rate
-            self._attempt_over(trial, verdict, 0, "")
+            self._attempt_over(trial, verdict, status.exit_code, "")
             return
         if status.exit_code == 0:
             reason = f"exited 0 but summary.json says status {verdict!r}" if verdict else \

@@ -45,15 +45,18 @@ def _with(note: str, reason: str) -> str:
 
 
 def record_trial(trial: TrialState, state: SweepState, sweep_dir: Path) -> list[str]:
-    """Record ``trial`` in every store of the sweep (upserts); return the problems met."""
+    """Record ``trial`` in every store of the sweep's project (the sweep folder, or the project
+    folder above it: imf/store/records.py), one attempt numbered once; return the problems met."""
     from imf.store import record_from_summary  # stores are only needed once a trial ends
+    from imf.store.records import numbered, project_root
 
     run_dir = (sweep_dir / trial.id).resolve()
-    record = record_from_summary(final_summary(trial, state, run_dir), run_dir)
+    root = project_root(sweep_dir.resolve())
+    record = numbered(root, record_from_summary(final_summary(trial, state, run_dir), run_dir))
     problems = []
     for name in state.stores:
         try:
-            registry.get("imf.stores", name)(sweep_dir.resolve()).record(record)
+            registry.get("imf.stores", name)(root).record(record)
         except (ImfError, OSError) as exc:
             problems.append(f"store {name}: {exc}")
     return problems

@@ -26,6 +26,7 @@ from imf.sweep.halving import check_rungs, describe as describe_halving, plan_ha
 from imf.sweep.plan import (Plan, TrialPlan, build_trials, check_one_value, make_plan, parse_seeds,
                              render_plan)
 from imf.sweep.queues import load_hosts, resolve_queues
+from imf.store.records import check_identity, project_root
 from imf.sweep.folder import SweepDir
 from imf.sweep.state import QueueState, SweepState, TrialState
 
@@ -114,7 +115,11 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
         grid=list(req.grids or defaults.grid) + seed_axis, final_eval=req.final_eval,
         retries=req.retries, stall_timeout=req.stall_timeout, poll=req.poll, notify=req.notify)
     state.halving = halving
-    return SweepDir(Path(req.out) / name), state, plan
+    sdir = SweepDir(Path(req.out) / name)
+    root = project_root(sdir.path)
+    for trial in trials:  # an id the project holds with another config fails the plan
+        check_identity(root, trial.id, trial.config_hash)
+    return sdir, state, plan
 
 
 def sweep_state(name: str, config: str, trials: list[TrialPlan], queues: list[QueueState],

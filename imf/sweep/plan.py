@@ -17,6 +17,7 @@ from imf.config import MAX_TRAIN_CAP, Config, is_config_key, key_kind, load_conf
 from imf.data.size import check_data_size
 from imf.config.compat import ALIASES
 from imf.errors import SweepError
+from imf.store.identity import trial_hash
 from imf.store.summary import params_of
 from imf.registry.options import fill_options
 
@@ -36,6 +37,7 @@ class TrialPlan:
     epochs: int
     params: dict[str, Any]  # mask, n_emb, n_layer, n_head, objective and the grid's values
     cost: float
+    config_hash: str | None = None  # imf.store.identity.trial_hash: checked against the project's records
 
 
 @dataclass
@@ -178,7 +180,8 @@ def build_trials(name: str, config: str, grids: list[str], overrides: list[str],
         params = {**params_of(cfg), **point}
         epochs_n = cfg.training.num_epochs
         trials.append(TrialPlan(trial_id(name, cfg, trial_seed, point), own, trial_seed, epochs_n,
-                                params, cost_of(cfg.policy.n_emb, cfg.policy.n_layer, epochs_n)))
+                                params, cost_of(cfg.policy.n_emb, cfg.policy.n_layer, epochs_n),
+                                trial_hash(cfg.to_dict(), trial_seed, None)))
     seen: set[str] = set()
     for trial in trials:
         if trial.id in seen:

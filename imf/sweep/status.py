@@ -58,6 +58,8 @@ def trial_row(trial: TrialState, now: float) -> list[str]:
     state = trial.state + (f" ({trial.attempts})" if trial.attempts > 1 else "")
     if trial.state == "queued" and trial.reason:
         state += f": {trial.reason}"  # Slurm's reason: Resources, Priority, ...
+    if trial.state in FINAL and trial.exit_code:  # the table of imf/errors.py: 3 diverged, 1 failed...
+        state += f" (exit {trial.exit_code})"
     return [trial.queue, trial.id, state, f"{trial.epoch}/{trial.epochs}", _score(trial.val_mse),
             _score(trial.last_score), _score(trial.best_score),
             "-" if trial.best_success is None else f"{trial.best_success:.2f}", _duration(elapsed), _duration(eta)]
