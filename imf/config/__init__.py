@@ -16,20 +16,30 @@ from imf.config.compat import known_elsewhere, upgrade
 from imf.config.presets import PRESET_DIR, deep_merge, list_presets, load_preset_dict, read_yaml
 from imf.config.schema import (MAX_TRAIN_CAP, OBS_TYPES, OPTION_KEYS, Config, DataConfig, EvalConfig,
                                LoggingConfig, ObjectiveConfig, PolicyConfig, SweepConfig, TrainingConfig,
-                               all_keys, build, key_kind, validate)
+                               all_keys, build, check_value, key_kind, validate)
 from imf.config.values import parse_scalar as _parse_scalar
 from imf.config.values import suggest as _suggest
 from imf.errors import ConfigError
 
 __all__ = ["MAX_TRAIN_CAP", "OBS_TYPES", "OPTION_KEYS", "PRESET_DIR", "Config", "DataConfig", "EvalConfig",
            "LoggingConfig", "ObjectiveConfig", "PolicyConfig", "SweepConfig", "TrainingConfig", "all_keys",
-           "deep_merge", "dotted_to_nested", "from_dict", "is_config_key", "key_kind", "list_presets",
+           "check_value", "deep_merge", "dotted_to_nested", "from_dict", "is_config_key", "key_kind", "list_presets",
            "load_config", "load_preset_dict", "load_resolved", "parse_json_overrides", "split_config_args"]
+
+
+def _object_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once (json.loads keeps the last silently)."""
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise ConfigError(f"--overrides: key '{key}' is given twice in one object; keep one")
+        data[key] = value
+    return data
 
 
 def parse_json_overrides(text: str) -> dict[str, Any]:
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_object_once)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"--overrides is not valid JSON: {exc.msg} at column {exc.colno}") from None
     if not isinstance(data, dict):

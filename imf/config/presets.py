@@ -1,4 +1,5 @@
-"""YAML presets: the files in imf/configs (or any path), ``base:`` inheritance, deep merges."""
+"""YAML presets: the files in imf/configs (or any path), ``base:`` inheritance, deep merges; a
+key given twice in one mapping of a file is refused (``StrictLoader``)."""
 from __future__ import annotations
 
 import copy
@@ -36,11 +37,47 @@ def _read_yaml_cached(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
     return _parse_yaml(Path(path), Path(path).read_text())
 
 
-def _parse_yaml(path: Path, text: str) -> dict[str, Any]:
+class RepeatedKey(yaml.YAMLError):
+    """A key given twice in one mapping (PyYAML would keep the last one silently)."""
+
+    def __init__(self, key: Any, line: int, first: int):
+        super().__init__(f"key {key!r} at line {line}, first at line {first}")
+        self.key, self.line, self.first = key, line, first
+
+
+class StrictLoader(yaml.SafeLoader):
+    """``yaml.safe_load`` that refuses a key repeated in one mapping; a merge (``<<: *x``) may
+    still be overridden by the mapping's own keys."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                first = seen.setdefault(key, line)
+            except TypeError:  # an unhashable key: SafeLoader says so itself
+                continue
+            if first != line:
+                raise RepeatedKey(key, line, first)
+        return super().construct_mapping(node, deep)
+
+
+def load_yaml_text(text: str, source: Path | str) -> Any:
+    """The YAML ``text`` of ``source`` (a file, for messages), a repeated key refused."""
     try:
-        data = yaml.safe_load(text) or {}
+        return yaml.load(text, Loader=StrictLoader)  # noqa: S506 (StrictLoader is a SafeLoader)
+    except RepeatedKey as exc:
+        raise ConfigError(f"config file {source}, line {exc.line}: key '{exc.key}' is given twice in one "
+                          f"mapping (first at line {exc.first}); keep one") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        raise ConfigError(f"config file {source}: not valid YAML ({str(exc).splitlines()[0]})") from None
+
+
+def _parse_yaml(path: Path, text: str) -> dict[str, Any]:
+    data = load_yaml_text(text, path) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path}: top level must be a mapping, got {type(data).__name__}")
     return data

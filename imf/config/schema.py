@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import yaml
 
 from imf.atomic import atomic_write_text
+from imf.config.ranges import RANGES, Range
 from imf.config.values import coerce as _coerce
 from imf.config.values import suggest as _suggest
 from imf.errors import ConfigError
@@ -227,46 +229,52 @@ def _check_choices(cfg: Config) -> None:
     if t.lr_schedule not in LR_SCHEDULES:
         raise ConfigError(f"config key 'training.lr_schedule': got {t.lr_schedule!r}, allowed: "
                           f"{', '.join(LR_SCHEDULES)}")
-    if p.encoder_resolution is not None and p.encoder_resolution < 8:
-        raise ConfigError(f"config key 'policy.encoder_resolution': must be >= 8 pixels or null, "
-                          f"got {p.encoder_resolution}")
+    if p.obs_type not in OBS_TYPES:
+        raise ConfigError(f"config key 'policy.obs_type': got {p.obs_type!r}, allowed: {', '.join(OBS_TYPES)}")
+    if p.encoder not in ("resnet18", "small"):
+        raise ConfigError(f"config key 'policy.encoder': got {p.encoder!r}, allowed: resnet18, small")
+
+
+@functools.lru_cache(maxsize=None)
+def _optional(key: str) -> bool:
+    kind = key_kind(key)
+    return kind is not None and kind.optional
+
+
+def _check_number(key: str, value: Any, allowed: Range, optional: bool) -> None:
+    """``value``, a number or a list of numbers, each finite and inside ``allowed``."""
+    items = value if isinstance(value, list) else [value]
+    said = ("each item must be " if isinstance(value, list) else "must be ")
+    ranged = allowed.describe() + (" or null" if optional else "")
+    if any(isinstance(x, float) and not math.isfinite(x) for x in items):
+        raise ConfigError(f"config key '{key}': {said}a finite number {ranged}, got {value}")
+    if not all(allowed.holds(x) for x in items):
+        raise ConfigError(f"config key '{key}': {said}{ranged}, got {value}")
+
+
+def check_value(key: str, value: Any) -> None:
+    """One value of the numeric ``key`` against its declared range (a sweep's ``--seed``)."""
+    if not (value is None and _optional(key)):
+        _check_number(key, value, RANGES[key], _optional(key))
+
+
+def check_ranges(cfg: Config) -> None:
+    """Every number inside its declared range (imf/config/ranges.py), nan and inf refused; a list
+    of numbers item by item; null only where the field is optional."""
+    for key in RANGES:
+        section, leaf = key.split(".")
+        check_value(key, getattr(getattr(cfg, section), leaf))
 
 
 def validate(cfg: Config) -> None:
-    p = cfg.policy
-    positive = {
-        "policy.n_emb": p.n_emb, "policy.n_layer": p.n_layer, "policy.n_head": p.n_head,
-        "policy.horizon": p.horizon, "policy.n_obs_steps": p.n_obs_steps,
-        "policy.n_action_steps": p.n_action_steps, "training.num_epochs": cfg.training.num_epochs,
-        "training.batch_size": cfg.training.batch_size, "training.grad_accum": cfg.training.grad_accum,
-        "objective.sample_steps": cfg.objective.sample_steps,
-        "training.rollout_every": cfg.training.rollout_every,
-        "training.checkpoint_every": cfg.training.checkpoint_every,
-        "logging.every_steps": cfg.logging.every_steps,
-    }
-    positive.update({"policy.action_dim": p.action_dim, "policy.crop_shape": p.crop_shape,
-                     "policy.encoder_width": p.encoder_width,
-                     "policy.num_keypoints": p.num_keypoints, "policy.image_feature_dim": p.image_feature_dim,
-                     "eval.n_test": cfg.eval.n_test, "eval.max_steps": cfg.eval.max_steps})
-    for key, value in positive.items():
-        if value < 1:
-            raise ConfigError(f"config key '{key}': must be >= 1, got {value}")
-    t = cfg.training
+    """The ranges of the numbers, then the rules between keys and the words a key takes."""
+    check_ranges(cfg)
+    p, t = cfg.policy, cfg.training
     if t.batch_size % t.grad_accum:
         raise ConfigError(f"config key 'training.grad_accum': {t.grad_accum} must divide "
                           f"training.batch_size={t.batch_size} (micro-batches of batch_size / grad_accum)")
-    for key, value in (("training.snapshot_every", t.snapshot_every), ("training.lr", t.lr),
-                       ("eval.n_train", cfg.eval.n_train), ("eval.n_workers", cfg.eval.n_workers),
-                       ("training.lr_warmup_steps", t.lr_warmup_steps), ("training.weight_decay", t.weight_decay),
-                       ("training.encoder_weight_decay", t.encoder_weight_decay),
-                       ("training.val_probe_windows", t.val_probe_windows)):
-        if value < 0:
-            raise ConfigError(f"config key '{key}': must be >= 0, got {value}")
-    if len(t.betas) != 2 or not all(0.0 <= b < 1.0 for b in t.betas):
+    if len(t.betas) != 2:
         raise ConfigError(f"config key 'training.betas': two numbers in [0, 1), got {t.betas}")
-    for key, value in (("policy.p_drop_attn", p.p_drop_attn), ("policy.p_drop_emb", p.p_drop_emb)):
-        if not 0.0 <= value < 1.0:
-            raise ConfigError(f"config key '{key}': a dropout probability in [0, 1), got {value}")
     if p.n_emb % p.n_head:
         raise ConfigError(f"config key 'policy.n_head': {p.n_head} must divide policy.n_emb={p.n_emb}")
     if p.n_obs_steps - 1 + p.n_action_steps > p.horizon:
@@ -274,12 +282,3 @@ def validate(cfg: Config) -> None:
             f"config key 'policy.horizon': {p.horizon} is shorter than n_obs_steps - 1 + "
             f"n_action_steps = {p.n_obs_steps - 1 + p.n_action_steps}")
     _check_choices(cfg)
-    if cfg.training.time_budget_s is not None and not cfg.training.time_budget_s > 0:
-        raise ConfigError(f"config key 'training.time_budget_s': must be > 0 (or null), "
-                          f"got {cfg.training.time_budget_s}")
-    if p.obs_type not in OBS_TYPES:
-        raise ConfigError(f"config key 'policy.obs_type': got {p.obs_type!r}, allowed: {', '.join(OBS_TYPES)}")
-    if p.encoder not in ("resnet18", "small"):
-        raise ConfigError(f"config key 'policy.encoder': got {p.encoder!r}, allowed: resnet18, small")
-    if not 0.0 <= cfg.data.val_ratio < 1.0:
-        raise ConfigError(f"config key 'data.val_ratio': must be in [0, 1), got {cfg.data.val_ratio}")

@@ -25,6 +25,11 @@ def coerce(value: Any, tp: Any, key: str) -> Any:
     return _coerce(value, kind, key)
 
 
+def coerce_kind(value: Any, kind: Kind, key: str) -> Any:
+    """``coerce`` for a kind already worked out (``imf.config.key_kind``)."""
+    return _coerce(value, kind, key)
+
+
 def _coerce(value: Any, kind: Kind, key: str) -> Any:
     if kind.optional and (value is None or isinstance(value, str) and value.lower() in ("null", "none")):
         return None

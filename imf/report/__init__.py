@@ -27,8 +27,8 @@ from imf.store.runs import is_run_dir
 __all__ = ["CSV_FIELDS", "LAST_K", "MATPLOTLIB_MISSING", "METRIC", "AxisTrend", "Cell", "Comparison",
            "Curve", "Group", "Report", "TrialRow", "Trends", "build_comparison", "build_report",
            "compute_trends", "default_out", "heatmap_text", "is_comparison", "not_written_note",
-           "render_compare_text", "render_csv", "render_markdown", "render_text", "trend_lines", "write_compare_files",
-           "write_files", "write_report"]
+           "render_compare_text", "render_csv", "render_markdown", "render_text", "trend_lines",
+           "write_compare_files", "write_files", "write_report"]
 
 
 def build_report(paths: list[Path], last_k: int = LAST_K, x_axis: str | None = None) -> Report:

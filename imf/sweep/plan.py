@@ -13,10 +13,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from imf.config import MAX_TRAIN_CAP, Config, is_config_key, key_kind, load_config
+from imf.config import MAX_TRAIN_CAP, Config, check_value, is_config_key, key_kind, load_config
 from imf.data.size import check_data_size
 from imf.config.compat import ALIASES
-from imf.errors import SweepError
+from imf.config.values import coerce_kind, parse_scalar
+from imf.errors import ConfigError, SweepError
 from imf.store.identity import trial_hash
 from imf.store.summary import params_of
 from imf.registry.options import fill_options
@@ -78,7 +79,42 @@ def parse_grids(grids: list[str]) -> list[tuple[str, list[str]]]:
     for key in seen:
         if seen.count(key) > 1:
             raise SweepError(f"--grid: config key '{key}' is given by more than one grid")
+    for grid, (key, values) in zip(_grid_of_axis(grids), axes):
+        check_distinct(grid, key, values)
     return axes
+
+
+def _grid_of_axis(grids: list[str]) -> list[str]:
+    """The --grid word behind each axis parse_grids makes (a shape grid makes two)."""
+    return [g for g in grids for _ in range(2 if SHAPE_GRID.match(g) else 1)]
+
+
+def _as_config_value(raw: str, key: str) -> Any:
+    """``raw`` as the config will hold it (the rules of imf/config/values.py); a value the config
+    refuses is kept as written (building the trial's config says why)."""
+    parsed = parse_scalar(raw)
+    kind = key_kind(key)
+    if kind is None:  # a plugin's option: its Options class coerces it later
+        return parsed
+    try:
+        return coerce_kind(parsed, kind, key)
+    except ConfigError:
+        return raw
+
+
+def check_distinct(grid: str, key: str, values: list[str]) -> None:
+    """Two values of one axis that the config holds as one value (1e-4 and 0.0001, 64 and 64.0,
+    true and yes) would be two trials of one config under two ids: refused."""
+    seen: dict[Any, int] = {}
+    for i, raw in enumerate(values):
+        value = _as_config_value(raw, key)
+        try:
+            first = seen.setdefault(value, i)
+        except TypeError:  # an unhashable value (a list): left to the trial's config
+            continue
+        if first != i:
+            raise SweepError(f"--grid '{grid}': {values[first]} and {raw} are one value of {key} "
+                             f"({value!r}); give each value once")
 
 
 def check_one_value(overrides: list[str]) -> None:
@@ -112,6 +148,8 @@ def parse_seeds(text: str) -> list[int]:
 def _seed_axes(axes: list[tuple[str, list[str]]], seed: int | None, seeds: list[int] | None,
                overrides: list[str]) -> tuple[list[tuple[str, list[str]]], int | None]:
     """``--seeds`` as a training.seed axis (one seed: the same as ``--seed``)."""
+    for value in ([seed] if seed is not None else []) + list(seeds or []):
+        check_value("training.seed", value)  # --seed reaches the trial, not the planned config
     if not seeds:
         return axes, seed
     if seed is not None:
