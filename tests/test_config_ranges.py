@@ -217,3 +217,13 @@ def test_a_sweeps_seed_outside_the_seed_range_is_refused_at_planning(tmp_path):
     for kwargs in ({"seed": -5}, {"seeds": [1, 2 ** 32]}):
         with pytest.raises(ConfigError, match=r"config key 'training.seed': must be from 0 to 4294967295"):
             build_trials("s", "smoke", ["32x1"], [], **kwargs)
+
+
+def test_a_key_twice_in_a_hosts_file_is_refused(tmp_path):
+    from imf.sweep.queues import load_hosts
+    path = tmp_path / "hosts.yaml"
+    path.write_text("hosts:\n  box:\n    workdir: /a\n    workdir: /b\n")
+    with pytest.raises(SweepError) as info:
+        load_hosts(path)
+    assert str(info.value) == (f"--hosts {path}: not valid YAML (line 4: key 'workdir' is given twice in one "
+                               f"mapping (first at line 3))")

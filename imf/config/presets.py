@@ -41,7 +41,7 @@ class RepeatedKey(yaml.YAMLError):
     """A key given twice in one mapping (PyYAML would keep the last one silently)."""
 
     def __init__(self, key: Any, line: int, first: int):
-        super().__init__(f"key {key!r} at line {line}, first at line {first}")
+        super().__init__(f"line {line}: key '{key}' is given twice in one mapping (first at line {first})")
         self.key, self.line, self.first = key, line, first
 
 

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from imf.config.presets import StrictLoader  # a key repeated in one mapping is refused
 from imf.errors import PluginError, QueueError, SweepError
 from imf import registry
 from imf.scheduler.base import GROUP, scheduler_for, scheme_of
@@ -56,7 +57,7 @@ def load_hosts(path: str | Path | None) -> dict[str, Any]:
     if not path:
         return {"defaults": {}, "hosts": {}, "queues": []}
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        data = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=StrictLoader) or {}  # noqa: S506
     except FileNotFoundError:
         raise SweepError(f"--hosts {path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
