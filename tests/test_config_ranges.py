@@ -227,3 +227,16 @@ def test_a_key_twice_in_a_hosts_file_is_refused(tmp_path):
         load_hosts(path)
     assert str(info.value) == (f"--hosts {path}: not valid YAML (line 4: key 'workdir' is given twice in one "
                                f"mapping (first at line 3))")
+
+
+@pytest.mark.parametrize("override, key", [
+    ("objective.options.time_mu=nan", "objective.options.time_mu"),
+    ("objective.options.time_sigma=inf", "objective.options.time_sigma"),
+    ("objective.options.adaptive_c=-inf", "objective.options.adaptive_c"),
+])
+def test_a_plugins_float_option_is_never_nan_or_inf(override, key):
+    from imf.registry.options import fill_options
+    cfg = load_config("smoke", [override])
+    with pytest.raises(ConfigError) as info:
+        fill_options(cfg)
+    assert str(info.value) == f"config key '{key}': must be a finite number, got {override.split('=')[1]}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import difflib
 import functools
+import math
 from typing import Any
 
 import yaml
@@ -23,6 +24,16 @@ def coerce(value: Any, tp: Any, key: str) -> Any:
     except TypeError:
         raise ConfigError(f"config key '{key}': unsupported type {_type_name(tp)}") from None
     return _coerce(value, kind, key)
+
+
+def coerce_finite(value: Any, tp: Any, key: str) -> Any:
+    """``coerce``, a float (or a list's float) also refused when nan or inf: a plugin's option,
+    whose own range its Options class checks (the core keys' ranges: imf/config/ranges.py)."""
+    out = coerce(value, tp, key)
+    for item in out if isinstance(out, list) else [out]:
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ConfigError(f"config key '{key}': must be a finite number, got {out}")
+    return out
 
 
 def coerce_kind(value: Any, kind: Kind, key: str) -> Any:

@@ -14,7 +14,7 @@ import typing
 from typing import Any
 
 from imf import registry
-from imf.config.values import coerce, suggest
+from imf.config.values import coerce_finite, suggest
 from imf.errors import ConfigError, OptionError
 
 # where the options live in the config -> (plugin group, config section, key of the plugin's name)
@@ -47,7 +47,7 @@ def resolve(plugin: Any, raw: dict[str, Any] | None, where: str, label: str) -> 
             raise ConfigError(f"unknown config key '{where}.{key}' for {label}"
                               f"{suggest(f'{where}.{key}', [f'{where}.{n}' for n in names])}; "
                               f"its options: {', '.join(names)}")
-        values[key] = coerce(value, hints[key], f"{where}.{key}")
+        values[key] = coerce_finite(value, hints[key], f"{where}.{key}")  # nan, inf: never
     try:
         return cls(**values)
     except OptionError as exc:
