@@ -42,6 +42,7 @@ def round_sweep(folder: Path, loop: LoopState, current: Round) -> tuple[SweepDir
     state, plan = sweep_state(f"{folder.resolve().name}-r{current.number:02d}",
                            current.proposals[0].config, plans, queues, base,
                            final_eval=loop.final_eval)
+    state.hypothesis = current.hypothesis
     by_id = {p.id: p for p in current.proposals}
     for trial in state.trials:
         planned = by_id[trial.id]

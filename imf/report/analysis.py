@@ -2,20 +2,24 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from imf.report.axes import axis_trends, combined_se, effect_of, groups_by
 from imf.report.basis import Basis, basis_of, reach_words, with_basis
-from imf.report.collect import SEED_IN_ID, RunRead, config_key
+from imf.report.collect import SEED_IN_ID, WARM_START, RunRead, config_key
+from imf.store.identity import ID_HASH_CHARS
 from imf.report.model import Cell, Group, TrialRow, Trends
 from imf.stats import Z95, mean_sd, tied_within_noise
 
+HASHED_ID = re.compile(r"(?<=-s\d)(\d*)-[0-9a-f]{%d}$" % ID_HASH_CHARS)  # ...-s42-1a2b3c
 SIZE_KEYS = ("policy.n_emb", "policy.n_layer", "policy.model.n_emb", "policy.model.n_layer")
 
 
 def cell_label_of(trial_id: str) -> str:
-    """The trial id without its ``-s<seed>`` part."""
-    return SEED_IN_ID.sub("", trial_id, count=1)
+    """The trial id without its ``-s<seed>`` part (and the trial hash a default id ends with,
+    which names one seed's run, not the cell)."""
+    return SEED_IN_ID.sub("", HASHED_ID.sub("", trial_id), count=1)
 
 
 def _group_runs(runs: list[RunRead]) -> dict[str, list[RunRead]]:
@@ -39,7 +43,7 @@ def _group_runs(runs: list[RunRead]) -> dict[str, list[RunRead]]:
 
 def _varying(runs: list[RunRead]) -> list[str]:
     configs = [r.config for r in runs if r.config is not None]
-    keys = sorted({k for c in configs for k in c})
+    keys = sorted({k for c in configs for k in c} - {WARM_START})  # a warm start is no setting
     return [k for k in keys if k not in SIZE_KEYS
             and len({config_key({"v": c.get(k)}) for c in configs}) > 1]
 

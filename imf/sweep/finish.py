@@ -52,7 +52,9 @@ def record_trial(trial: TrialState, state: SweepState, sweep_dir: Path) -> list[
 
     run_dir = (sweep_dir / trial.id).resolve()
     root = project_root(sweep_dir.resolve())
-    record = numbered(root, record_from_summary(final_summary(trial, state, run_dir), run_dir))
+    record = record_from_summary(final_summary(trial, state, run_dir), run_dir)
+    record["hypothesis"] = record.get("hypothesis") or state.hypothesis
+    record = numbered(root, record)
     problems = []
     for name in state.stores:
         try:

@@ -193,6 +193,7 @@ class SweepState:
     notify: str | None = None
     stores: list[str] = field(default_factory=list)
     final_eval: int | None = None  # imf trial --final-eval N for every trial
+    hypothesis: str | None = None  # the iteration log's block its trials test (a loop round's H<n>)
     halving: HalvingState | None = None  # --halving ETA --rungs ...: the rule and its decisions
     queues: list[QueueState] = field(default_factory=list)
     trials: list[TrialState] = field(default_factory=list)
