@@ -112,3 +112,19 @@ def test_dry_run_prints_the_id_the_difference_and_the_size_and_writes_nothing(de
     other = run_imf("trial", "smoke", "training.lr=2e-3", "--dry-run", cwd=tmp_path)
     assert other.stdout.splitlines()[0] != first
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_trial_run_for_a_hypothesis_is_cited_by_its_conclusion(demo_cache, tmp_path):
+    project = tmp_path / "runs" / "h"
+    refused = trial(demo_cache, tmp_path, "--hypothesis", "H1", "--out", str(project / "t"))
+    assert refused.returncode == 2 and "no such block" in one_error_line(refused)
+    assert not (project / "t").exists()
+    added = run_imf("log", "hypothesis", "--text", "lr matters", "--expect", "+0.05", "--dir", str(project))
+    assert added.returncode == 0 and added.stdout.strip() == "H1", added.stderr
+    assert trial(demo_cache, tmp_path, "--hypothesis", "h1", "--out", str(project / "t")).returncode == 0
+    (record,) = board(project)
+    assert record["hypothesis"] == "H1"
+    done = run_imf("log", "conclude", "H1", "--result", "same", "--conclusion", "no", "--dir", str(project))
+    assert done.returncode == 0, done.stderr
+    log = (project / "ITERATION_LOG.md").read_text()
+    assert f"trials: {record['id']}" in log and f"`{record['id']}` for H1" in log

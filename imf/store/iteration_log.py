@@ -105,11 +105,16 @@ class IterationLogStore:
         return f"H{number}"
 
     def conclude(self, hypothesis_id: str, result: str, conclusion: str) -> dict[str, Any]:
-        """Fill the result and conclusion of a block; returns the updated block."""
+        """Fill the result and conclusion of a block, the result citing the trials recorded for
+        it (``imf trial --hypothesis H3``, a loop round's trials); returns the updated block."""
         number = _parse_hypothesis_id(hypothesis_id)
         result, conclusion = _required(result, "--result"), _required(conclusion, "--conclusion")
         with locked(self.path):
             lines = self._lines()
+            tested = [t for t in (parse_trial_line(line) for line in lines) if t and t["hypothesis"] == f"H{number}"]
+            if tested:
+                result += "\ntrials: " + ", ".join(
+                    t["id"] + (f" (attempt {t['attempt']})" if t["attempt"] > 1 else "") for t in tested)
             blocks = find_blocks(lines)
             match = [(s, e, b) for s, e, b in blocks if b["id"] == f"H{number}"]
             if not match:

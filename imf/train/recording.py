@@ -11,6 +11,8 @@ from typing import Any, Callable
 from imf import registry
 from imf.config import Config
 from imf.store import record_from_summary
+from imf.errors import ConfigError
+from imf.store.iteration_log import IterationLogStore
 from imf.store.identity import cell_hash, checkpoint_hash, trial_hash
 from imf.store.layout import RunLayout
 from imf.store.records import check_identity, numbered, project_root
@@ -49,10 +51,18 @@ def store_root(run_dir: Path, given: Path | None) -> Path:
     return project_root(given if given is not None else Path(run_dir).parent)
 
 
-def check_before_run(root: Path, stores: list[str], trial_id: str, identity: Identity) -> None:
-    """Refuse an id the project already holds with another config (before the folder changes)."""
+def check_before_run(root: Path, stores: list[str], trial_id: str, identity: Identity,
+                     hypothesis: str | None = None) -> None:
+    """Refuse an id the project already holds with another config, and a hypothesis its
+    iteration log does not have (before the folder changes)."""
     if stores:
         check_identity(root, trial_id, identity.config_hash)
+    if hypothesis is not None:
+        log = IterationLogStore(root)
+        known = [block["id"] for block in log.hypotheses()]
+        if hypothesis not in known:
+            raise ConfigError(f"--hypothesis {hypothesis}: no such block in {log.path} (ids: "
+                              f"{', '.join(known) or 'none yet'}); add it with imf log hypothesis")
 
 
 def record(root: Path, stores: list[str], summary: Any, run_dir: Path) -> None:

@@ -91,7 +91,7 @@ def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
     identity = identity_of(cfg, opts.init_from)
     root = store_root(opts.run_dir, opts.store_root)
     if not opts.resume:
-        check_before_run(root, stores, opts.trial_id, identity)
+        check_before_run(root, stores, opts.trial_id, identity, opts.hypothesis)
     files = RunLayout(opts.run_dir)
     # The folder is this process's until it returns: a second trial, a --resume or a final
     # eval into it is refused while we live (imf/store/runlock.py).
