@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from imf.config.compat import known_elsewhere, upgrade
-from imf.config.presets import PRESET_DIR, deep_merge, list_presets, load_preset_dict, read_yaml
+from imf.config.presets import PRESET_DIR, deep_merge, list_presets, load_preset_dict, preset_base, read_yaml
 from imf.config.schema import (MAX_TRAIN_CAP, OBS_TYPES, OPTION_KEYS, Config, DataConfig, EvalConfig,
                                LoggingConfig, ObjectiveConfig, PolicyConfig, SweepConfig, TrainingConfig,
                                all_keys, build, check_value, key_kind, validate)
@@ -24,7 +24,7 @@ from imf.errors import ConfigError
 __all__ = ["MAX_TRAIN_CAP", "OBS_TYPES", "OPTION_KEYS", "PRESET_DIR", "Config", "DataConfig", "EvalConfig",
            "LoggingConfig", "ObjectiveConfig", "PolicyConfig", "SweepConfig", "TrainingConfig", "all_keys",
            "check_value", "deep_merge", "dotted_to_nested", "from_dict", "is_config_key", "key_kind", "list_presets",
-           "load_config", "load_preset_dict", "load_resolved", "parse_json_overrides", "split_config_args"]
+           "load_config", "load_preset_dict", "preset_base", "load_resolved", "parse_json_overrides", "split_config_args"]
 
 
 def _object_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -105,6 +105,12 @@ def _resolve_preset_path(name_or_path: str, relative_to: Path | None = None) -> 
         f"presets: {', '.join(presets)}; or give a path to a .yaml file")
 
 
+def preset_base(name_or_path: str) -> str | None:
+    """The ``base:`` a preset or YAML file names (None for a root preset)."""
+    base = read_yaml(_resolve_preset_path(name_or_path, None)).get("base")
+    return None if base is None else str(base)
+
+
 def load_preset_dict(name_or_path: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
     """A preset as a nested dict with its ``base:`` chain merged in (child wins)."""
     path = _resolve_preset_path(name_or_path, Path(_seen[-1]).parent if _seen else None)

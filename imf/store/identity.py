@@ -7,8 +7,8 @@ that only say where or how a run ran (device, workers, loggers, the sweep it bel
 part of neither, so a run on a GPU and the same run on a CPU are one trial.
 
 The default trial id is a readable prefix plus the first characters of the trial's hash, so
-two trials that differ in a learning rate never share an id; a store refuses an id that comes
-back with another hash (imf/store/records.py).
+two trials that differ in a learning rate never share an id; the project's scoreboard refuses an
+id that comes back with another hash (imf/store/records.py).
 """
 from __future__ import annotations
 
@@ -43,6 +43,13 @@ def flatten(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[name] = json.loads(json.dumps(value, default=str))
     return flat
+
+
+def differences(config: dict[str, Any], reference: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(dotted key, the reference's value, this config's) for every setting that differs."""
+    mine, theirs = flatten(config), flatten(reference)
+    return [(k, theirs.get(k), mine.get(k)) for k in sorted(set(mine) | set(theirs))
+            if mine.get(k) != theirs.get(k)]
 
 
 def learned_settings(config: dict[str, Any]) -> dict[str, Any]:

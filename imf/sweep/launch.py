@@ -27,6 +27,7 @@ from imf.sweep.plan import (Plan, TrialPlan, build_trials, check_one_value, make
                              render_plan)
 from imf.sweep.queues import load_hosts, resolve_queues
 from imf.store.records import check_identity, project_root
+from imf.sweep.differences import difference_lines
 from imf.sweep.folder import SweepDir
 from imf.sweep.state import QueueState, SweepState, TrialState
 
@@ -154,7 +155,7 @@ def describe(sdir: SweepDir, state: SweepState, plan: Plan) -> str:
               f"{len(state.queues)} queues (config {state.config}, retries {state.retries}, "
               f"stall timeout {state.stall_timeout:g}s)")
     header += f"; {describe_halving(state.halving)}" if state.halving else ""
-    lines = [render_plan(plan, header), "commands:"]
+    lines = [render_plan(plan, header), *difference_lines(state), "commands:"]
     engine = Engine(sdir, state)
     planned = str((sdir.path / CONFIG_FILE).resolve())  # start_sweep writes a YAML config there
     by_id = {t.id: t for t in state.trials}

@@ -13,7 +13,7 @@ from imf.model import attention_masks
 from imf.policy import ImfPolicy
 from imf.data.normalizer import MinMaxNormalizer
 from imf.registry.options import fill_options
-from imf.store.identity import flatten
+from imf.store.identity import differences
 from imf.train.recording import Identity
 
 
@@ -21,9 +21,7 @@ def preset_differences(cfg: Config, preset: str) -> list[tuple[str, object, obje
     """(key, the preset's value, this config's) for every setting that differs."""
     base = load_config(preset)
     fill_options(base)
-    mine, theirs = flatten(cfg.to_dict()), flatten(base.to_dict())
-    return [(k, theirs.get(k), mine.get(k)) for k in sorted(set(mine) | set(theirs))
-            if mine.get(k) != theirs.get(k)]
+    return differences(cfg.to_dict(), base.to_dict())
 
 
 def parameter_count(cfg: Config) -> int:
