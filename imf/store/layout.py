@@ -5,6 +5,7 @@
 <run>/final_eval.json   best.pt on the selection seeds     holdout.json   every look at the holdout
 <run>/checkpoints/latest.pt  best.pt  epoch=NNNN-test_mean_score=S.pt (the top-k files)
 <run>/trial.lock    the live trial that owns the folder
+<run>/progress.json the running epoch's step of its steps and rate (rewritten every few seconds)
 <run>/pid  exit_code   the job wrapper's files (the job folder is the run folder)
 <run>/attempts/N/   an earlier attempt's files, moved aside when the folder is used again
 <sweep>/sweep.json  sweep.log  <trial-id>/   a sweep folder: its state, its log, one run folder per trial
@@ -32,6 +33,7 @@ SNAPSHOTS = "snapshots"  # under checkpoints/: training.snapshot_every's kept co
 ATTEMPTS = "attempts"
 FINAL_EVAL = "final_eval.json"  # best.pt re-scored on the selection seeds (imf trial --final-eval)
 HOLDOUT = "holdout.json"  # every look at the holdout seeds (imf eval --holdout), appended
+PROGRESS = "progress.json"  # the running epoch's step, steps and rate (imf status reads it)
 LOCK = "trial.lock"  # imf/store/runlock.py: the live trial that owns the folder
 PID = "pid"  # the job wrapper's "PID STARTTIME TOKEN"
 EXIT_CODE = "exit_code"  # the job wrapper's "CODE TOKEN"
@@ -39,7 +41,7 @@ SWEEP_STATE = "sweep.json"  # a sweep folder's plan and state (imf/sweep/folder.
 SWEEP_LOG = "sweep.log"  # a sweep folder's master log
 HYDRA_CONFIG = Path(".hydra") / "config.yaml"  # a Diffusion Policy run folder's config
 # what one attempt of a trial writes: a rerun into the folder moves them all to attempts/N
-TRIAL_FILES = (LOGS, SUMMARY, CHECKPOINTS, CONFIG, SWANLOG, TENSORBOARD, WANDB, FINAL_EVAL, HOLDOUT)
+TRIAL_FILES = (LOGS, SUMMARY, CHECKPOINTS, CONFIG, SWANLOG, TENSORBOARD, WANDB, FINAL_EVAL, HOLDOUT, PROGRESS)
 
 
 ENSEMBLES = "ensembles"  # beside the runs (where their scoreboard is): imf ensemble's checkpoints
@@ -128,6 +130,10 @@ class RunLayout:
     @property
     def holdout(self) -> Path:
         return self.root / HOLDOUT
+
+    @property
+    def progress(self) -> Path:
+        return self.root / PROGRESS
 
     @property
     def lock(self) -> Path:

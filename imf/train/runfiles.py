@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from imf.atomic import atomic_write_text, finite
+from imf.atomic import atomic_write_json, atomic_write_text, finite
 from imf.errors import DiskFullError, is_disk_full
 from imf.store.runs import read_log
 
@@ -46,6 +47,32 @@ class JsonLinesLog:
         keep = [r for r in rows if r.get("epoch", -1) <= epoch]
         atomic_write_text(self.path, "".join(json.dumps(r) + "\n" for r in keep))
         return len(rows) - len(keep)
+
+
+class ProgressFile:
+    """progress.json: where the running epoch is (step of steps, steps a second), rewritten at
+    most every ``period_s`` seconds, so ``imf status`` shows progress inside a long epoch without
+    a controller. A write that fails (a full disk) is skipped: progress is never worth a trial."""
+
+    def __init__(self, path: Path, period_s: float = 5.0) -> None:
+        self.path, self.period_s = path, period_s
+        self.epoch, self.steps, self.started, self.last = 0, 0, 0.0, 0.0
+
+    def begin(self, epoch: int, steps: int) -> None:
+        self.epoch, self.steps = epoch, steps
+        self.started = self.last = time.monotonic()
+
+    def tick(self, done: int) -> None:
+        now = time.monotonic()
+        if now - self.last < self.period_s:
+            return
+        self.last = now
+        rate = done / max(now - self.started, 1e-9)
+        try:
+            atomic_write_json(self.path, {"epoch": self.epoch, "step": done, "steps": self.steps,
+                                          "steps_per_s": round(rate, 3), "updated": time.time()})
+        except OSError:
+            pass
 
 
 class Tee:

@@ -36,7 +36,7 @@ from imf.train.memory import is_out_of_memory, out_of_memory_error
 from imf.train.parts import TrainParts, build_parts, check_warm_start, pick_device
 from imf.train.recording import (Identity, archive_earlier, check_before_run, identity_of, new_run_uid, record,
                                  store_names, store_root)
-from imf.train.runfiles import JsonLinesLog, Tee
+from imf.train.runfiles import JsonLinesLog, ProgressFile, Tee
 from imf.train.state import TrainState, checkpoint_of, restore, save_epoch
 from imf.train.step import accumulate_gradients, to_device
 from imf.train.stopping import StepMetrics, StopSignals
@@ -75,6 +75,7 @@ class Trial:
     identity: Identity | None = None
     stores: list[str] = field(default_factory=list)
     run_uid: str = ""
+    progress: ProgressFile | None = None
 
 
 def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
@@ -100,7 +101,8 @@ def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
         say = out.line if out else _print
         resume_ckpt = _prepare_folder(cfg, opts, files, lambda: archive_earlier(files, root, stores, say))
         trial = Trial(cfg, opts, files, JsonLinesLog(files.logs), say, RunLogger(say), stop, cfg.to_dict(),
-                      identity=identity, stores=stores, run_uid=opts.run_uid or new_run_uid())
+                      identity=identity, stores=stores, run_uid=opts.run_uid or new_run_uid(),
+                      progress=ProgressFile(files.progress))
         state = TrainState()
         try:
             topk = _train_and_score(trial, state, device, resume_ckpt, warm)
@@ -189,7 +191,7 @@ def train_loop(trial: Trial, parts: TrainParts, state: TrainState) -> None:
     t = trial.cfg.training
     while state.epoch < t.num_epochs:
         epoch, step_before = state.epoch, state.global_step
-        train = train_epoch(trial.cfg, parts, state, trial.stop)
+        train = train_epoch(trial.cfg, parts, state, trial.stop, trial.progress)
         if trial.stop():  # the part-epoch is dropped: a resume redoes it from latest.pt
             state.global_step = step_before
             _interrupted(trial, state)
@@ -251,8 +253,8 @@ def _interrupted(trial: Trial, state: TrainState) -> None:
               "last complete one")
 
 
-def train_epoch(cfg: Config, parts: TrainParts, state: TrainState,
-                stop: Callable[[], bool] = lambda: False) -> dict[str, float] | None:
+def train_epoch(cfg: Config, parts: TrainParts, state: TrainState, stop: Callable[[], bool] = lambda: False,
+                progress: ProgressFile | None = None) -> dict[str, float] | None:
     """One epoch of steps (fewer when ``stop`` says so); the mean loss and objective metrics,
     or None when it diverged."""
     parts.policy.train()
@@ -262,6 +264,8 @@ def train_epoch(cfg: Config, parts: TrainParts, state: TrainState,
     label = progress_text(state.epoch, t.num_epochs, t.time_budget_s, t.budget_clock, parts.clock.seconds())
     bar = EpochBar(label, parts.steps_per_epoch) if sys.stdout.isatty() else None
     window = StepMetrics(cfg.logging.every_steps)  # no host sync inside a step
+    if progress is not None:
+        progress.begin(state.epoch, parts.steps_per_epoch)
     parts.clock.start()
     try:
         for i, batch in enumerate(parts.train_loader):
@@ -276,6 +280,8 @@ def train_epoch(cfg: Config, parts: TrainParts, state: TrainState,
             if parts.ema is not None:
                 parts.ema.step(parts.policy)
             state.global_step += 1
+            if progress is not None:
+                progress.tick(i + 1)
             value = metrics.get("loss", loss)
             if window.add(value if isinstance(value, torch.Tensor) else loss, metrics) \
                     and _diverged(window, parts, state, bar):

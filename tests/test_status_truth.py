@@ -1,0 +1,70 @@
+"""`imf status` tells the truth without a controller: who is gone, each trial's state from its
+own files, the command that resumes; and progress inside a long epoch."""
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+from imf.store.summary import RunSummary
+from imf.sweep.folder import SweepDir
+from imf.sweep.launch import SweepRequest, plan_sweep
+from imf.sweep.status import render_status, trial_row
+
+DEAD_PID = 2 ** 22 - 3  # above any pid this test machine hands out (pid_max is 4194304 at most)
+
+
+def _sweep(tmp_path):
+    req = SweepRequest(config="smoke", grids=["32x1,2"], queues=["local:cpu"], name="st", out=tmp_path)
+    sdir, state, _ = plan_sweep(req)
+    sdir.path.mkdir(parents=True)
+    state.status = "running"
+    state.controller = {"pid": DEAD_PID, "host": socket.gethostname()}
+    for trial in state.trials:
+        trial.state, trial.started_unix = "running", time.time() - 3600
+    sdir.save(state)
+    return sdir, state
+
+
+def test_a_dead_controller_is_named_and_its_trials_read_from_their_own_files(tmp_path):
+    sdir, state = _sweep(tmp_path)
+    done, _ = state.trials
+    run = sdir.trial_dir(done.id)
+    run.mkdir()
+    RunSummary(id=done.id, status="completed", epochs_done=4, num_epochs=4, best_score=0.5,
+               elapsed_s=61.0).write(run)
+    text = render_status(sdir)
+    assert f"controller pid {DEAD_PID} on {socket.gethostname()} is not running" in text
+    assert f"imf sweep --resume {sdir.path}" in text
+    row = next(line for line in text.splitlines() if done.id in line)
+    assert "completed (its files)" in row and "4/4" in row and "1:01" in row
+    other = next(line for line in text.splitlines() if state.trials[1].id in line)
+    assert "no summary.json; controller gone" in other
+
+
+def test_a_long_epoch_shows_its_step_rate_and_eta(tmp_path):
+    sdir, state = _sweep(tmp_path)
+    trial = state.trials[0]
+    run = sdir.trial_dir(trial.id)
+    run.mkdir()
+    now = time.time()
+    (run / "progress.json").write_text(json.dumps({"epoch": 0, "step": 50, "steps": 250,
+                                                   "steps_per_s": 2.0, "updated": now}))
+    row = trial_row(trial, now, run)
+    assert "step 50/250, 2.00 it/s" in row[2]
+    assert row[-1] != "-"  # an ETA from the epoch's own rate
+    stale = trial_row(trial, now + 3600, run)
+    assert "step" not in stale[2]
+
+
+def test_the_trial_writes_its_progress_at_most_every_period(tmp_path):
+    from imf.train.runfiles import ProgressFile
+    progress = ProgressFile(tmp_path / "progress.json", period_s=0.0)
+    progress.begin(epoch=3, steps=100)
+    progress.tick(10)
+    data = json.loads((tmp_path / "progress.json").read_text())
+    assert (data["epoch"], data["step"], data["steps"]) == (3, 10, 100) and data["steps_per_s"] > 0
+    slow = ProgressFile(tmp_path / "slow.json", period_s=3600.0)
+    slow.begin(epoch=0, steps=100)
+    slow.tick(1)
+    assert not (tmp_path / "slow.json").exists()  # within the period: nothing written
