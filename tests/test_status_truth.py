@@ -68,3 +68,15 @@ def test_the_trial_writes_its_progress_at_most_every_period(tmp_path):
     slow.begin(epoch=0, steps=100)
     slow.tick(1)
     assert not (tmp_path / "slow.json").exists()  # within the period: nothing written
+
+
+def test_two_queues_naming_one_gpu_are_refused_in_the_plan():
+    import pytest
+    from imf.errors import QueueError
+    from imf.sweep.queues import resolve_queues
+    with pytest.raises(QueueError, match="name the same GPU"):
+        resolve_queues(["ssh://me@box/gpu:0", "ssh://other@BOX/gpu:0"], {})
+    with pytest.raises(QueueError, match="name the same GPU"):
+        resolve_queues(["local:0", "local:0"], {})
+    assert len(resolve_queues(["ssh://me@box/gpu:0", "ssh://me@box/gpu:1", "ssh://me@box2/gpu:0",
+                               "local:cpu", "local:cpu"], {})) == 5

@@ -153,12 +153,27 @@ def host_options(spec: str, hosts: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
+def _one_trial_per_gpu(spec: str, gpu: str | None, seen: dict[tuple[str, int | None, str], str]) -> None:
+    """Refuse a second queue on a GPU another queue of the sweep names (local:0 twice, or two
+    SSH specs of one host and GPU, whatever their user): one trial per GPU. A batch system's
+    "any" GPU is its own to hand out."""
+    if gpu is None or gpu == "any":
+        return
+    parts = urlsplit(spec) if "://" in spec else None
+    key = ((parts.hostname or "").lower(), parts.port, gpu) if parts else ("this machine", None, gpu)
+    if key in seen:
+        raise QueueError(f"queues '{seen[key]}' and '{spec}' name the same GPU ({key[0]} GPU {gpu}): "
+                         "one trial runs per GPU; name each GPU once")
+    seen[key] = spec
+
+
 def resolve_queues(specs: list[Any], hosts: dict[str, Any]) -> list[QueueState]:
     """Queue states for ``specs`` (else the hosts file's, else detected); checked, not contacted."""
     entries = list(specs) or list(hosts.get("queues") or []) or detect_queues()
     parsed = [_split_speed(e) for e in entries]
     n_cpu = sum(1 for spec, _ in parsed if spec == "local:cpu")
     queues: list[QueueState] = []
+    gpus: dict[tuple[str, int | None, str], str] = {}  # (host, port, GPU index) -> the spec naming it
     for spec, speed in parsed:
         options = host_options(spec, hosts)
         if spec == "local:cpu":
@@ -166,6 +181,7 @@ def resolve_queues(specs: list[Any], hosts: dict[str, Any]) -> list[QueueState]:
         host_speed = options.pop("speed", 1.0)
         speed = speed if speed is not None else _speed(host_speed, f"--hosts options of '{spec}'")
         scheduler = scheduler_for(spec, options)  # raises for an unknown scheme or a malformed spec
+        _one_trial_per_gpu(spec, scheduler.gpu, gpus)
         for _ in range(type(scheduler).slots(spec, options)):  # a batch queue: one state per slot
             names = [q.name for q in queues]
             name = spec if spec not in names else f"{spec}#{sum(n.split('#')[0] == spec for n in names) + 1}"
