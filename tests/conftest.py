@@ -64,3 +64,21 @@ def pytest_terminal_summary(terminalreporter):
     if reasons:
         terminalreporter.write_line(f"{len(reasons)} SSH queue tests skipped: {reasons[0]}; "
                                     "see README.md, 'Run the tests'")
+
+
+# Nothing a test runs may write into the folder the suite was started from (the repository root
+# in CI): every command writes into the folder it names. New entries there fail the run.
+_CWD_BEFORE: set[str] = set()
+_CWD_IGNORED = {".pytest_cache", "__pycache__", ".coverage"}
+
+
+def pytest_sessionstart(session):
+    _CWD_BEFORE.update(os.listdir(os.getcwd()))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    new = sorted(set(os.listdir(os.getcwd())) - _CWD_BEFORE - _CWD_IGNORED)
+    if new and not hasattr(session.config, "workerinput"):
+        print(f"\nimf tests: the suite wrote {', '.join(new)} into the folder it ran from "
+              f"({os.getcwd()}); a command must write only into the folder it names")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
