@@ -21,6 +21,7 @@ from typing import Any, Callable
 from claims_base import ClaimError, Data, coverage_success, cpu_minutes, gap, pct, preset
 from claims_choices import (HORIZON_CHOICES, IMAGE_AGAINST, IMAGE_CHOICES, IMAGE_SAMPLES_CHOICES,
                             KEYPOINT_CHOICES, SCHEDULE_CHOICE)
+from claims_attention import readme_attention, results_attention
 from claims_compare import comparisons, equal_compute, equal_in, step_costs
 from claims_data import readme_more_data, results_curricula, results_data_scaling
 from claims_horizon import horizon_lines
@@ -213,6 +214,8 @@ def _by_baseline(rows: list[dict[str, Any]], baseline: str, against: dict[str, s
 
 
 PASSAGES: dict[str, tuple[str, Callable[[Data], list[str]]]] = {
+    "readme-attention": ("README.md", readme_attention),
+    "results-attention": ("benchmarks/RESULTS.md", results_attention),
     "results-data-scaling": ("benchmarks/RESULTS.md", results_data_scaling),
     "results-curricula": ("benchmarks/RESULTS.md", results_curricula),
     "readme-more-data": ("README.md", readme_more_data),
