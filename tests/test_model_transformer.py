@@ -224,3 +224,27 @@ def test_written_out_jvp_uses_one_dropout_mask_for_value_and_tangent():
     other = with_seed(lambda: model.jvp(z, t, h, cond, *tangents)[0])
     torch.manual_seed(6)
     assert not torch.allclose(other, model.jvp(z, t, h, cond, *tangents)[0])  # dropout is on
+
+
+@pytest.mark.parametrize("mask,n_cond_layers", [("causal", 0), ("full", 1)])
+def test_v_head_jvp_is_the_derivative_along_its_own_velocity_from_one_pass(mask, n_cond_layers):
+    # model.jvp_v_head: u and v from the value pass, du from its tape along (sg(v), dt, dh)
+    torch.manual_seed(0)
+    cfg = PolicyConfig(mask=mask, n_emb=32, n_layer=2, n_head=2 if mask == "causal" else 1, p_drop_attn=0.0,
+                       horizon=H, n_obs_steps=N_OBS, n_action_steps=2, n_cond_layers=n_cond_layers)
+    model = ImfTransformer(cfg, F, v_head=True).double().eval()
+    z, t, h, cond = inputs(dtype=torch.float64)
+    dt, dh = torch.rand_like(t), torch.rand_like(h)
+    u, v, du = model.jvp_v_head(z, t, h, cond, dt, dh)
+    u_ref, v_ref = model.forward_with_v(z, t, h, cond)
+    torch.testing.assert_close(u, u_ref, atol=1e-10, rtol=1e-10)
+    torch.testing.assert_close(v, v_ref, atol=1e-10, rtol=1e-10)
+    fd = central_difference(lambda *a: model(*a, cond), (z, t, h), (v.detach(), dt, dh))
+    assert fd.abs().max() > 1e-3
+    torch.testing.assert_close(du, fd, atol=1e-6, rtol=1e-5)
+    assert u.requires_grad and v.requires_grad and not du.requires_grad
+    params = list(model.parameters())
+    g_new = torch.autograd.grad((u ** 3).sum() + (v ** 2).sum(), params)
+    g_ref = torch.autograd.grad((u_ref ** 3).sum() + (v_ref ** 2).sum(), params)
+    for a, b in zip(g_new, g_ref):
+        torch.testing.assert_close(a, b, atol=1e-10, rtol=1e-8)

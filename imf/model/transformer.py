@@ -18,7 +18,7 @@ import torch.nn as nn
 from imf import registry
 from imf.errors import ConfigError
 from imf.model.layers import DecoderLayer, sinusoidal_embedding
-from imf.model.tangent import transformer_jvp
+from imf.model.tangent import transformer_jvp, transformer_jvp_v_head
 from imf.registry.options import resolve as resolve_options
 
 N_TIME_TOKENS = 2  # t and h = t - r
@@ -66,13 +66,15 @@ class ImfTransformer(nn.Module):
         self.v_head = nn.Linear(n_emb, cfg.action_dim) if v_head else None
         self._register_masks(cfg.mask, masks if masks is not None else attention_masks(cfg))
         self.apply(self._init_weights)
-        self._jvp, self._forward_with_v = transformer_jvp, _forward_with_v  # compiled by compile_steps
+        self._jvp, self._jvp_v_head = transformer_jvp, transformer_jvp_v_head  # compile_steps compiles
+        self._forward_with_v = _forward_with_v
 
     def compile_steps(self) -> None:
         """torch.compile every pass the objectives make: the forward (nn.Module.compile, so
-        state_dict keys stay as they are), the written-out JVP and the v-head forward."""
+        state_dict keys stay as they are), the written-out JVPs and the v-head forward."""
         self.compile()
         self._jvp = torch.compile(transformer_jvp)
+        self._jvp_v_head = torch.compile(transformer_jvp_v_head)
         self._forward_with_v = torch.compile(_forward_with_v)
 
     @staticmethod
@@ -138,9 +140,18 @@ class ImfTransformer(nn.Module):
 
     def forward_with_v(self, z, t, h, cond):
         """(u, v): the average velocity and the auxiliary v-head, from one trunk pass."""
+        self._need_v_head()
+        return self._forward_with_v(self, z, t, h, cond)
+
+    def jvp_v_head(self, z, t, h, cond, dt, dh) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(u, v, du): ``forward_with_v`` and du along (sg(v), dt, dh), the v-head's own
+        velocity as the z tangent, from that one pass (imf/model/tangent.py)."""
+        self._need_v_head()
+        return self._jvp_v_head(self, z, t, h, cond, dt, dh)
+
+    def _need_v_head(self) -> None:
         if self.v_head is None:
             raise ValueError("this model was built without a v-head (objective.options.tangent=boundary)")
-        return self._forward_with_v(self, z, t, h, cond)
 
     def optim_groups(self, weight_decay: float) -> list[dict]:
         """AdamW groups: decay on Linear/attention weights; none on biases, norms, embeddings."""

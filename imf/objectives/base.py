@@ -144,10 +144,27 @@ def jvp(model, primals: tuple, tangents: tuple, cond: torch.Tensor) -> tuple[tor
     tensors, so it runs under torch.compile, and du carries no graph (the objectives use it
     stop-gradiented) while u keeps its graph to the weights and to ``cond`` (the encoder
     features, which carry no tangent). Autocast is off inside: the tangent is multiplied by
-    (t - r) and bf16 is too coarse for it; gradients still flow back through the casts.
+    (t - r) and bf16 is too coarse for it; gradients still flow back through the casts
+    (float64 stays float64: the equality checks run in it).
     """
     with torch.autocast(device_type=primals[0].device.type, enabled=False):
-        return model.jvp(*(p.float() for p in primals), cond.float(), *(tg.float() for tg in tangents))
+        return model.jvp(*map(at_least_fp32, primals), at_least_fp32(cond), *map(at_least_fp32, tangents))
+
+
+def jvp_v_head(model, primals: tuple, time_tangents: tuple, cond: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(u, v, du) as ``jvp``, the z tangent being the model's own v-head output v (stop-
+    gradiented): one value pass gives u and v with their graphs, and du from its tape
+    (``model.jvp_v_head``). ``time_tangents``: (dt, dh). At least float32 and autocast off,
+    as ``jvp``: under bf16 autocast this block's u and v come out in float32."""
+    with torch.autocast(device_type=primals[0].device.type, enabled=False):
+        return model.jvp_v_head(*map(at_least_fp32, primals), at_least_fp32(cond),
+                                *map(at_least_fp32, time_tangents))
+
+
+def at_least_fp32(x: torch.Tensor) -> torch.Tensor:
+    """At least float32: bf16 up to float32, float64 kept (a float64 check stays float64)."""
+    return x.to(torch.promote_types(x.dtype, torch.float32))
 
 
 def euler_sampler(model, cond: torch.Tensor, n_steps: int, generator: torch.Generator | None,

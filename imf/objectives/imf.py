@@ -8,8 +8,9 @@ a JVP block (see ``sample_t_r``).
 Tangent sources (``objective.options.tangent``):
 - ``boundary``: v_theta = u(z_t, t, t), one extra no-grad forward on the JVP block;
 - ``v_head``: an auxiliary head on the same trunk, trained with ||v_head - v||^2; its
-  output from the forward that also yields u is the tangent, and the JVP then runs
-  without a graph (its output is stop-gradiented anyway).
+  output is the tangent, and it comes from the same pass as u: the written-out JVP runs its
+  value pass (u and v_theta, with their graphs), then the tangent pass from that pass's
+  tape (imf/model/tangent.py), so this tangent costs no forward of its own.
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ import torch.nn.functional as F
 
 from imf.errors import OptionError
 from imf.objectives.base import (MeanFlowOptions, ObjectiveBase, adaptive_loss, check_steps,
-                                 draw_mean_flow_batch, euler_sampler, expand, jvp, to_metrics)
+                                 draw_mean_flow_batch, euler_sampler, expand, jvp, jvp_v_head,
+                                 to_metrics)
 
 TANGENTS = ("boundary", "v_head")
 
@@ -77,11 +79,9 @@ class ImfObjective(ObjectiveBase):
         h = t - r
         ones = torch.ones_like(t)
 
-        if self.uses_v_head:
-            u, v_pred = model.forward_with_v(z, t, h, cond)
+        if self.uses_v_head:  # one value pass: u, v_theta, and du along (sg(v_theta), 1, 1)
+            u, v_pred, dudt = jvp_v_head(model, (z, t, h), (ones, ones), cond)
             parts.v.append(v_pred)
-            with torch.no_grad():
-                _, dudt = jvp(model, (z, t, h), (v_pred.detach(), ones, ones), cond)
         else:
             with torch.no_grad():
                 tangent = model(z, t, torch.zeros_like(t), cond)  # v_theta = u(z_t, t, t)
