@@ -69,7 +69,7 @@ def pytest_terminal_summary(terminalreporter):
 # Nothing a test runs may write into the folder the suite was started from (the repository root
 # in CI): every command writes into the folder it names. New entries there fail the run.
 _CWD_BEFORE: set[str] = set()
-_CWD_IGNORED = {".pytest_cache", "__pycache__", ".coverage"}
+_CWD_IGNORED = {".pytest_cache", ".benchmarks", "__pycache__", ".coverage"}  # tools' own caches
 
 
 def pytest_sessionstart(session):

@@ -8,6 +8,11 @@ It is the only writer of a job's files in its run folder (each written whole, th
     exit_code   "CODE TOKEN"           the command's exit status (128 + N after signal N); not
                                        written when the wrapper itself got SIGTERM/SIGINT/SIGHUP
                                        (the job was stopped: whoever stopped it knows why)
+    claim       "TOKEN"                the attempt that owns the folder, written by ``start`` before
+                                       its child exists: a child whose token is not the claim's
+                                       exits without running (a resumed controller started
+                                       another), and a probe waits while a fresh claim has no pid
+                                       file yet (a controller killed between the two)
     stdout.log                         the command's stdout and stderr, appended
     attempts/K/                        an earlier attempt's files, moved there by ``start``
 
@@ -46,12 +51,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
+from imf import drill
 from imf.atomic import atomic_write_text
 from imf.errors import ImfError
 from imf.scheduler import gpu_probe
 from imf.store.layout import EXIT_CODE, LOGS, PID, STDOUT, SUMMARY, RunLayout
 from imf.store.runlock import live_holder, process_start_time
 
+CLAIM = "claim"
 STARTED = (PID, STDOUT, EXIT_CODE, LOGS, SUMMARY)  # any of them: an attempt ran in this folder
 PID_WAIT_S = 20.0
 
@@ -125,6 +132,7 @@ def start(folder: Path, token: str, env: dict[str, str], argv: list[str], out: B
         out.write(f"locked {holder.pid} {holder.host} {holder.since} {holder.trial_id}\n".encode())
         return 5
     RunLayout(folder).archive_attempt(STARTED, everything=True)
+    atomic_write_text(folder / CLAIM, f"{token}\n")  # ownership first: see the module's docstring
     if argv and argv[0].startswith("~/"):
         argv = [str(_home(argv[0])), *argv[1:]]
     pairs = [f"{k}={v}" for k, v in env.items()]
@@ -134,6 +142,7 @@ def start(folder: Path, token: str, env: dict[str, str], argv: list[str], out: B
     # The pid file now, not after the child's interpreter has started: a controller killed in
     # between would otherwise find no job, start another, and be refused by this one.
     # (The child writes the same line again when it runs.)
+    drill.point("wrapper-spawned")
     started = process_start_time(child.pid)
     if started is not None:
         atomic_write_text(folder / PID, f"{child.pid} {started} {token}\n")
@@ -157,6 +166,8 @@ def run_attempt(folder: Path, token: str, argv: list[str], env: dict[str, str] |
         # The signal went to the whole process group: the command gets it too; the wrapper
         # outlives it to reap it (a handler, not SIG_IGN, so the command starts with defaults).
         signal.signal(sig, lambda signum, frame: stopped.append(signum))
+    if not _owns(folder, token):  # a resumed controller started another attempt meanwhile
+        return 0
     pid = os.getpid()
     atomic_write_text(folder / PID, f"{pid} {process_start_time(pid)} {token}\n")
     with open(folder / STDOUT, "ab") as log:
@@ -182,8 +193,30 @@ def run_attempt(folder: Path, token: str, argv: list[str], env: dict[str, str] |
     return code
 
 
+def _owns(folder: Path, token: str) -> bool:
+    """Does attempt ``token`` own the folder? (No claim: a batch system's job, or an old start.)"""
+    claim = _fields(folder / CLAIM)
+    return not claim or claim[0] == token
+
+
+def _settled(folder: Path) -> JobFiles:
+    """The folder's files once a start in flight has written its pid file: a claim younger than
+    PID_WAIT_S whose token no pid file carries yet is waited for (until that age), so a probe
+    never reads "no job" while the claimed child is still starting."""
+    while True:
+        files = read_files(folder)
+        claim = _fields(folder / CLAIM)
+        try:
+            age = time.time() - (folder / CLAIM).stat().st_mtime
+        except OSError:
+            return files
+        if not claim or files.token == claim[0] or age >= PID_WAIT_S:
+            return files
+        time.sleep(0.05)
+
+
 def probe(folder: Path, offset: int, limit: int) -> dict[str, Any]:
-    files = read_files(folder)
+    files = _settled(folder)
     data: dict[str, Any] = {"exists": files.exists}
     if not files.exists:
         return data

@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 from filelock import FileLock, Timeout
 
+from imf import drill
 from imf.atomic import clean_stale_temps
 from imf.clock import now_iso
 from imf.errors import (EXIT_DISK_FULL, EXIT_GPU_OOM, EXIT_NO_CUDA, OUTCOME_EXIT, BusyError, FolderInUseError,
@@ -143,6 +144,7 @@ class Engine(Recovery):
         trial.reason = ""
         trial.handle = Handle(queue.spec, sch.job_dir(job), str(job.run_dir), job.token)
         self.save()  # before the process exists: a resume then looks before starting again
+        drill.point("launch-saved")
         try:
             handle = sch.start(job)
         except FolderInUseError as exc:  # someone else's trial: never stopped, this attempt fails
@@ -155,6 +157,7 @@ class Engine(Recovery):
             trial.handle = None
             self._contact_failed(queue, exc)
             return
+        drill.point("job-started")
         self.failures[queue.name] = 0
         trial.handle = handle
         trial.move("started")
@@ -166,6 +169,7 @@ class Engine(Recovery):
         self.log(f"start {trial.id} on {queue.name} (attempt {trial.attempts}, {handle.label()})"
                  + (", resuming from its latest checkpoint" if job.resume else ""))
         self.save()
+        drill.point("start-saved")
 
     def _poll(self, trials: list[TrialState]) -> list[JobStatus | QueueError]:
         """Every trial's status; slots of one batch key are asked together (one squeue)."""
@@ -244,6 +248,7 @@ class Engine(Recovery):
         except QueueError as exc:
             self._contact_failed(self.state.queue(trial.queue), exc)
             return
+        drill.point("ended-fetched")
         run_dir = self.sdir.trial_dir(trial.id)
         summary = read_summary(run_dir)
         verdict = summary.status if summary else None

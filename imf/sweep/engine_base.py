@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
+from imf import drill
 from imf.clock import now_iso
 from imf.errors import ImfError
 from imf.scheduler.base import Handle, JobRequest, Scheduler, scheduler_for
@@ -93,6 +94,7 @@ class EngineBase:
             self.log(f"{outcome} {trial.id} after {trial.attempts} attempt(s){score}"
                      + (f": {reason}" if reason else ""))
             self._record(trial)
+        drill.point("attempt-noted")
         self.save()
 
     def _record(self, trial: TrialState) -> None:
