@@ -126,7 +126,7 @@ def test_a_sweep_on_a_missing_gpu_stops_without_burning_an_attempt(tmp_path):
 @NO_CUDA
 def test_a_missing_gpu_sends_its_trials_to_the_cpu_queue(tmp_path, monkeypatch):
     monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.02"))
-    start_sweep(request(tmp_path, grids=["32x1,2"], queues=["local:0", "local:cpu"]), lambda s: None)
+    start_sweep(request(tmp_path, grids=["32x1,2"], queues=["local:0", "local:cpu"], min_queues=1), lambda s: None)
     data = json.loads((tmp_path / "g" / "sweep.json").read_text())
     assert data["queues"][0]["state"] == "down" and "no CUDA device 0" in data["queues"][0]["reason"]
     assert all(t["state"] == "completed" and t["queue"] == "local:cpu" for t in data["trials"])
@@ -153,7 +153,7 @@ def test_a_gpu_the_probe_finds_takes_trials_with_cuda(tmp_path, monkeypatch):
 @pytest.mark.slow
 @NO_CUDA
 def test_the_dry_run_shows_each_gpu_queues_probe(tmp_path):
-    text = dry_run(request(tmp_path, grids=["32x1,2"], queues=["local:0", "local:cpu"]))
+    text = dry_run(request(tmp_path, grids=["32x1,2"], queues=["local:0", "local:cpu"], min_queues=1))
     assert "gpu local:0: no CUDA device 0 on this machine" in text
     assert "gpu local:cpu" not in text
     assert not (tmp_path / "g").exists()
@@ -162,6 +162,6 @@ def test_the_dry_run_shows_each_gpu_queues_probe(tmp_path):
 def test_every_queue_down_is_a_sweep_error_naming_them(tmp_path, monkeypatch):
     monkeypatch.setattr(LocalScheduler, "probe_gpus", lambda self: {"torch": "2.0", "devices": []})
     sdir, state, _ = plan_sweep(request(tmp_path))
-    with pytest.raises(SweepError, match=r"local:0 down: no CUDA device 0 on this machine"):
+    with pytest.raises(SweepError, match=r"no queue passed its check: local:0: no CUDA device 0 on this machine"):
         Engine(sdir, state, lambda s: None).run()
     assert [t.attempts for t in state.trials] == [0]

@@ -80,3 +80,17 @@ def test_two_queues_naming_one_gpu_are_refused_in_the_plan():
         resolve_queues(["local:0", "local:0"], {})
     assert len(resolve_queues(["ssh://me@box/gpu:0", "ssh://me@box/gpu:1", "ssh://me@box2/gpu:0",
                                "local:cpu", "local:cpu"], {})) == 5
+
+
+@__import__("pytest").mark.slow
+def test_a_sweep_with_a_failed_trial_exits_1_naming_it(tmp_path):
+    import os
+    from _sweep_helpers import fake_command
+    from imf_process import run_imf
+    env = {"IMF_TRIAL_COMMAND": fake_command("--epoch-s", "0.01", "--fail-on", "e32-l1", "--fail-times", "9")}
+    out = run_imf("sweep", "smoke", "--grid", "32x1,2", "--epochs", "1", "--retries", "0", "--poll", "0.1",
+                  "--queue", "local:cpu", "--name", "f", "--out", str(tmp_path), cwd=tmp_path, env=env)
+    assert out.returncode == 1, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "1 trial(s) failed or stalled (f-causal-e32-l1-s42)" in lines[0], out.stderr
+    assert os.path.isfile(tmp_path / "f" / "report.md")  # the report is still written

@@ -8,7 +8,7 @@ import sys
 import pytest
 from plugin_fakes import fake_distribution
 
-from imf.errors import PluginError, QueueError
+from imf.errors import PluginError, QueueError, SweepError
 from imf.scheduler.ssh import SshScheduler
 from imf.sweep.launch import SweepRequest, dry_run
 
@@ -17,9 +17,10 @@ def test_every_trial_shows_its_command_as_it_would_run(tmp_path, monkeypatch):
     def unreachable(self):
         raise QueueError(f"queue '{self.spec}': host box unreachable: no such host")
     monkeypatch.setattr(SshScheduler, "probe_gpus", unreachable)  # the real probe: test_gpu_slot.py
+    monkeypatch.setattr(SshScheduler, "check", lambda self: None)
     monkeypatch.setattr(SshScheduler, "close", lambda self: None)
     req = SweepRequest(config="smoke", grids=["32,64x1"], queues=["local:cpu", "ssh://me@box/gpu:1"],
-                       name="dr", out=tmp_path)
+                       name="dr", out=tmp_path, min_queues=1)
     text = dry_run(req)
     assert "{" not in text  # no {python}, {config} or {run_dir} placeholders
     commands = [line for line in text.splitlines() if line.startswith("  dr-")]
@@ -38,7 +39,27 @@ def test_every_trial_shows_its_command_as_it_would_run(tmp_path, monkeypatch):
                                      "imf.schedulers: local, ssh; imf.stores: iteration-log, scoreboard")
 
 
-def test_a_yaml_config_shows_the_copy_every_trial_reads(tmp_path):
+def test_the_dry_run_refuses_what_the_start_would_refuse(tmp_path, monkeypatch):
+    def unreachable(self):
+        raise QueueError(f"queue '{self.spec}': box cannot import imf")
+    monkeypatch.setattr(SshScheduler, "check", unreachable)
+    monkeypatch.setattr(SshScheduler, "close", lambda self: None)
+    req = SweepRequest(config="smoke", grids=["32x1"], queues=["local:cpu", "ssh://me@box/cpu"],
+                       name="dr", out=tmp_path)
+    with pytest.raises(SweepError, match=r"1 of 2 queues passed their check, 2 needed .*box cannot import imf"):
+        dry_run(req)
+    with pytest.raises(SweepError, match="--min-queues 3: expected 1..2"):
+        dry_run(SweepRequest(config="smoke", grids=["32x1"], queues=["local:cpu", "ssh://me@box/cpu"],
+                             name="dr", out=tmp_path, min_queues=3))
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "sweep.json").write_text("{}")
+    with pytest.raises(SweepError, match="already holds a sweep"):
+        dry_run(SweepRequest(config="smoke", grids=["32x1"], queues=["local:cpu"], name="taken", out=tmp_path))
+
+
+def test_a_yaml_config_shows_the_copy_every_trial_reads(tmp_path, monkeypatch):
+    monkeypatch.setattr(SshScheduler, "check", lambda self: None)
+    monkeypatch.setattr(SshScheduler, "close", lambda self: None)
     config = tmp_path / "mine.yaml"
     config.write_text("base: smoke\n")
     req = SweepRequest(config=str(config), grids=["32x1"], queues=["local:cpu", "ssh://box/cpu"],

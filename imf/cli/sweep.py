@@ -37,6 +37,7 @@ def sweep(
     notify: str = typer.Option(None, "--notify", help="Command run with the report's path when the sweep ends."),
     halving: int = typer.Option(None, "--halving", help="Successive halving: at each --rungs epoch keep the top 1/ETA (ETA >= 2); a trial below them by more than 1.96 SE of the difference is stopped, a tie never."),
     rungs: str = typer.Option(None, "--rungs", help="Epochs (counted from 1, strictly increasing, e.g. 2,4,8) at which --halving compares the trials."),
+    min_queues: int = typer.Option(None, "--min-queues", help="Start only when at least N queues pass their check (imf imports on the host, the GPU is there); default: every queue named."),
     tracker: list[str] = typer.Option(None, "--tracker", help="Tracker of every trial (an imf.trackers plugin: swanlab, tensorboard, wandb; none); repeatable.", autocompletion=complete_tracker),
 ) -> None:
     """Run a grid of trials on GPU queues (local, SSH or Slurm), watch them, recover, then report."""
@@ -45,7 +46,7 @@ def sweep(
     fixed = {"CONFIG/overrides": args, "--mask": mask, "--grid": grid, "--queue": queue, "--hosts": hosts,
              "--name": name, "--epochs": epochs is not None, "--seed": seed is not None, "--dry-run": dry_run,
              "--seeds": seeds, "--final-eval": final_eval is not None, "--tracker": tracker,
-             "--halving": halving is not None, "--rungs": rungs}
+             "--halving": halving is not None, "--rungs": rungs, "--min-queues": min_queues is not None}
     try:
         if cancel is not None:
             _cancel(cancel, {**fixed, "--resume": resume, "--retries": retries is not None, "--notify": notify,
@@ -54,8 +55,9 @@ def sweep(
         if resume is not None:
             refuse_flags(fixed, "--resume continues a sweep as it was planned")
             with sweep_view(sys.stdout.isatty()) as (echo, on_start):
-                sweep_lib.resume_sweep(resume, echo, poll=poll, stall_timeout=stall_timeout,
-                                       retries=retries, notify=notify, on_start=on_start)
+                engine = sweep_lib.resume_sweep(resume, echo, poll=poll, stall_timeout=stall_timeout,
+                                                retries=retries, notify=notify, on_start=on_start)
+            _exit_for(engine.state, resume)
             return
         preset, items = split_config_args(list(args or []) + ([f"logging.trackers={','.join(tracker)}"] if tracker else []))
         config = preset or sweep_lib.default_config(mask)
@@ -64,12 +66,13 @@ def sweep(
             name=name, out=out, epochs=epochs, seed=seed, mask=mask, retries=retries,
             stall_timeout=stall_timeout, poll=poll, notify=notify, overrides=items,
             seeds=sweep_lib.parse_seeds(seeds) if seeds is not None else None, final_eval=final_eval,
-            halving=halving, rungs=rungs)
+            halving=halving, rungs=rungs, min_queues=min_queues)
         if dry_run:
             typer.echo(sweep_lib.dry_run(request))
             return
         with sweep_view(sys.stdout.isatty()) as (echo, on_start):
-            sweep_lib.start_sweep(request, echo, on_start=on_start)
+            engine = sweep_lib.start_sweep(request, echo, on_start=on_start)
+        _exit_for(engine.state, out / (name or engine.state.name))
     except KeyboardInterrupt:
         typer.echo("imf: interrupted; running trials go on; continue with imf sweep --resume DIR", err=True)
         raise typer.Exit(130)
@@ -101,3 +104,18 @@ def status(
         console.print(status_lib.status_view(sdir, bars=True))
         return
     typer.echo(status_lib.render_status(sdir))
+
+
+def _exit_for(state, folder: Path) -> None:
+    """Exit 1 (one line on stderr) when a finished sweep has trials that failed or stalled, or
+    queues that went down on the way: automation must not read such a sweep as a success."""
+    bad = [t.id for t in state.trials if t.state in ("failed", "stalled")]
+    down = [f"{q.name} ({q.reason})" for q in state.queues if q.state != "live"]
+    if bad:
+        typer.echo(f"imf: sweep {state.name} finished with {len(bad)} trial(s) failed or stalled "
+                   f"({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''})"
+                   + (f"; queues down: {', '.join(down)}" if down else "")
+                   + f"; their logs: {folder}/<trial>/stdout.log", err=True)
+        raise typer.Exit(1)
+    if down:
+        typer.echo(f"imf: sweep {state.name} finished on fewer queues; down: {', '.join(down)}", err=True)

@@ -8,7 +8,6 @@ trials running; ``--resume`` re-attaches to them by pid and start time.
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import socket
 import threading
@@ -23,9 +22,10 @@ from filelock import FileLock, Timeout
 from imf import drill
 from imf.atomic import clean_stale_temps
 from imf.clock import now_iso
-from imf.errors import (EXIT_DISK_FULL, EXIT_GPU_OOM, EXIT_NO_CUDA, OUTCOME_EXIT, BusyError, FolderInUseError,
+from imf.errors import (EXIT_DISK_FULL, EXIT_GPU_OOM, EXIT_NO_CUDA, OUTCOME_EXIT, FolderInUseError,
                         ImfError, QueueError, SweepError)
 from imf.scheduler.base import Handle, JobStatus, Scheduler
+from imf.scheduler.claim import new_token
 from imf.sweep.finish import notify, write_report
 from imf.sweep.gpus import free_mib
 from imf.sweep.recovery import Recovery
@@ -72,7 +72,10 @@ class Engine(Recovery):
                                      "started": now_iso()}
             self.save()
             try:
+                fresh = all(t.state == "pending" and not t.history for t in self.state.trials)
                 self._check_queues()
+                if fresh:  # a resume goes on with what is live (its orphans wait for their hosts)
+                    self.require_queues({q.name: q.reason for q in self.state.queues if q.state != "live"})
                 self._resolve_orphans()
                 self._reattach_all()
                 while not self._step():
@@ -95,6 +98,8 @@ class Engine(Recovery):
     def _step(self) -> bool:
         """One poll of every running trial and one launch per free slot; True when all ended."""
         self._resolve_orphans()
+        if any(t.state == "starting" for t in self.state.trials):  # their slot did not answer yet
+            self._reattach_all(("starting",))
         watched = [t for t in self.state.trials if t.state in ("queued", "running")]
         for trial, status in zip(watched, self._poll(watched)):
             self._watch(trial, status)
@@ -139,7 +144,7 @@ class Engine(Recovery):
 
     def _launch(self, trial: TrialState, queue: QueueState) -> None:
         job, sch = self.job_request(trial), self.scheduler(queue.name)
-        job.token = secrets.token_hex(8)  # names this attempt in its pid and exit files
+        job.token = new_token(self._tokens())  # names this attempt in its claim, pid and exit files
         trial.move("launch")
         trial.reason = ""
         trial.handle = Handle(queue.spec, sch.job_dir(job), str(job.run_dir), job.token)
@@ -151,12 +156,11 @@ class Engine(Recovery):
             self._attempt_over(trial, "failed", None, str(exc))
             return
         except QueueError as exc:
-            trial.move("not started")
-            holder = exc.holder if isinstance(exc, BusyError) else trial.handle
-            self._orphan(trial, queue.name, holder, trial.attempts)  # stopped before a retry
-            trial.handle = None
-            self._contact_failed(queue, exc)
-            return
+            status = self._start_failed(trial, queue, exc)
+            if status is None:
+                return
+            handle = trial.handle or Handle(queue.spec)  # it started after all
+            handle.pid, handle.start_time = status.pid, status.start_time
         drill.point("job-started")
         self.failures[queue.name] = 0
         trial.handle = handle
@@ -315,6 +319,7 @@ class Engine(Recovery):
             trial.move("ended", "failed")
             trial.finished = now_iso()
             self.log(f"out of memory {trial.id} after {trial.attempts} attempt(s): {reason}")
+            self.save()  # the end before the records (see EngineBase._attempt_over)
             self._record(trial)
         else:
             trial.move("retry")

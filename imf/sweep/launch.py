@@ -66,6 +66,7 @@ class SweepRequest:
     final_eval: int | None = None  # selection episodes re-scoring each trial's best.pt
     halving: int | None = None  # successive halving's ETA (--halving), with --rungs
     rungs: str | None = None  # "E1,E2,...": the epochs at which trials are compared
+    min_queues: int | None = None  # --min-queues: queues that must pass their check (None: all)
 
 
 def _check_plugins(group: str, wanted: set[str]) -> None:
@@ -116,6 +117,7 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
         grid=list(req.grids or defaults.grid) + seed_axis, final_eval=req.final_eval,
         retries=req.retries, stall_timeout=req.stall_timeout, poll=req.poll, notify=req.notify)
     state.halving = halving
+    state.min_queues = check_min_queues(req.min_queues, len(state.queues))
     sdir = SweepDir(Path(req.out) / name)
     root = project_root(sdir.path)
     for trial in trials:  # an id the project holds with another config fails the plan
@@ -181,15 +183,30 @@ def load_plugins(state: SweepState) -> list[str]:
     return [f"{group}: {', '.join(sorted(names))}" for group, names in wanted.items() if names]
 
 
+def check_min_queues(value: int | None, named: int) -> int | None:
+    if value is not None and not 1 <= value <= named:
+        raise SweepError(f"--min-queues {value}: expected 1..{named} (the queues named)")
+    return value
+
+
 def dry_run(req: SweepRequest) -> str:
-    """``imf sweep --dry-run``: check and plan everything, load its plugins, probe the GPU
-    queues' hosts (as a start would), run nothing."""
+    """``imf sweep --dry-run``: check and plan everything, load its plugins, check every queue
+    and probe the GPU queues' hosts (as a start would), run nothing; refused (non-zero) wherever
+    the start would refuse: the name taken, a preflight, too few queues passing."""
     sdir, state, plan = plan_sweep(req)
+    if sdir.exists():
+        raise SweepError(f"{sdir.path} already holds a sweep; continue it with --resume {sdir.path} "
+                         "or choose another --name")
+    for spec, options in {q.spec: q.options for q in state.queues}.items():
+        scheduler_for(spec, options).preflight()
     loaded = load_plugins(state)
-    engine = Engine(sdir, state)
-    verdicts = probe_queues(state.queues, engine.scheduler)
-    for verdict in verdicts:  # the connections the probes opened
-        engine.scheduler(verdict.queue).close()
+    engine = Engine(sdir, state, echo=lambda _: None)
+    down = engine.queues_down()
+    verdicts = probe_queues([q for q in state.queues if q.name not in down], engine.scheduler)
+    down.update({v.queue: v.text for v in verdicts if not v.found})
+    for sch in engine.schedulers.values():  # the connections the checks opened
+        sch.close()
+    engine.require_queues(down)
     gpus = [f"  gpu {v.queue}: {v.text}" for v in verdicts]
     return "\n".join([describe(sdir, state, plan), *(["gpu probes (a queue without its GPU is down "
                       "at the start):", *gpus] if gpus else []), "plugins loaded: " + "; ".join(loaded)])

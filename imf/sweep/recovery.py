@@ -6,12 +6,18 @@ its trial's ``orphans``. When the host answers again (a later poll, or ``--resum
 orphan is stopped (its process group); a finished one gives the trial its result only when
 the trial has not started anywhere else since; otherwise it is ignored. Nothing is fetched or
 recorded from a job whose token is not the attempt's.
+
+A start in doubt (its controller died during it, or it failed on the way) is settled through
+the scheduler's ``revoke``: the attempt either started (the controller re-attaches to it) or
+never will (it starts afresh); only a slot that cannot be asked leaves it in doubt, counted as
+an attempt and remembered as an orphan until the slot answers.
 """
 from __future__ import annotations
 
 import time
 
-from imf.errors import QueueError
+from imf import drill
+from imf.errors import BusyError, QueueError, SweepError
 from imf.scheduler.base import Handle, JobStatus
 from imf.sweep.engine_base import EngineBase
 from imf.sweep.gpus import probe_queues
@@ -35,6 +41,27 @@ class Recovery(EngineBase):
             if problems[queue.spec]:
                 self._queue_down(queue, problems[queue.spec])
         self._probe_gpus()
+
+    def queues_down(self) -> dict[str, str]:
+        """Every queue whose spec's check fails -> why (nothing is changed)."""
+        problems: dict[str, str] = {}
+        for spec in dict.fromkeys(q.spec for q in self.state.queues):
+            try:
+                self.scheduler(next(q.name for q in self.state.queues if q.spec == spec)).check()
+            except QueueError as exc:
+                problems[spec] = str(exc)
+        return {q.name: problems[q.spec] for q in self.state.queues if q.spec in problems}
+
+    def require_queues(self, down: dict[str, str]) -> None:
+        """SweepError unless --min-queues (default: every queue) passed their checks."""
+        need = self.state.min_queues or len(self.state.queues)
+        passing = len(self.state.queues) - len(down)
+        if passing < need:
+            why = "; ".join(f"{name}: {reason}" for name, reason in down.items())
+            raise SweepError(f"{passing} of {len(self.state.queues)} queues passed their check, "
+                             f"{need} needed (--min-queues): {why}; fix them, or start with fewer "
+                             f"(--min-queues {max(1, passing)})" if passing else
+                             f"no queue passed its check: {why}")
 
     def _probe_gpus(self, queues: list[QueueState] | None = None) -> None:
         """Probe the GPUs of the live GPU queues (one probe per host): a queue whose GPU is
@@ -68,8 +95,11 @@ class Recovery(EngineBase):
         sch, handle = self.scheduler(orphan.queue), orphan.handle
         where = handle.where(orphan.queue)
         status = sch.poll(handle, 0)
-        if status.state == "absent" and not handle.pid:
-            return  # a start that failed left nothing
+        if status.state == "absent" and not handle.pid:  # a start in doubt
+            settled = self._settled(orphan.queue, handle)
+            if settled is None:
+                return  # it never ran, and now never will
+            status = settled
         stopped = status.state in ("queued", "running")
         if stopped:
             sch.stop(handle)
@@ -100,9 +130,47 @@ class Recovery(EngineBase):
                          f"is not resolved (its host does not answer); imf sweep --resume "
                          f"{self.sdir.path} stops it once the host is back")
 
+    # ------------------------------------------------------------------ starts in doubt
+    def _settled(self, queue: str, handle: Handle) -> JobStatus | None:
+        """A start that may or may not have happened: None when attempt ``handle.token`` never
+        runs (revoked now, if it had not started), else its status (it started after all).
+        QueueError when the slot cannot be asked."""
+        sch = self.scheduler(queue)
+        revoked = sch.revoke(handle)
+        drill.point("start-settled")
+        return None if revoked else sch.poll(handle, 0)
+
+    def _start_failed(self, trial: TrialState, queue: QueueState, exc: QueueError) -> JobStatus | None:
+        """``start`` raised. A live job of another attempt refused it (that job is stopped before
+        a retry); else the start may have happened on the way: revoked, or taken as started (its
+        status returned), or, when the slot cannot be asked, an attempt in doubt."""
+        if isinstance(exc, BusyError):
+            trial.move("not started")
+            self._orphan(trial, queue.name, exc.holder, trial.attempts)
+            trial.handle = None
+            self._contact_failed(queue, exc)
+            return None
+        try:
+            status = self._settled(queue.name, trial.handle or Handle(queue.spec))
+        except QueueError:
+            status = None
+            self._orphan(trial, queue.name, trial.handle, trial.attempts)  # stopped when it answers
+            trial.note_attempt("start in doubt", str(exc))
+            trial.move("requeued")
+        else:
+            if status is not None:
+                self.log(f"{trial.id} started on {queue.name} although its start said: {exc}")
+                return status
+            trial.move("not started")
+        trial.handle = None
+        self._contact_failed(queue, exc)
+        return None
+
     # ------------------------------------------------------------------ re-attaching
-    def _reattach_all(self) -> None:
-        for trial in [t for t in self.state.trials if t.state in ACTIVE]:
+    def _reattach_all(self, states: tuple[str, ...] = ACTIVE) -> None:
+        """Re-attach to the trials in ``states`` (on resume, every active one; later, the ones
+        still ``starting`` because their slot did not answer)."""
+        for trial in [t for t in self.state.trials if t.state in states]:
             queue = self.state.queue(trial.queue)
             sch = self.scheduler(queue.name)
             if trial.handle is None or not trial.handle.dir:  # sweeps of imf before handles held it
@@ -111,10 +179,13 @@ class Recovery(EngineBase):
                                       trial.handle.token if trial.handle else "")
             try:
                 status = sch.poll(trial.handle, 0)  # by its folder, pid and start time
+                if trial.state == "starting" and status.state == "absent" and trial.handle.token:
+                    status = self._settled(queue.name, trial.handle) or status
             except QueueError as exc:
                 self._contact_failed(queue, exc)
-                trial.move("started")  # polled again (or moved when the queue goes down)
-                continue
+                if trial.state in ("queued", "running"):
+                    trial.move("started")  # polled again (or moved when the queue goes down)
+                continue  # one still starting is asked again at the next step
             self._adopt(trial, queue, status)
         self.save()
 
@@ -127,7 +198,8 @@ class Recovery(EngineBase):
         if never_started and trial.state == "starting":
             trial.move("not started")
             trial.handle = None
-            self.log(f"{trial.id} had not started when the controller stopped; it starts normally")
+            self.log(f"{trial.id} had not started when the controller stopped"
+                     + ("; its start is revoked" if not legacy else "") + "; it starts normally")
             return
         if never_started:
             self._attempt_over(trial, "failed", None, "its folder or pid file disappeared")

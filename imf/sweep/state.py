@@ -194,6 +194,7 @@ class SweepState:
     stores: list[str] = field(default_factory=list)
     final_eval: int | None = None  # imf trial --final-eval N for every trial
     hypothesis: str | None = None  # the iteration log's block its trials test (a loop round's H<n>)
+    min_queues: int | None = None  # queues that must pass their check to start (None: every one)
     halving: HalvingState | None = None  # --halving ETA --rungs ...: the rule and its decisions
     queues: list[QueueState] = field(default_factory=list)
     trials: list[TrialState] = field(default_factory=list)
