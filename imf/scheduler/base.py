@@ -188,6 +188,13 @@ class Scheduler(ABC):
     def stop(self, handle: Handle) -> None:
         """Stop the job's whole process tree (TERM, then KILL after a grace period)."""
 
+    def revoke(self, handle: Handle) -> bool:
+        """After a ``poll`` found no job for ``handle`` (its start may still be on its way: the
+        controller that started it died): True when attempt ``handle.token`` never runs, now or
+        later (its start is revoked); False when it started after all (poll it again). A
+        scheduler that cannot tell answers True: its "absent" is taken as it is."""
+        return True
+
     def fetch(self, handle: Handle) -> None:
         """Bring the job's results home into its local run folder (local slots: nothing to do)."""
 

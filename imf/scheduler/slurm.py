@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from imf.errors import FolderInUseError, QueueError
+from imf.scheduler import claim
 from imf.scheduler.base import Handle, JobRequest, JobStatus, Scheduler, fill_argv
-from imf.scheduler.wrapper import STARTED
+from imf.scheduler.wrapper import STARTED, revoke as revoke_in
 from imf.scheduler.slurm_status import QUEUED, RUNNING, read_progress, slurm_status
 from imf.store.layout import RunLayout
 from imf.store.runlock import live_holder
@@ -212,13 +213,9 @@ class SlurmScheduler(Scheduler):
         from imf.scheduler.slurm_command import TrialCommand
 
         run_dir = Path(self.job_dir(job))
-        holder = live_holder(run_dir)
-        if holder is not None:
-            raise FolderInUseError(f"queue '{self.spec}': {run_dir} is in use by {holder.describe()}; "
-                                   "its files stay")
-        if not job.resume:
-            RunLayout(run_dir).archive_attempt(STARTED, everything=True)
         run_dir.mkdir(parents=True, exist_ok=True)
+        with claim.locked(run_dir):  # the job runs only while the claim is its attempt's
+            self._claim(run_dir, job)
         env = {str(k): str(v) for k, v in {**(self.options.get("env") or {}), **job.env}.items()}
         command = TrialCommand(str(run_dir), self._fill(job.argv, job), job.token,
                                self._fill(job.resume_argv or job.argv, job), job.resume, env)
@@ -230,6 +227,30 @@ class SlurmScheduler(Scheduler):
                              f"{text[-300:]}") from None
         return Handle(self.spec, str(run_dir), str(job.run_dir), job.token,
                       extra={"job_id": str(submitted.job_id)})
+
+    def _claim(self, run_dir: Path, job: JobRequest) -> None:
+        """Refuse a folder its claim or a live trial forbids, archive the earlier attempt (not
+        for a resume), and claim the folder for ``job``'s attempt, before anything is submitted."""
+        why = claim.refusal(claim.read_claim(run_dir), job.token)
+        if why is not None:
+            raise QueueError(f"queue '{self.spec}': {job.trial_id} may not start in {run_dir}: {why}")
+        holder = live_holder(run_dir)
+        if holder is not None:
+            raise FolderInUseError(f"queue '{self.spec}': {run_dir} is in use by {holder.describe()}; "
+                                   "its files stay")
+        if not job.resume:
+            RunLayout(run_dir).archive_attempt(STARTED, everything=True)
+        claim.write_claim(run_dir, job.token)
+
+    def revoke(self, handle: Handle) -> bool:
+        """Revoked in the shared run folder (a job of the attempt submitted after all then runs
+        nothing); one Slurm lists for the token is cancelled too."""
+        if revoke_in(Path(handle.dir), handle.token) == "started":
+            return False
+        job_id = self._find(handle, self._squeue())
+        if job_id is not None:
+            self._run(["scancel", job_id])
+        return True
 
     # ------------------------------------------------------------------ status
     def _squeue(self) -> dict[str, tuple[str, str, str]]:
@@ -292,6 +313,8 @@ class SlurmScheduler(Scheduler):
         """scancel the job and wait until Slurm no longer runs it (its files are then still)."""
         job_id = self._find(handle, self._squeue())
         if job_id is None:
+            if handle.token and handle.dir:
+                revoke_in(Path(handle.dir), handle.token)  # a submission still on its way runs nothing
             return
         proc = self._run(["scancel", job_id])
         if proc.returncode != 0 and "Invalid job id" not in proc.stderr:

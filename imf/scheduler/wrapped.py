@@ -116,6 +116,9 @@ class WrappedScheduler(Scheduler):
             raise FolderInUseError(f"queue '{self.spec}': {run_dir} is in use by trial "
                                    f"{' '.join(fields[4:])} (pid {fields[1]} on {fields[2]}, since "
                                    f"{fields[3]}); its files stay")
+        if rc == 6 and fields[:1] == ["refused"]:
+            raise QueueError(f"queue '{self.spec}': {job.trial_id} may not start in {run_dir}: "
+                             f"{' '.join(fields[1:])}")
         if rc != 0 or len(fields) < 2 or not fields[0].isdigit():
             raise QueueError(f"queue '{self.spec}': could not start {job.trial_id} in {run_dir} "
                              f"(exit {rc}): {err.strip()[-300:] or 'no pid file written'}")
@@ -131,6 +134,14 @@ class WrappedScheduler(Scheduler):
             raise QueueError(f"queue '{self.spec}': probe of {handle.dir} failed (exit {rc}): "
                              f"{err.strip()[-300:] or out[-300:]!r}")
         return parse_probe(data, handle.token)
+
+    def revoke(self, handle: Handle) -> bool:
+        rc, out, err = self._wrapper(["revoke", handle.dir, handle.token])
+        answer = out.decode(errors="replace").strip()
+        if rc != 0 or answer not in ("started", "revoked"):
+            raise QueueError(f"queue '{self.spec}': revoke in {handle.dir} failed (exit {rc}): "
+                             f"{err.strip()[-300:] or answer[-300:]!r}")
+        return answer == "revoked"
 
     def stop(self, handle: Handle) -> None:
         self._wrapper(["stop", handle.dir, f"{self.stop_grace_s:g}", handle.token],

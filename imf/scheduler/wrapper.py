@@ -9,10 +9,8 @@ It is the only writer of a job's files in its run folder (each written whole, th
                                        written when the wrapper itself got SIGTERM/SIGINT/SIGHUP
                                        (the job was stopped: whoever stopped it knows why)
     claim       "TOKEN"                the attempt that owns the folder, written by ``start`` before
-                                       its child exists: a child whose token is not the claim's
-                                       exits without running (a resumed controller started
-                                       another), and a probe waits while a fresh claim has no pid
-                                       file yet (a controller killed between the two)
+                "revoked TOKEN"        its child exists; a child runs only while the claim is its
+                                       own (imf/scheduler/claim.py: the lock, the order of writes)
     stdout.log                         the command's stdout and stderr, appended
     attempts/K/                        an earlier attempt's files, moved there by ``start``
 
@@ -22,14 +20,19 @@ TOKEN names the attempt, so files of an earlier attempt are never read as this o
                                        one whose exit_code is written has ended, even while its
                                        wrapper is still exiting)
                                        or a live trial.lock (exit 5, "locked PID HOST SINCE ID"),
-                                       archive an earlier attempt, start ``run`` detached in a
-                                       new session, print the pid file
+                                       or a claim that forbids TOKEN (exit 6, "refused WHY"),
+                                       archive an earlier attempt, claim the folder, start ``run``
+                                       detached in a new session, print the pid file
     run TOKEN [K=V ...] -- ARGV        in the current folder: what ``start`` detaches (a batch
-                                       system's job calls ``run_attempt`` directly)
+                                       system's job calls ``run_attempt`` directly); nothing
+                                       (exit 0) when the folder's claim is not TOKEN's
+    revoke DIR TOKEN                   "started" when TOKEN's pid file is there, else "revoked":
+                                       TOKEN's job never runs in DIR (its start may be in flight)
     probe DIR OFFSET LIMIT             one JSON object: the files, whether the job lives, and
                                        logs.json.txt from OFFSET (at most LIMIT bytes)
     stop DIR GRACE_S TOKEN             SIGTERM to the job's process group, SIGKILL after GRACE_S
-                                       (only the attempt TOKEN; any attempt when TOKEN is "")
+                                       (only the attempt TOKEN, revoked if it has not started;
+                                       any attempt when TOKEN is "")
     pack DIR FILE ...                  a tar of those files that exist, to stdout
     gpus PYTHON [K=V ...]              one JSON object: the CUDA devices PYTHON's torch sees
                                        (imf/scheduler/gpu_probe.py), with the slot's K=V set
@@ -54,11 +57,11 @@ from typing import Any, BinaryIO, TextIO
 from imf import drill
 from imf.atomic import atomic_write_text
 from imf.errors import ImfError
-from imf.scheduler import gpu_probe
+from imf.scheduler import claim, gpu_probe
 from imf.store.layout import EXIT_CODE, LOGS, PID, STDOUT, SUMMARY, RunLayout
 from imf.store.runlock import live_holder, process_start_time
 
-CLAIM = "claim"
+CLAIM = claim.CLAIM
 STARTED = (PID, STDOUT, EXIT_CODE, LOGS, SUMMARY)  # any of them: an attempt ran in this folder
 PID_WAIT_S = 20.0
 
@@ -123,29 +126,14 @@ def start(folder: Path, token: str, env: dict[str, str], argv: list[str], out: B
     except OSError as exc:
         err.write(f"cannot make {folder}: {exc}\n")
         return 3
-    files = read_files(folder)
-    if files.alive() and not files.ended():
-        out.write(f"busy {files.pid} {files.start_time} {files.token}\n".encode())
-        return 4
-    holder = live_holder(folder)
-    if holder is not None:
-        out.write(f"locked {holder.pid} {holder.host} {holder.since} {holder.trial_id}\n".encode())
-        return 5
-    RunLayout(folder).archive_attempt(STARTED, everything=True)
-    atomic_write_text(folder / CLAIM, f"{token}\n")  # ownership first: see the module's docstring
-    if argv and argv[0].startswith("~/"):
-        argv = [str(_home(argv[0])), *argv[1:]]
-    pairs = [f"{k}={v}" for k, v in env.items()]
-    child = subprocess.Popen([sys.executable, "-m", "imf.scheduler.wrapper", "run", token, *pairs, "--", *argv],
-                             cwd=folder, start_new_session=True, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True)
-    # The pid file now, not after the child's interpreter has started: a controller killed in
-    # between would otherwise find no job, start another, and be refused by this one.
-    # (The child writes the same line again when it runs.)
-    drill.point("wrapper-spawned")
-    started = process_start_time(child.pid)
-    if started is not None:
-        atomic_write_text(folder / PID, f"{child.pid} {started} {token}\n")
+    with claim.locked(folder):
+        refused = _refused(folder, token, out)
+        if refused is not None:
+            return refused
+        RunLayout(folder).archive_attempt(STARTED, everything=True)
+        claim.write_claim(folder, token)  # ownership before the child exists
+        drill.point("wrapper-claimed")
+        _spawn(folder, token, env, argv)
     deadline = time.monotonic() + PID_WAIT_S
     while time.monotonic() < deadline:
         files = read_files(folder)
@@ -157,6 +145,39 @@ def start(folder: Path, token: str, env: dict[str, str], argv: list[str], out: B
     return 3
 
 
+def _refused(folder: Path, token: str, out: BinaryIO) -> int | None:
+    """Exit 4, 5 or 6 when attempt ``token`` may not start in ``folder`` now (see ``start``)."""
+    why = claim.refusal(claim.read_claim(folder), token)
+    if why is not None:
+        out.write(f"refused {why}\n".encode())
+        return 6
+    files = read_files(folder)
+    if files.alive() and not files.ended():
+        out.write(f"busy {files.pid} {files.start_time} {files.token}\n".encode())
+        return 4
+    holder = live_holder(folder)
+    if holder is not None:
+        out.write(f"locked {holder.pid} {holder.host} {holder.since} {holder.trial_id}\n".encode())
+        return 5
+    return None
+
+
+def _spawn(folder: Path, token: str, env: dict[str, str], argv: list[str]) -> None:
+    """Start ``run`` detached and write its pid file (the caller holds the claim lock: the child
+    waits for it, then finds its claim and its pid file in place)."""
+    if argv and argv[0].startswith("~/"):
+        argv = [str(_home(argv[0])), *argv[1:]]
+    pairs = [f"{k}={v}" for k, v in env.items()]
+    child = subprocess.Popen([sys.executable, "-m", "imf.scheduler.wrapper", "run", token, *pairs, "--", *argv],
+                             cwd=folder, start_new_session=True, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True)
+    drill.point("wrapper-spawned")
+    started = process_start_time(child.pid)
+    if started is not None:  # (the child writes the same line again when it runs)
+        atomic_write_text(folder / PID, f"{child.pid} {started} {token}\n")
+    drill.point("wrapper-pid-written")
+
+
 def run_attempt(folder: Path, token: str, argv: list[str], env: dict[str, str] | None = None,
                 say: str | None = None) -> int:
     """Run ``argv`` in ``folder`` as attempt ``token``: pid file, stdout.log, exit_code.
@@ -166,10 +187,11 @@ def run_attempt(folder: Path, token: str, argv: list[str], env: dict[str, str] |
         # The signal went to the whole process group: the command gets it too; the wrapper
         # outlives it to reap it (a handler, not SIG_IGN, so the command starts with defaults).
         signal.signal(sig, lambda signum, frame: stopped.append(signum))
-    if not _owns(folder, token):  # a resumed controller started another attempt meanwhile
-        return 0
-    pid = os.getpid()
-    atomic_write_text(folder / PID, f"{pid} {process_start_time(pid)} {token}\n")
+    with claim.locked(folder):
+        if not claim.owns(folder, token):  # revoked, or another attempt claimed it meanwhile
+            return 0
+        pid = os.getpid()
+        atomic_write_text(folder / PID, f"{pid} {process_start_time(pid)} {token}\n")
     with open(folder / STDOUT, "ab") as log:
         if say:
             log.write(say.encode() + b"\n")
@@ -193,30 +215,20 @@ def run_attempt(folder: Path, token: str, argv: list[str], env: dict[str, str] |
     return code
 
 
-def _owns(folder: Path, token: str) -> bool:
-    """Does attempt ``token`` own the folder? (No claim: a batch system's job, or an old start.)"""
-    claim = _fields(folder / CLAIM)
-    return not claim or claim[0] == token
-
-
-def _settled(folder: Path) -> JobFiles:
-    """The folder's files once a start in flight has written its pid file: a claim younger than
-    PID_WAIT_S whose token no pid file carries yet is waited for (until that age), so a probe
-    never reads "no job" while the claimed child is still starting."""
-    while True:
-        files = read_files(folder)
-        claim = _fields(folder / CLAIM)
-        try:
-            age = time.time() - (folder / CLAIM).stat().st_mtime
-        except OSError:
-            return files
-        if not claim or files.token == claim[0] or age >= PID_WAIT_S:
-            return files
-        time.sleep(0.05)
+def revoke(folder: Path, token: str) -> str:
+    """"started" when attempt ``token``'s pid file is in ``folder`` (it runs, or ran), else
+    "revoked": it never runs there, even when its start is still on its way."""
+    with claim.locked(folder):
+        if read_files(folder).token == token:
+            return "started"
+        current = claim.read_claim(folder)
+        if current is None or current.token == token:
+            claim.write_claim(folder, token, revoked=True)
+        return "revoked"
 
 
 def probe(folder: Path, offset: int, limit: int) -> dict[str, Any]:
-    files = _settled(folder)
+    files = read_files(folder)
     data: dict[str, Any] = {"exists": files.exists}
     if not files.exists:
         return data
@@ -240,6 +252,8 @@ def _size(path: Path) -> int:
 
 
 def stop(folder: Path, grace_s: float, token: str) -> None:
+    if token and revoke(folder, token) == "revoked":  # not started: now it never will
+        return
     files = read_files(folder)
     if (token and files.token != token) or not files.alive() or files.ended():
         return
@@ -268,7 +282,8 @@ def pack(folder: Path, names: list[str], out: BinaryIO) -> None:
 # ---------------------------------------------------------------- the command line
 
 USAGE = ("usage: python -m imf.scheduler.wrapper start DIR TOKEN [K=V ...] -- ARGV | run TOKEN [K=V ...] -- ARGV"
-         " | probe DIR OFFSET LIMIT | stop DIR GRACE_S [TOKEN] | pack DIR FILE ... | gpus PYTHON [K=V ...]")
+         " | probe DIR OFFSET LIMIT | stop DIR GRACE_S [TOKEN] | revoke DIR TOKEN | pack DIR FILE ..."
+         " | gpus PYTHON [K=V ...]")
 
 
 def main(argv: list[str], out: BinaryIO, err: TextIO) -> int:
@@ -302,6 +317,8 @@ def _command(argv: list[str], out: BinaryIO, err: TextIO) -> int:
         out.write(json.dumps(probe(folder, int(args[1]), int(args[2]))).encode() + b"\n")
     elif command == "stop":
         stop(folder, float(args[1]), args[2] if len(args) > 2 else "")
+    elif command == "revoke":
+        out.write(revoke(folder, args[1]).encode() + b"\n")
     elif command == "pack":
         pack(folder, args[1:], out)
     else:

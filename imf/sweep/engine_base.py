@@ -93,9 +93,19 @@ class EngineBase:
             score = "" if trial.best_score is None else f", best {trial.best_score:.4f}"
             self.log(f"{outcome} {trial.id} after {trial.attempts} attempt(s){score}"
                      + (f": {reason}" if reason else ""))
+            # The end first: a controller killed while recording finds the trial ended (not
+            # recorded) on resume, records it then, and never looks at its job again.
+            self.save()
+            drill.point("ended-saved")
             self._record(trial)
+            drill.point("recorded")
         drill.point("attempt-noted")
         self.save()
+
+    def _tokens(self) -> list[str]:
+        """Every attempt token sweep.json holds (a new token is made later than all of them)."""
+        handles = [h for t in self.state.trials for h in [t.handle, *(o.handle for o in t.orphans)] if h]
+        return [h.token for h in handles if h.token]
 
     def _record(self, trial: TrialState) -> None:
         try:
