@@ -16,6 +16,9 @@ fault, lets the sweep finish (resuming where the drill says), and prints one lin
 - one-folder, disk-full-sweep, sigterm-resume: real `imf trial` processes (benchmarks/drills_trial.py).
 - loop-kills: `imf loop` of real tiny trials SIGKILLed 5 times, resumed after each
   (benchmarks/drills_loop.py).
+- exactly-once: the controller (of sweeps and of loops) SIGKILLed at every step of a trial's
+  start and end, its job wrappers held stopped across the resume, hundreds of rounds
+  (benchmarks/drills_once.py).
 
     python benchmarks/drills.py [--only NAME ...] [--no-write]
 
@@ -41,6 +44,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from _sweep_helpers import SSHD, fake_command, start_sshd, wait_for  # noqa: E402
 from drills_loop import LOOP_DRILLS  # noqa: E402
+from drills_once import ONCE_DRILLS  # noqa: E402
 from drills_trial import TRIAL_DRILLS  # noqa: E402
 from results_file import write_section  # noqa: E402
 
@@ -258,7 +262,7 @@ def drill_writers(root: Path, writers: int = 8, records: int = 50, kills: int = 
 
 DRILLS = {"sigkill-trial": drill_sigkill_trial, "sigstop-trial": drill_sigstop_trial,
           "controller-kills": drill_controller_kills, "ssh-down": drill_ssh_down,
-          "writers": drill_writers, **TRIAL_DRILLS, **LOOP_DRILLS}
+          "writers": drill_writers, **TRIAL_DRILLS, **LOOP_DRILLS, **ONCE_DRILLS}
 
 
 def main() -> None:

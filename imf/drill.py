@@ -10,8 +10,17 @@ import signal
 from collections import Counter
 
 DRILL_ENV = "IMF_DRILL_KILL"
-POINTS = ("launch-saved", "wrapper-spawned", "job-started", "start-saved", "ended-fetched",
-          "attempt-noted")
+# A trial's start, in order: sweep.json says "starting" with the attempt's token; the wrapper has
+# claimed the folder; spawned the job; written its pid file; the engine has the handle; sweep.json
+# says "running". (A wrapper point kills the controller on a local slot, the remote wrapper on ssh.)
+START = ("launch-saved", "wrapper-claimed", "wrapper-spawned", "wrapper-pid-written", "job-started",
+         "start-saved")
+# Its end: the results fetched; sweep.json says it ended; the stores hold it; sweep.json says so.
+END = ("ended-fetched", "ended-saved", "recorded", "attempt-noted")
+RESUME = ("start-settled",)  # a resumed controller asked the slot about a start in doubt
+POINTS = (*START, *END, *RESUME)
+# imf loop's own writes: loop.json; a round's hypothesis block; its conclusion.
+LOOP = ("loop-saved", "hypothesis-logged", "round-concluded")
 _reached: Counter[str] = Counter()
 
 

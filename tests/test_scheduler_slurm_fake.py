@@ -122,3 +122,33 @@ def test_start_submits_through_sbatch_with_the_token_as_comment(fake, tmp_path):
     assert handle.extra["job_id"] in jobs and jobs[handle.extra["job_id"]]["comment"] == "imf:tok1"
     assert jobs[handle.extra["job_id"]]["name"] == "s-t1"
     assert SlurmScheduler("slurm://debug").poll(handle).state == "queued"
+
+
+def test_a_job_submitted_as_its_controller_died_is_re_attached_and_one_still_on_its_way_runs_nothing(
+        fake, tmp_path):
+    from imf.scheduler.claim import new_token
+    from imf.scheduler.slurm_command import TrialCommand
+    from imf.sweep.engine import Engine
+    from imf.sweep.launch import SweepRequest, plan_sweep
+    sdir, state, _ = plan_sweep(SweepRequest(config="smoke", grids=["64x1,2"], queues=["slurm://debug?slots=2"],
+                                             name="s", out=tmp_path / "runs", epochs=2))
+    engine, jobs = Engine(sdir, state, lambda s: None), {}
+    for trial in state.trials:  # as _launch leaves them: "starting", the token saved, no job id yet
+        jobs[trial.id] = job = engine.job_request(trial)
+        job.token = new_token()
+        trial.move("launch")
+        trial.handle = Handle(trial.queue, str(job.run_dir.resolve()), str(job.run_dir), job.token)
+    sdir.save(state)
+    landed, lost = state.trials
+    submitted = engine.scheduler(landed.queue).start(jobs[landed.id])  # sbatch answered, too late to save
+    resumed = Engine(sdir, sdir.load(), lambda s: None)
+    resumed._reattach_all()  # what --resume does first
+    again = {t.id: t for t in resumed.state.trials}
+    assert again[landed.id].state == "running"  # re-attached (its next poll says it is queued)
+    assert again[landed.id].handle.extra["job_id"] == submitted.extra["job_id"]
+    assert again[lost.id].state == "pending" and again[lost.id].attempts == 0
+    assert len(fake.calls("sbatch")) == 1  # re-attached by its token, nothing submitted again
+    run_dir = jobs[lost.id].run_dir.resolve()
+    late = TrialCommand(str(run_dir), ["sh", "-c", "echo ran > ran.txt"], jobs[lost.id].token, [])
+    assert late() == 0  # the lost submission's job runs after all: it finds its attempt revoked
+    assert not (run_dir / "ran.txt").exists() and not (run_dir / "pid").exists()

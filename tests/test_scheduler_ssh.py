@@ -264,3 +264,62 @@ def test_cancel_stops_remote_jobs_over_ssh(sshd, tmp_path):
     wait_for(gone, timeout=30)
     trial = json.loads((tmp_path / "runs" / "rc" / "sweep.json").read_text())["trials"][0]
     assert trial["state"] == "pending" and trial["history"][-1]["outcome"] == "cancelled"
+
+
+def test_a_remote_start_revoked_on_its_way_runs_nothing_and_a_late_older_start_is_refused(sshd, tmp_path):
+    # a controller died while its ssh start was on its way; the resumed one revoked that attempt
+    from dataclasses import replace
+
+    from imf.scheduler.base import Handle
+    from imf.scheduler.claim import new_token
+    sch = scheduler_for(sshd.spec("cpu"), sshd.host_options(tmp_path / "remote"))
+    late = JobRequest("j", "s", tmp_path / "home" / "j", ["sh", "-c", "echo ran >> ran.txt"], "smoke",
+                      token=new_token())
+    folder = Path(sch.job_dir(late))
+    assert sch.revoke(Handle(sch.spec, str(folder), str(late.run_dir), late.token))
+    with pytest.raises(QueueError, match="was revoked"):
+        sch.start(late)  # the dead controller's start arrives after all
+    assert not (folder / "ran.txt").exists() and not (folder / "pid").exists()
+    older = replace(late, token=new_token())  # made first, arrives last
+    newer = replace(late, token=new_token([older.token]))
+    handle = sch.start(newer)
+    wait_for(lambda: sch.poll(handle).state == "exited", timeout=60)
+    assert not sch.revoke(handle)  # it started: nothing to revoke
+    with pytest.raises(QueueError, match="a newer attempt"):
+        sch.start(older)
+    assert (folder / "ran.txt").read_text() == "ran\n" and not (folder / "attempts").exists()
+
+
+def test_a_remote_job_started_as_its_controller_died_is_re_attached_not_started_again(
+        sshd, tmp_path, monkeypatch):
+    from imf.scheduler.base import Handle
+    from imf.scheduler.claim import new_token
+    from imf.sweep.engine import Engine
+    from imf.sweep.launch import plan_sweep, resume_sweep
+    ledger = tmp_path / "ledger.txt"
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.05", "--ledger", str(ledger)))
+    hosts = sshd.hosts_file(tmp_path / "hosts.yaml", tmp_path / "remote")
+    sdir, state, _ = plan_sweep(SweepRequest(config="smoke", grids=["64x1,2"], hosts=str(hosts), name="r",
+                                             queues=[sshd.spec("cpu"), sshd.spec("cpu")],
+                                             out=tmp_path / "runs", epochs=2, poll=0.1, stall_timeout=60))
+    engine, jobs = Engine(sdir, state, lambda s: None), {}
+    for trial in state.trials:  # as _launch leaves them: "starting", the token saved, no pid yet
+        jobs[trial.id] = job = engine.job_request(trial)
+        job.token = new_token()
+        trial.move("launch")
+        trial.handle = Handle(trial.queue, engine.scheduler(trial.queue).job_dir(job), str(job.run_dir), job.token)
+    sdir.save(state)
+    landed, lost = state.trials
+    engine.scheduler(landed.queue).start(jobs[landed.id])  # this start got there, the other not yet
+    for sch in engine.schedulers.values():
+        sch.close()
+    resume_sweep(sdir.path, lambda s: None)
+    with pytest.raises(QueueError, match="a newer attempt"):  # the lost start arrives now
+        scheduler_for(sshd.spec("cpu"), load_hosts(hosts)["hosts"]["127.0.0.1"]).start(jobs[lost.id])
+    data = json.loads((sdir.path / "sweep.json").read_text())
+    for t in data["trials"]:
+        assert t["state"] == "completed" and t["attempts"] == 1 and len(t["history"]) == 1, t
+    assert sorted(ledger.read_text().split()[::2]) == sorted(jobs)  # each ran to its end once
+    log = (sdir.path / "sweep.log").read_text()
+    assert f"re-attached {landed.id}" in log and f" start {landed.id} " not in log
+    assert f"{lost.id} had not started when the controller stopped; its start is revoked" in log

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from imf import drill
 from imf.config.eval_seeds import check_episodes
 from imf.errors import LoopError, ReportError
 from imf.loop.state import LOOP_FILE, LoopState, Outcome, Planned, Round, load_loop, save_loop
@@ -107,12 +108,14 @@ def run_loop(folder: Path, state: LoopState, echo: Echo) -> LoopState:
 def _run_round(folder: Path, state: LoopState, current: Round, echo: Echo) -> None:
     if current.hypothesis is None:
         current.hypothesis = log_round_hypothesis(folder, current)
+        drill.point("hypothesis-logged")
         save_loop(folder, state)
         echo(f"round {current.number}: hypothesis {current.hypothesis} in {folder / 'ITERATION_LOG.md'}")
     current.status = "running"
     save_loop(folder, state)
     run_round_sweep(folder, state, current, echo)
     conclude_round(folder, current)
+    drill.point("round-concluded")
     save_loop(folder, state)
     echo(render_round(current))
 

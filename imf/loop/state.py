@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imf import drill
 from imf.atomic import atomic_write_json
 from imf.errors import LoopError
 from imf.upgrade import FileKind, Step
@@ -128,3 +129,4 @@ def load_loop(folder: Path) -> LoopState:
 
 def save_loop(folder: Path, state: LoopState) -> None:
     atomic_write_json(Path(folder) / LOOP_FILE, asdict(state))
+    drill.point("loop-saved")
