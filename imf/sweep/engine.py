@@ -25,7 +25,6 @@ from imf.clock import now_iso
 from imf.errors import (EXIT_DISK_FULL, EXIT_GPU_OOM, EXIT_NO_CUDA, OUTCOME_EXIT, FolderInUseError,
                         ImfError, QueueError, SweepError)
 from imf.scheduler.base import Handle, JobStatus, Scheduler
-from imf.scheduler.claim import new_token
 from imf.sweep.finish import notify, write_report
 from imf.sweep.gpus import free_mib
 from imf.sweep.recovery import Recovery
@@ -144,7 +143,7 @@ class Engine(Recovery):
 
     def _launch(self, trial: TrialState, queue: QueueState) -> None:
         job, sch = self.job_request(trial), self.scheduler(queue.name)
-        job.token = new_token(self._tokens())  # names this attempt in its claim, pid and exit files
+        job.token = self._next_token()  # names this attempt in its claim, pid and exit files
         trial.move("launch")
         trial.reason = ""
         trial.handle = Handle(queue.spec, sch.job_dir(job), str(job.run_dir), job.token)

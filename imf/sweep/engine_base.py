@@ -17,6 +17,7 @@ from imf import drill
 from imf.clock import now_iso
 from imf.errors import ImfError
 from imf.scheduler.base import Handle, JobRequest, Scheduler, scheduler_for
+from imf.scheduler.claim import new_token
 from imf.sweep.finish import record_trial
 from imf.sweep.halving import Halving
 from imf.sweep.plan import assign
@@ -40,6 +41,7 @@ class EngineBase:
         self.report_text: str | None = None
         self._written = ""
         self.halving = Halving(state)  # successive halving's scores and decisions (or none)
+        self._newest_token: str | None = None
 
     # ------------------------------------------------------------------ plumbing
     def log(self, message: str) -> None:
@@ -102,10 +104,13 @@ class EngineBase:
         drill.point("attempt-noted")
         self.save()
 
-    def _tokens(self) -> list[str]:
-        """Every attempt token sweep.json holds (a new token is made later than all of them)."""
-        handles = [h for t in self.state.trials for h in [t.handle, *(o.handle for o in t.orphans)] if h]
-        return [h.token for h in handles if h.token]
+    def _next_token(self) -> str:
+        """A new attempt's token, later than every token sweep.json holds (read once)."""
+        if self._newest_token is None:
+            handles = [h for t in self.state.trials for h in [t.handle, *(o.handle for o in t.orphans)] if h]
+            self._newest_token = new_token([h.token for h in handles if h.token])
+        self._newest_token = new_token([self._newest_token])
+        return self._newest_token
 
     def _record(self, trial: TrialState) -> None:
         try:
