@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import os
 import subprocess
 import sys
@@ -10,9 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+
 from _sweep_helpers import SSHD, fake_command, free_port, start_sshd, sweep_controller, wait_for
 
-from imf.errors import QueueError
+from imf.errors import QueueError, SweepError
 from imf.scheduler.base import JobRequest, scheduler_for
 from imf.sweep.queues import load_hosts
 from imf.sweep.launch import SweepRequest, start_sweep
@@ -69,7 +71,9 @@ def test_an_unreachable_host_is_down_and_its_trials_move_to_the_live_queue(sshd,
     hosts = sshd.hosts_file(tmp_path / "hosts.yaml", tmp_path / "remote")
     req = SweepRequest(config="smoke", grids=["64x1,2,3,4"], queues=[dead, "local:cpu"],
                        hosts=str(hosts), name="down", out=tmp_path, epochs=2, poll=0.1)
-    start_sweep(req, lambda s: None)
+    with pytest.raises(SweepError, match=r"1 of 2 queues passed their check, 2 needed .*unreachable"):
+        start_sweep(replace(req, name="refused"), lambda s: None)  # by default every queue must pass
+    start_sweep(replace(req, min_queues=1), lambda s: None)
     data = json.loads((tmp_path / "down" / "sweep.json").read_text())
     assert data["queues"][0]["state"] == "down" and "unreachable" in data["queues"][0]["reason"]
     assert all(t["state"] == "completed" and t["queue"] == "local:cpu" for t in data["trials"])
@@ -84,7 +88,7 @@ def test_a_gpu_queue_on_a_host_without_cuda_is_down_and_its_trials_move(sshd, tm
     monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.02"))
     hosts = sshd.hosts_file(tmp_path / "hosts.yaml", tmp_path / "remote", gpus=None)  # its real probe
     req = SweepRequest(config="smoke", grids=["64x1,2"], queues=[sshd.spec("gpu:1"), "local:cpu"],
-                       hosts=str(hosts), name="nogpu", out=tmp_path, epochs=2, poll=0.1)
+                       hosts=str(hosts), name="nogpu", out=tmp_path, epochs=2, poll=0.1, min_queues=1)
     start_sweep(req, lambda s: None)
     data = json.loads((tmp_path / "nogpu" / "sweep.json").read_text())
     queue = data["queues"][0]

@@ -54,10 +54,7 @@ def sweep(
             return
         if resume is not None:
             refuse_flags(fixed, "--resume continues a sweep as it was planned")
-            with sweep_view(sys.stdout.isatty()) as (echo, on_start):
-                engine = sweep_lib.resume_sweep(resume, echo, poll=poll, stall_timeout=stall_timeout,
-                                                retries=retries, notify=notify, on_start=on_start)
-            _exit_for(engine.state, resume)
+            _resume(resume, poll=poll, stall_timeout=stall_timeout, retries=retries, notify=notify)
             return
         preset, items = split_config_args(list(args or []) + ([f"logging.trackers={','.join(tracker)}"] if tracker else []))
         config = preset or sweep_lib.default_config(mask)
@@ -104,6 +101,14 @@ def status(
         console.print(status_lib.status_view(sdir, bars=True))
         return
     typer.echo(status_lib.render_status(sdir))
+
+
+def _resume(folder: Path, **settings) -> None:
+    from imf.sweep import launch as sweep_lib
+    from imf.sweep.live import sweep_view
+    with sweep_view(sys.stdout.isatty()) as (echo, on_start):
+        engine = sweep_lib.resume_sweep(folder, echo, on_start=on_start, **settings)
+    _exit_for(engine.state, folder)
 
 
 def _exit_for(state, folder: Path) -> None:
