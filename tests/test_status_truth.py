@@ -94,3 +94,30 @@ def test_a_sweep_with_a_failed_trial_exits_1_naming_it(tmp_path):
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "1 trial(s) failed or stalled (f-causal-e32-l1-s42)" in lines[0], out.stderr
     assert os.path.isfile(tmp_path / "f" / "report.md")  # the report is still written
+
+
+@__import__("pytest").mark.slow
+def test_a_queue_whose_python_cannot_load_the_sweeps_plugins_stops_the_start(tmp_path, monkeypatch):
+    import sys
+    import pytest
+    from plugin_fakes import fake_distribution
+    from imf import registry
+    from imf.errors import SweepError
+    from imf.sweep.launch import SweepRequest, dry_run
+    site = fake_distribution(tmp_path / "site", "imf-broken", "imf_broken_mask",
+                             "import os\nif os.environ.get('IMF_TEST_BROKEN_HOST'):\n"
+                             "    raise ImportError('this host has no numpy of the right version')\n"
+                             "def mask(n_action, n_time, n_obs):\n    return None\n",
+                             {"imf.masks": {"brokenmask": "imf_broken_mask:mask"}})
+    monkeypatch.syspath_prepend(str(site))
+    registry.clear_cache()
+    slot_python = tmp_path / "python"  # another interpreter for the slot: the check runs it
+    slot_python.write_text(f"#!/bin/sh\nIMF_TEST_BROKEN_HOST=1 PYTHONPATH={site} exec {sys.executable} \"$@\"\n")
+    slot_python.chmod(0o755)
+    hosts = tmp_path / "hosts.yaml"
+    hosts.write_text(f"defaults:\n  python: {slot_python}\n")
+    req = SweepRequest(config="smoke", grids=["32x1"], queues=["local:cpu"], hosts=str(hosts),
+                       mask="brokenmask", name="p", out=tmp_path / "runs")
+    with pytest.raises(SweepError, match=r"no queue passed its check: local:cpu: .*cannot load imf.masks plugin 'brokenmask'.*ImportError: this host"):
+        dry_run(req)
+    registry.clear_cache()

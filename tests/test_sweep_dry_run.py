@@ -18,6 +18,7 @@ def test_every_trial_shows_its_command_as_it_would_run(tmp_path, monkeypatch):
         raise QueueError(f"queue '{self.spec}': host box unreachable: no such host")
     monkeypatch.setattr(SshScheduler, "probe_gpus", unreachable)  # the real probe: test_gpu_slot.py
     monkeypatch.setattr(SshScheduler, "check", lambda self: None)
+    monkeypatch.setattr(SshScheduler, "check_plugins", lambda self, wanted: None)  # real: test_status_truth
     monkeypatch.setattr(SshScheduler, "close", lambda self: None)
     req = SweepRequest(config="smoke", grids=["32,64x1"], queues=["local:cpu", "ssh://me@box/gpu:1"],
                        name="dr", out=tmp_path, min_queues=1)
@@ -59,6 +60,7 @@ def test_the_dry_run_refuses_what_the_start_would_refuse(tmp_path, monkeypatch):
 
 def test_a_yaml_config_shows_the_copy_every_trial_reads(tmp_path, monkeypatch):
     monkeypatch.setattr(SshScheduler, "check", lambda self: None)
+    monkeypatch.setattr(SshScheduler, "check_plugins", lambda self, wanted: None)  # real: test_status_truth
     monkeypatch.setattr(SshScheduler, "close", lambda self: None)
     config = tmp_path / "mine.yaml"
     config.write_text("base: smoke\n")

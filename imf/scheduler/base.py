@@ -139,6 +139,10 @@ class Scheduler(ABC):
     def check(self) -> None:
         """Raise QueueError when the slot cannot run jobs now (host unreachable, ...)."""
 
+    def check_plugins(self, wanted: list[str]) -> None:
+        """Raise QueueError unless every ``group:name`` plugin imports where this slot runs
+        trials; a scheduler that cannot look there (a batch system's nodes) checks nothing."""
+
     @property
     def gpu(self) -> str | None:
         """The GPU the slot holds: its CUDA index ("0"), "any" (a batch system hands one out),

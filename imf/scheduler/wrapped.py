@@ -97,6 +97,14 @@ class WrappedScheduler(Scheduler):
         argv = self.command(job, self.job_dir(job), self.planned_config_path(job))
         return shlex.join((["env", *env] if env else []) + argv)
 
+    def check_plugins(self, wanted: list[str]) -> None:
+        """QueueError unless every ``group:name`` plugin imports on the slot's machine."""
+        rc, out, err = self._wrapper(["plugins", *wanted], timeout=180.0)
+        if rc != 0 or b"ok" not in out:
+            why = (out.decode(errors="replace") or err).strip().splitlines()
+            raise QueueError(f"queue '{self.spec}': {self.host_label()} "
+                             + (why[-1] if why else f"cannot check its plugins (exit {rc})"))
+
     def start(self, job: JobRequest) -> Handle:
         run_dir = self.job_dir(job)
         env = {**self.slot_env(), **job.env}

@@ -34,6 +34,8 @@ TOKEN names the attempt, so files of an earlier attempt are never read as this o
                                        (only the attempt TOKEN, revoked if it has not started;
                                        any attempt when TOKEN is "")
     pack DIR FILE ...                  a tar of those files that exist, to stdout
+    plugins GROUP:NAME ...             import each plugin as a trial would: "ok", or exit 6 with
+                                       "cannot load GROUP plugin 'NAME': why"
     gpus PYTHON [K=V ...]              one JSON object: the CUDA devices PYTHON's torch sees
                                        (imf/scheduler/gpu_probe.py), with the slot's K=V set
 
@@ -279,11 +281,26 @@ def pack(folder: Path, names: list[str], out: BinaryIO) -> None:
     out.write(buffer.getvalue())
 
 
+def check_plugins(wanted: list[str], out: BinaryIO) -> int:
+    """Import every ``GROUP:NAME`` plugin as a trial on this host would; "ok", or exit 6 with one
+    line naming the first that does not load and why."""
+    from imf import registry  # the plugins (and torch, for objectives) only for this command
+    for item in wanted:
+        group, _, name = item.partition(":")
+        try:
+            registry.get(group, name)
+        except Exception as exc:  # noqa: BLE001 - any import failure is the answer
+            out.write(f"cannot load {group} plugin '{name}': {type(exc).__name__}: {exc}\n".encode())
+            return 6
+    out.write(b"ok\n")
+    return 0
+
+
 # ---------------------------------------------------------------- the command line
 
 USAGE = ("usage: python -m imf.scheduler.wrapper start DIR TOKEN [K=V ...] -- ARGV | run TOKEN [K=V ...] -- ARGV"
          " | probe DIR OFFSET LIMIT | stop DIR GRACE_S [TOKEN] | revoke DIR TOKEN | pack DIR FILE ..."
-         " | gpus PYTHON [K=V ...]")
+         " | gpus PYTHON [K=V ...] | plugins GROUP:NAME ...")
 
 
 def main(argv: list[str], out: BinaryIO, err: TextIO) -> int:
@@ -308,6 +325,8 @@ def _command(argv: list[str], out: BinaryIO, err: TextIO) -> int:
         if command == "run":
             return run_attempt(Path.cwd(), head[0], rest, _env(head[1:]))
         return start(_home(head[0]), head[1], _env(head[2:]), rest, out, err)
+    if command == "plugins":
+        return check_plugins(args, out)
     if command == "gpus":
         python = str(_home(args[0])) if args[0].startswith("~/") else args[0]
         out.write(json.dumps(gpu_probe.probe(python, _env(args[1:]))).encode() + b"\n")

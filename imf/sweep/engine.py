@@ -74,7 +74,11 @@ class Engine(Recovery):
                 fresh = all(t.state == "pending" and not t.history for t in self.state.trials)
                 self._check_queues()
                 if fresh:  # a resume goes on with what is live (its orphans wait for their hosts)
-                    self.require_queues({q.name: q.reason for q in self.state.queues if q.state != "live"})
+                    down = {q.name: q.reason for q in self.state.queues if q.state != "live"}
+                    plugins = {k: v for k, v in self.queues_down(only_plugins=True).items() if k not in down}
+                    for name, why in plugins.items():
+                        self._queue_down(self.state.queue(name), why)
+                    self.require_queues({**down, **plugins})
                 self._resolve_orphans()
                 self._reattach_all()
                 while not self._step():

@@ -21,9 +21,17 @@ from imf.errors import BusyError, QueueError, SweepError
 from imf.scheduler.base import Handle, JobStatus
 from imf.sweep.engine_base import EngineBase
 from imf.sweep.gpus import probe_queues
-from imf.sweep.state import ACTIVE, Orphan, QueueState, TrialState
+from imf.sweep.state import ACTIVE, Orphan, QueueState, SweepState, TrialState
 
 ORPHAN_RETRY_S = 10.0  # how often a down host is asked about its orphans
+
+
+def plugin_names(state: SweepState) -> list[str]:
+    """``group:name`` of every plugin the sweep's trials load (masks, objectives, stores, trackers)."""
+    wanted = {"imf.masks": {str(t.params.get("mask")) for t in state.trials},
+              "imf.objectives": {str(t.params.get("objective")) for t in state.trials},
+              "imf.stores": set(state.stores)}
+    return [f"{group}:{name}" for group, names in wanted.items() for name in sorted(names) if name != "None"]
 
 
 class Recovery(EngineBase):
@@ -42,12 +50,16 @@ class Recovery(EngineBase):
                 self._queue_down(queue, problems[queue.spec])
         self._probe_gpus()
 
-    def queues_down(self) -> dict[str, str]:
-        """Every queue whose spec's check fails -> why (nothing is changed)."""
+    def queues_down(self, only_plugins: bool = False) -> dict[str, str]:
+        """Every queue whose spec's check fails -> why: the host answers and imports imf, and
+        then every plugin the sweep uses (nothing is changed)."""
         problems: dict[str, str] = {}
         for spec in dict.fromkeys(q.spec for q in self.state.queues):
+            sch = self.scheduler(next(q.name for q in self.state.queues if q.spec == spec))
             try:
-                self.scheduler(next(q.name for q in self.state.queues if q.spec == spec)).check()
+                if not only_plugins:
+                    sch.check()
+                sch.check_plugins(plugin_names(self.state))
             except QueueError as exc:
                 problems[spec] = str(exc)
         return {q.name: problems[q.spec] for q in self.state.queues if q.spec in problems}
