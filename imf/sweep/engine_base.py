@@ -41,7 +41,9 @@ class EngineBase:
         self.report_text: str | None = None
         self._written = ""
         self.halving = Halving(state)  # successive halving's scores and decisions (or none)
-        self._newest_token: str | None = None
+        # every token sweep.json holds, read before recovery drops any: a new one is later
+        handles = [h for t in state.trials for h in [t.handle, *(o.handle for o in t.orphans)] if h]
+        self._newest_token = new_token([h.token for h in handles if h.token])
 
     # ------------------------------------------------------------------ plumbing
     def log(self, message: str) -> None:
@@ -105,10 +107,7 @@ class EngineBase:
         self.save()
 
     def _next_token(self) -> str:
-        """A new attempt's token, later than every token sweep.json holds (read once)."""
-        if self._newest_token is None:
-            handles = [h for t in self.state.trials for h in [t.handle, *(o.handle for o in t.orphans)] if h]
-            self._newest_token = new_token([h.token for h in handles if h.token])
+        """A new attempt's token, later than every token this sweep made or held."""
         self._newest_token = new_token([self._newest_token])
         return self._newest_token
 
