@@ -26,3 +26,22 @@ def test_a_yaml_config_is_compared_with_its_base(tmp_path):
     _, state, _ = plan_sweep(req)
     lines = difference_lines(state)
     assert lines[0] == "every trial differs from preset smoke in: training.lr 0.0003 -> 0.001"
+
+
+def test_the_estimate_times_the_smallest_and_largest_trial_and_places_the_rest(tmp_path, monkeypatch):
+    import imf.sweep.estimate as estimate
+    measured = []
+
+    def fake_measure(state, trial):  # the real one runs `imf trial --dry-run --time-steps` (a process)
+        measured.append(trial.id)
+        return {"e-causal-e32-l1-s42": 0.1, "e-causal-e64-l2-s42": 0.9}[trial.id]
+    monkeypatch.setattr(estimate, "_measure", fake_measure)
+    req = SweepRequest(config="pusht_lowdim_cpu", grids=["32,64x1,2"], epochs=4, queues=["local:cpu"],
+                       name="e", out=tmp_path)
+    _, state, plan = plan_sweep(req)
+    lines = estimate.estimate_lines(state, plan)
+    assert sorted(measured) == ["e-causal-e32-l1-s42", "e-causal-e64-l2-s42"]
+    by_id = {line.split(":")[0].strip(): line for line in lines[1:]}
+    assert "0.100 s a step x 250 steps x 4 epochs = 0.03 h" in by_id["e-causal-e32-l1-s42"]
+    assert "0.900 s a step x 250 steps x 4 epochs = 0.25 h" in by_id["e-causal-e64-l2-s42"]
+    assert lines[-1].startswith("  makespan on these queues: ")

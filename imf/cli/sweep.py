@@ -37,16 +37,16 @@ def sweep(
     notify: str = typer.Option(None, "--notify", help="Command run with the report's path when the sweep ends."),
     halving: int = typer.Option(None, "--halving", help="Successive halving: at each --rungs epoch keep the top 1/ETA (ETA >= 2); a trial below them by more than 1.96 SE of the difference is stopped, a tie never."),
     rungs: str = typer.Option(None, "--rungs", help="Epochs (counted from 1, strictly increasing, e.g. 2,4,8) at which --halving compares the trials."),
+    estimate: bool = typer.Option(False, "--estimate", help="With --dry-run: each trial's training time from a few steps measured on this machine (the smallest and the largest trial), and the makespan."),
     min_queues: int = typer.Option(None, "--min-queues", help="Start only when at least N queues pass their check (imf imports on the host, the GPU is there); default: every queue named."),
     tracker: list[str] = typer.Option(None, "--tracker", help="Tracker of every trial (an imf.trackers plugin: swanlab, tensorboard, wandb; none); repeatable.", autocompletion=complete_tracker),
 ) -> None:
     """Run a grid of trials on GPU queues (local, SSH or Slurm), watch them, recover, then report."""
     from imf.sweep import launch as sweep_lib
-    from imf.sweep.live import sweep_view
     fixed = {"CONFIG/overrides": args, "--mask": mask, "--grid": grid, "--queue": queue, "--hosts": hosts,
-             "--name": name, "--epochs": epochs is not None, "--seed": seed is not None, "--dry-run": dry_run,
-             "--seeds": seeds, "--final-eval": final_eval is not None, "--tracker": tracker,
-             "--halving": halving is not None, "--rungs": rungs, "--min-queues": min_queues is not None}
+             "--name": name, "--dry-run": dry_run, "--seeds": seeds, "--tracker": tracker, "--rungs": rungs,
+             **{flag: value is not None for flag, value in (("--epochs", epochs), ("--seed", seed),
+                ("--final-eval", final_eval), ("--halving", halving), ("--min-queues", min_queues))}}
     try:
         if cancel is not None:
             _cancel(cancel, {**fixed, "--resume": resume, "--retries": retries is not None, "--notify": notify,
@@ -64,12 +64,10 @@ def sweep(
             stall_timeout=stall_timeout, poll=poll, notify=notify, overrides=items,
             seeds=sweep_lib.parse_seeds(seeds) if seeds is not None else None, final_eval=final_eval,
             halving=halving, rungs=rungs, min_queues=min_queues)
-        if dry_run:
-            typer.echo(sweep_lib.dry_run(request))
-            return
-        with sweep_view(sys.stdout.isatty()) as (echo, on_start):
-            engine = sweep_lib.start_sweep(request, echo, on_start=on_start)
-        _exit_for(engine.state, out / (name or engine.state.name))
+        if dry_run or estimate:
+            refuse_flags({"--estimate": not dry_run}, "--estimate times the plan's trials for --dry-run")
+            return typer.echo(sweep_lib.dry_run(request, estimate))
+        _start(request)
     except KeyboardInterrupt:
         typer.echo("imf: interrupted; running trials go on; continue with imf sweep --resume DIR", err=True)
         raise typer.Exit(130)
@@ -101,6 +99,14 @@ def status(
         console.print(status_lib.status_view(sdir, bars=True))
         return
     typer.echo(status_lib.render_status(sdir))
+
+
+def _start(request) -> None:
+    from imf.sweep import launch as sweep_lib
+    from imf.sweep.live import sweep_view
+    with sweep_view(sys.stdout.isatty()) as (echo, on_start):
+        engine = sweep_lib.start_sweep(request, echo, on_start=on_start)
+    _exit_for(engine.state, Path(request.out) / engine.state.name)
 
 
 def _resume(folder: Path, **settings) -> None:

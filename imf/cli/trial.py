@@ -43,12 +43,13 @@ def trial(
     holdout: bool = typer.Option(False, "--holdout", help="With --final-eval N: also score best.pt on N holdout seeds (900000..; for claims), one look appended to holdout.json."),
     hypothesis: str = typer.Option(None, "--hypothesis", help="The iteration log's hypothesis this trial tests (H3): kept in its records; imf log conclude cites it."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved config, its difference from the preset, the parameter count and the id; run nothing."),
+    time_steps: int = typer.Option(None, "--time-steps", help="With --dry-run: time N training steps on random inputs of the trial's shapes, on this machine."),
 ) -> None:
     """One run: config + overrides -> train -> score in the simulator -> checkpoints, logs, stores."""
     trial_command(args or [], trial_id=trial_id, out=out, seed=seed, epochs=epochs, init_from=init_from,
                   patience=patience, note=note, overrides=overrides, device=device, stores=store,
                   resume=resume, final_eval=final_eval, holdout=holdout, hypothesis=hypothesis,
-                  dry_run=dry_run)
+                  dry_run=dry_run, time_steps=time_steps)
 
 
 @app.command("eval", cls=Command)
@@ -74,7 +75,7 @@ def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, se
                   epochs: int | None, init_from: Path | None, patience: int | None, note: str,
                   overrides: str | None, device: str | None, stores: list[str] | None,
                   resume: bool, final_eval: int | None = None, holdout: bool = False,
-                  hypothesis: str | None = None, dry_run: bool = False) -> None:
+                  hypothesis: str | None = None, dry_run: bool = False, time_steps: int | None = None) -> None:
     from imf.train.recording import identity_of
     from imf.train.trial import TrialOptions, run_trial
 
@@ -104,9 +105,10 @@ def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, se
         dotted += flags
     if dry_run:
         refuse_flags({"--resume": resume}, "--dry-run shows a new trial's plan")
-        from imf.train.dry_run import dry_run_text
-        typer.echo(dry_run_text(cfg, preset or "pusht_image_imf", tid, identity))
+        _dry_run(cfg, preset or "pusht_image_imf", tid, identity, time_steps)
         return
+    if time_steps is not None:
+        raise ConfigError("--time-steps times a step for --dry-run; add --dry-run")
     run_dir = out or _inside(Path("runs"), tid)
     if holdout and final_eval is None:
         raise ConfigError("--holdout scores best.pt on as many holdout seeds as --final-eval N "
@@ -125,6 +127,16 @@ def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, se
             _final_eval(run_dir, final_eval, cfg, holdout)
         if code:
             raise typer.Exit(code)
+
+
+def _dry_run(cfg: Config, preset: str, tid: str, identity, time_steps: int | None) -> None:
+    from imf.train.dry_run import dry_run_text, step_seconds
+    if time_steps is not None and not 1 <= time_steps <= 100:
+        raise ConfigError(f"--time-steps {time_steps}: expected 1..100")
+    typer.echo(dry_run_text(cfg, preset, tid, identity))
+    if time_steps is not None:
+        typer.echo(f"measured step: {step_seconds(cfg, time_steps):.4f} s (median of {time_steps} "
+                   f"training steps at batch {cfg.training.batch_size}, random inputs, this machine)")
 
 
 def exit_code_of(status: str, reason: str) -> int:

@@ -28,6 +28,7 @@ from imf.sweep.plan import (Plan, TrialPlan, build_trials, check_one_value, make
 from imf.sweep.queues import load_hosts, resolve_queues
 from imf.store.records import check_identity, project_root
 from imf.sweep.differences import difference_lines
+from imf.sweep.estimate import estimate_lines
 from imf.sweep.folder import SweepDir
 from imf.sweep.state import QueueState, SweepState, TrialState
 
@@ -189,7 +190,7 @@ def check_min_queues(value: int | None, named: int) -> int | None:
     return value
 
 
-def dry_run(req: SweepRequest) -> str:
+def dry_run(req: SweepRequest, estimate: bool = False) -> str:
     """``imf sweep --dry-run``: check and plan everything, load its plugins, check every queue
     and probe the GPU queues' hosts (as a start would), run nothing; refused (non-zero) wherever
     the start would refuse: the name taken, a preflight, too few queues passing."""
@@ -209,7 +210,8 @@ def dry_run(req: SweepRequest) -> str:
     engine.require_queues(down)
     gpus = [f"  gpu {v.queue}: {v.text}" for v in verdicts]
     return "\n".join([describe(sdir, state, plan), *(["gpu probes (a queue without its GPU is down "
-                      "at the start):", *gpus] if gpus else []), "plugins loaded: " + "; ".join(loaded)])
+                      "at the start):", *gpus] if gpus else []), "plugins loaded: " + "; ".join(loaded),
+                      *(estimate_lines(state, plan) if estimate else [])])
 
 
 def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print,

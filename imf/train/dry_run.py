@@ -30,6 +30,32 @@ def parameter_count(cfg: Config) -> int:
     return sum(p.numel() for p in policy.parameters() if p.requires_grad)
 
 
+def step_seconds(cfg: Config, steps: int = 3) -> float:
+    """Median seconds of one training step (loss, backward, AdamW) of the policy ``cfg`` builds,
+    on random inputs of its shapes at its batch size, on this machine's CPU with its threads."""
+    import time
+    import torch
+    from imf.data.lowdim import KEYPOINT_OBS_DIM
+    p, batch = cfg.policy, cfg.training.batch_size
+    normalizer = MinMaxNormalizer()
+    for key, dim in (("action", 2), ("agent_pos", 2), ("keypoints", KEYPOINT_OBS_DIM)):
+        normalizer.set_identity_range(key, 0.0, 512.0, dim)
+    policy = ImfPolicy(cfg, normalizer, masks=attention_masks(cfg.policy))
+    optimizer = torch.optim.AdamW(policy.parameters(), lr=cfg.training.lr)
+    obs = ({"keypoints": torch.rand(batch, p.horizon, KEYPOINT_OBS_DIM) * 512} if p.obs_type == "keypoints" else
+           {"image": torch.rand(batch, p.horizon, 3, 96, 96), "agent_pos": torch.rand(batch, p.horizon, 2) * 512})
+    data = {"obs": obs, "action": torch.rand(batch, p.horizon, 2) * 512}  # (B, H, 2)
+    times = []
+    for _ in range(steps + 1):  # the first step warms the allocator up
+        start = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        loss, _ = policy.compute_loss(data)
+        loss.backward()
+        optimizer.step()
+        times.append(time.perf_counter() - start)
+    return sorted(times[1:])[len(times[1:]) // 2]
+
+
 def dry_run_text(cfg: Config, preset: str, trial_id: str, identity: Identity) -> str:
     diffs = preset_differences(cfg, preset)
     lines = [f"trial {trial_id} (dry run: nothing is written or trained)",

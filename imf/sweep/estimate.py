@@ -1,0 +1,66 @@
+"""``imf sweep --dry-run --estimate``: each trial's training time from a short measured step.
+
+The smallest and the largest trial of the plan each time a few training steps on this machine
+(``imf trial ... --dry-run --time-steps N`` in a process of its own: the sweep never imports
+torch); the others are placed on the line through those two in the planner's size measure
+(n_layer x n_emb^2), so a 3 x 3 grid costs two measurements. Rollouts, data loading and the
+final eval are not counted: these are training times, and the queues' makespan from them.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from imf.config import load_config
+from imf.errors import SweepError
+from imf.sweep.plan import Plan
+from imf.sweep.state import SweepState, TrialState
+
+STEPS_TIMED = 2
+_MEASURED = re.compile(r"^measured step: ([0-9.]+) s", re.MULTILINE)
+
+
+def _size(trial: TrialState) -> float:
+    return float(trial.params.get("n_layer") or 0) * float(trial.params.get("n_emb") or 0) ** 2 / 1e6
+
+
+def _overrides(state: SweepState, trial: TrialState) -> list[str]:
+    return [*state.overrides, *trial.overrides, f"training.seed={trial.seed}", f"training.num_epochs={trial.epochs}"]
+
+
+def _measure(state: SweepState, trial: TrialState) -> float:
+    argv = [sys.executable, "-m", "imf", "trial", trial.config or state.config, *_overrides(state, trial),
+            "--dry-run", "--time-steps", str(STEPS_TIMED)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
+    found = _MEASURED.search(proc.stdout)
+    if proc.returncode != 0 or not found:
+        raise SweepError(f"--estimate: timing {trial.id} failed (exit {proc.returncode}): "
+                         f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:] or ['no output']}")
+    return float(found.group(1))
+
+
+def estimate_lines(state: SweepState, plan: Plan) -> list[str]:
+    trials = sorted(state.trials, key=_size)
+    ends = [trials[0]] if _size(trials[0]) == _size(trials[-1]) else [trials[0], trials[-1]]
+    measured = {t.id: _measure(state, t) for t in ends}
+    (x0, y0), (x1, y1) = [(_size(t), measured[t.id]) for t in (ends[0], ends[-1])]
+    slope = (y1 - y0) / (x1 - x0) if x1 != x0 else 0.0
+    lines = [f"estimate (training only, this machine, {STEPS_TIMED} measured steps of "
+             + " and ".join(ends_id for ends_id in measured) + "; the others on the line between):"]
+    hours: dict[str, float] = {}
+    for trial in state.trials:
+        cfg = load_config(trial.config or state.config, _overrides(state, trial))
+        step = y0 + slope * (_size(trial) - x0)
+        steps = cfg.training.max_train_steps
+        if not steps:
+            lines.append(f"  {trial.id}: {step:.3f} s a step (an epoch's steps come from the data set)")
+            continue
+        hours[trial.id] = step * steps * trial.epochs / 3600
+        lines.append(f"  {trial.id}: {step:.3f} s a step x {steps} steps x {trial.epochs} epochs = "
+                     f"{hours[trial.id]:.2f} h")
+    if len(hours) == len(state.trials):
+        per_queue = {q: sum(hours[t] for t in ids) / plan.speeds[q] for q, ids in plan.order.items()}
+        lines.append("  makespan on these queues: " + f"{max(per_queue.values()):.2f} h ("
+                     + ", ".join(f"{q} {h:.2f} h" for q, h in per_queue.items()) + ")")
+    return lines
