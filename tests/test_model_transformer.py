@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.autograd.forward_ad as fwAD
 
-import imf.model.transformer as transformer_module
+from imf import registry
 from imf.attention import AttentionMasks
 from imf.config import PolicyConfig
 from imf.errors import ConfigError
@@ -179,7 +179,7 @@ def test_v_head_does_not_change_u_of_an_old_checkpoint():
     ((np.ones((H, H), bool), None), r"returned tuple, expected imf.attention.AttentionMasks"),
 ])
 def test_a_bad_mask_plugin_is_a_config_error_naming_policy_mask(monkeypatch, masks, pattern):
-    monkeypatch.setattr(transformer_module.registry, "get", lambda group, name: lambda *counts: masks)
+    monkeypatch.setattr(registry, "get", lambda group, name: lambda *counts: masks)
     with pytest.raises(ConfigError, match=r"config key 'policy.mask': plugin 'causal'.*" + pattern):
         make_model("causal")
 

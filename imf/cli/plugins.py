@@ -9,12 +9,12 @@ from imf import registry
 from imf.cli.app import app
 from imf.cli.options import Command
 from imf.errors import PluginError
-from imf.registry.contracts import check_installed
+from imf.registry.contracts import check_installed, keeping
 
 
 @app.command(cls=Command)
 def plugins(as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
-            check: bool = typer.Option(False, "--check", help="Check every installed plugin against its group's contract; fail with one line naming those that break it.")) -> None:
+            check: bool = typer.Option(False, "--check", help="Check every installed plugin against its group's contract, and run every mask and objective at the shapes of every installed preset (CPU, a tiny model); fail with one line naming those that break it.")) -> None:
     """List every plugin by group, with the package that provides it; broken ones with their error."""
     if check:
         _check()
@@ -39,8 +39,12 @@ def plugins(as_json: bool = typer.Option(False, "--json", help="Print JSON for s
 
 
 def _check() -> None:
+    from imf.train.plugin_shapes import check_shapes  # torch: only for --check
     problems = [line for group in registry.GROUPS for line in check_installed(group)]
+    shapes = check_shapes(keeping("imf.masks"), keeping("imf.objectives"))
+    problems += shapes.problems
     if problems:
         raise PluginError("; ".join(problems))
     count = sum(len(registry.names(group)) for group in registry.GROUPS)
+    typer.echo(shapes.summary())
     typer.echo(f"{count} plugins in {len(registry.GROUPS)} groups keep their group's contract")

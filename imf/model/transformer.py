@@ -15,28 +15,17 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from imf import registry
-from imf.errors import ConfigError
 from imf.model.layers import DecoderLayer, sinusoidal_embedding
 from imf.model.tangent import transformer_jvp, transformer_jvp_v_head
-from imf.registry.options import resolve as resolve_options
-
-N_TIME_TOKENS = 2  # t and h = t - r
+from imf.registry.masks import N_TIME_TOKENS, check_masks, resolve_masks  # N_TIME_TOKENS: t and h = t - r
 
 
 def attention_masks(cfg):
     """The ``imf.masks`` plugin named by ``cfg.mask``, called with its checked options: the
-    AttentionMasks for this horizon and observation count (plugins are found here, not while
-    the nn.Module is built)."""
-    name = cfg.mask
-    mask_fn = registry.get("imf.masks", name)
-    opts = resolve_options(mask_fn, cfg.mask_options, "policy.mask_options", f"mask '{name}'")
-    args = (cfg.horizon, N_TIME_TOKENS, cfg.n_obs_steps) + (() if opts is None else (opts,))
-    masks = mask_fn(*args)
-    if not (hasattr(masks, "self_attn") and hasattr(masks, "cross_attn")):
-        raise ConfigError(f"config key 'policy.mask': plugin '{name}' returned "
-                          f"{type(masks).__name__}, expected imf.attention.AttentionMasks")
-    return masks
+    AttentionMasks for this horizon and observation count, checked against the shapes this
+    model takes (imf/registry/masks.py, numpy only, so the sweep's dry run makes the same check
+    without torch). Plugins are found here, not while the nn.Module is built."""
+    return resolve_masks(cfg)
 
 
 class ImfTransformer(nn.Module):
@@ -88,9 +77,10 @@ class ImfTransformer(nn.Module):
 
     def _register_masks(self, name: str, masks) -> None:
         n_cond = N_TIME_TOKENS + self.n_obs
-        for key, attr, shape in (("self_mask", "self_attn", (self.horizon, self.horizon)),
-                                 ("cross_mask", "cross_attn", (self.horizon, n_cond))):
-            tensor = _checked_mask(name, attr, getattr(masks, attr), shape)
+        check_masks(name, masks, self.horizon, self.n_obs)  # given ones too, not only resolved ones
+        for key, attr in (("self_mask", "self_attn"), ("cross_mask", "cross_attn")):
+            value = getattr(masks, attr)
+            tensor = None if value is None else torch.as_tensor(np.asarray(value)).bool()
             self.register_buffer(key, tensor, persistent=False)  # masks are not weights
         # A cond encoder with attention would leak observation k into every cond token;
         # under a masked variant keep it causal over [t, h, obs_1..obs_n] so the plugin's
@@ -169,22 +159,3 @@ class ImfTransformer(nn.Module):
 def _forward_with_v(model: ImfTransformer, z, t, h, cond) -> tuple[torch.Tensor, torch.Tensor]:
     x = model.trunk(z, t, h, cond)  # (B, H, D)
     return model.head(x), model.v_head(x)
-
-
-def _checked_mask(plugin: str, attr: str, value, shape: tuple[int, int]) -> torch.Tensor | None:
-    """A plugin's mask as a bool tensor, or a ConfigError naming policy.mask: a wrong shape
-    would fail deep inside attention, and a row with nothing visible would give NaN."""
-    where = f"config key 'policy.mask': plugin '{plugin}'"
-    if value is None:
-        return None
-    try:
-        tensor = torch.as_tensor(np.asarray(value), dtype=torch.bool)
-    except (TypeError, ValueError, RuntimeError) as exc:
-        raise ConfigError(f"{where}: {attr} is not a boolean array ({exc})") from None
-    if tuple(tensor.shape) != shape:
-        raise ConfigError(f"{where}: {attr} has shape {tuple(tensor.shape)}, expected {shape} "
-                          f"(horizon x {'horizon' if attr == 'self_attn' else 'time + observation tokens'})")
-    if not tensor.any(dim=1).all():
-        row = int((~tensor.any(dim=1)).nonzero()[0])
-        raise ConfigError(f"{where}: {attr} row {row} attends to nothing (attention would be NaN)")
-    return tensor

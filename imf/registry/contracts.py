@@ -37,8 +37,18 @@ _NOT_MEMBERS = {"__init__", "__call__"}
 
 def check_installed(group: str) -> list[str]:
     """One line for each plugin of ``group`` that fails to load or breaks the group's contract."""
+    return [line for _, line in _verdicts(group) if line]
+
+
+def keeping(group: str) -> list[registry.PluginInfo]:
+    """The plugins of ``group`` that load and keep its contract: the ones worth running."""
+    return [info for info, line in _verdicts(group) if line is None]
+
+
+def _verdicts(group: str) -> list[tuple[registry.PluginInfo, str | None]]:
+    """Each plugin of ``group`` that answers to its name, with what is wrong (None: nothing)."""
     contract = contract_of(group)
-    lines = []
+    verdicts: list[tuple[registry.PluginInfo, str | None]] = []
     for info in registry.discover(group):
         if info.shadowed_by:
             continue
@@ -46,12 +56,11 @@ def check_installed(group: str) -> list[str]:
         if info.broken and "which is not installed" in str(info.error):
             continue  # an optional dependency not installed (imf plugins lists it) breaks no contract
         if info.broken:
-            lines.append(f"{where} does not load: {info.error}")
+            verdicts.append((info, f"{where} does not load: {info.error}"))
             continue
         found = problem(registry.get(group, info.name), contract)
-        if found:
-            lines.append(f"{where} breaks its contract: {found}")
-    return lines
+        verdicts.append((info, f"{where} breaks its contract: {found}" if found else None))
+    return verdicts
 
 
 def contract_of(group: str) -> type:

@@ -29,6 +29,7 @@ from imf.sweep.queues import load_hosts, resolve_queues
 from imf.store.records import check_identity, project_root
 from imf.sweep.differences import difference_lines
 from imf.sweep.estimate import estimate_lines
+from imf.sweep.shapes import check_masks
 from imf.sweep.folder import SweepDir
 from imf.sweep.state import QueueState, SweepState, TrialState
 
@@ -201,6 +202,7 @@ def dry_run(req: SweepRequest, estimate: bool = False) -> str:
     for spec, options in {q.spec: q.options for q in state.queues}.items():
         scheduler_for(spec, options).preflight()
     loaded = load_plugins(state)
+    check_masks(state)  # each trial's masks at its shapes, numpy only: a wrong one refused here
     engine = Engine(sdir, state, echo=lambda _: None)
     down = engine.queues_down()
     verdicts = probe_queues([q for q in state.queues if q.name not in down], engine.scheduler)
