@@ -152,3 +152,34 @@ def test_a_job_submitted_as_its_controller_died_is_re_attached_and_one_still_on_
     late = TrialCommand(str(run_dir), ["sh", "-c", "echo ran > ran.txt"], jobs[lost.id].token, [])
     assert late() == 0  # the lost submission's job runs after all: it finds its attempt revoked
     assert not (run_dir / "ran.txt").exists() and not (run_dir / "pid").exists()
+
+
+def test_the_partitions_python_is_checked_on_the_submit_host_after_its_setup_lines(fake, tmp_path, monkeypatch):
+    from plugin_fakes import fake_distribution
+    from imf import registry
+    from imf.errors import SweepError
+    from imf.sweep.launch import SweepRequest, dry_run
+    site = fake_distribution(tmp_path / "site", "imf-node-mask", "imf_node_mask",
+                             "def mask(n_action, n_time, n_obs):\n    return None\n",
+                             {"imf.masks": {"nodemask": "imf_node_mask:mask"}})
+    wanted = ["imf.masks:nodemask", "imf.objectives:imf"]
+    try:
+        # the job's setup lines make the plugin importable, and the check runs them first
+        SlurmScheduler("slurm://gpu", {"setup": [f"export PYTHONPATH={site}"]}).check_plugins(wanted)
+        with pytest.raises(QueueError, match="cannot load imf.masks plugin 'nodemask'"):
+            SlurmScheduler("slurm://gpu", {"env": {"IMF_UNRELATED": "1"}}).check_plugins(wanted)
+        # a python the submit host does not have may be the nodes' own: not checked here
+        SlurmScheduler("slurm://gpu", {"python": str(tmp_path / "no" / "python")}).check_plugins(wanted)
+        python = tmp_path / "python-without-imf"
+        python.write_text(f'#!/bin/sh\nexec "{sys.executable}" -I -S "$@"\n')
+        python.chmod(0o755)
+        hosts = tmp_path / "hosts.yaml"
+        hosts.write_text(f"hosts:\n  gpu:\n    python: {python}\n")
+        req = SweepRequest(config="smoke", grids=["32x1"], queues=["slurm://gpu?slots=2"], hosts=str(hosts),
+                           name="s", out=tmp_path / "runs")
+        with pytest.raises(SweepError, match=r"^no queue passed its check: slurm://gpu\?slots=2, slurm://gpu\?"
+                                             rf"slots=2#2: the submit host's '{python}' cannot import imf "
+                                             r"\(ModuleNotFoundError: No module named 'imf'\)"):
+            dry_run(req)
+    finally:
+        registry.clear_cache()

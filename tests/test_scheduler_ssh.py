@@ -327,3 +327,68 @@ def test_a_remote_job_started_as_its_controller_died_is_re_attached_not_started_
     log = (sdir.path / "sweep.log").read_text()
     assert f"re-attached {landed.id}" in log and f" start {landed.id} " not in log
     assert f"{lost.id} had not started when the controller stopped; its start is revoked" in log
+
+
+def _python_without_imf(folder: Path) -> Path:
+    """An interpreter that cannot import imf: isolated (-I) and without its site-packages (-S)."""
+    python = folder / "python-without-imf"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" -I -S "$@"\n')
+    python.chmod(0o755)
+    return python
+
+
+def test_a_host_that_cannot_import_imf_refuses_the_start_and_the_dry_run_alike(sshd, tmp_path):
+    import yaml
+    from imf_process import run_imf
+    options = {**sshd.host_options(tmp_path / "remote"), "python": str(_python_without_imf(tmp_path))}
+    hosts = tmp_path / "hosts.yaml"
+    hosts.write_text(yaml.safe_dump({"hosts": {"127.0.0.1": options}}))
+    spec = sshd.spec("gpu:0")
+    args = ["sweep", "smoke", "--grid", "32x1,2", "--epochs", "1", "--poll", "0.1", "--queue", spec,
+            "--queue", "local:cpu", "--hosts", str(hosts), "--out", str(tmp_path / "runs"), "--name", "n"]
+    env = {"IMF_TRIAL_COMMAND": fake_command("--epoch-s", "0.01")}
+    for extra in (["--dry-run"], []):  # the dry run refuses where and as the start refuses
+        out = run_imf(*args, *extra, cwd=tmp_path, env=env)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 2 and len(lines) == 1, out.stderr
+        assert lines[0].startswith(f"imf: error: 1 of 2 queues passed their check, 2 needed (--min-queues): "
+                                   f"{spec}: '{options['python']}' on 127.0.0.1 cannot import imf "
+                                   "(ModuleNotFoundError: No module named 'imf')"), lines[0]
+        assert lines[0].endswith("start with fewer (--min-queues 1)")
+        assert not (tmp_path / "runs").exists()  # nothing written: the same command runs once it is fixed
+    out = run_imf(*args, "--min-queues", "1", cwd=tmp_path, env=env)  # on what passed
+    assert out.returncode == 0, out.stderr
+    data = json.loads((tmp_path / "runs" / "n" / "sweep.json").read_text())
+    assert all(t["state"] == "completed" and t["queue"] == "local:cpu" for t in data["trials"])
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"imf: sweep n finished on fewer queues; down: {spec} (") and "cannot import imf" in last
+    assert f"queue {spec} is down: " in (tmp_path / "runs" / "n" / "sweep.log").read_text()
+
+
+def test_a_plugin_is_checked_on_the_host_with_the_hosts_env(sshd, tmp_path, monkeypatch):
+    import yaml
+    from plugin_fakes import fake_distribution
+    from imf import registry
+    from imf.sweep.launch import dry_run
+    site = fake_distribution(tmp_path / "site", "imf-env-mask", "imf_env_mask",
+                             "import os\nif os.environ.get('IMF_TEST_BROKEN_HOST'):\n"
+                             "    raise ImportError('this host has no numpy of the right version')\n"
+                             "from imf.attention import causal as mask\n",
+                             {"imf.masks": {"envmask": "imf_env_mask:mask"}})
+    monkeypatch.syspath_prepend(str(site))  # the controller has it
+    options = sshd.host_options(tmp_path / "remote")
+    hosts = tmp_path / "hosts.yaml"
+    req = SweepRequest(config="smoke", grids=["32x1"], queues=[sshd.spec("cpu")], hosts=str(hosts),
+                       mask="envmask", name="m", out=tmp_path / "runs")
+    try:
+        hosts.write_text(yaml.safe_dump({"hosts": {"127.0.0.1": {**options, "env": {"PYTHONPATH": str(site)}}}}))
+        text = dry_run(req)  # the host finds the plugin through its env, as its trials will
+        assert f"  {sshd.spec('cpu')}: ok" in text
+        broken = {"PYTHONPATH": str(site), "IMF_TEST_BROKEN_HOST": "1"}
+        hosts.write_text(yaml.safe_dump({"hosts": {"127.0.0.1": {**options, "env": broken}}}))
+        with pytest.raises(SweepError, match=rf"^no queue passed its check: {sshd.spec('cpu')}: 127.0.0.1:"
+                                             rf"{sshd.port} cannot load imf.masks plugin 'envmask'.*"
+                                             r"ImportError: this host has no numpy"):
+            dry_run(req)
+    finally:
+        registry.clear_cache()

@@ -107,7 +107,7 @@ def test_a_queue_whose_python_cannot_load_the_sweeps_plugins_stops_the_start(tmp
     site = fake_distribution(tmp_path / "site", "imf-broken", "imf_broken_mask",
                              "import os\nif os.environ.get('IMF_TEST_BROKEN_HOST'):\n"
                              "    raise ImportError('this host has no numpy of the right version')\n"
-                             "def mask(n_action, n_time, n_obs):\n    return None\n",
+                             "from imf.attention import causal as mask\n",
                              {"imf.masks": {"brokenmask": "imf_broken_mask:mask"}})
     monkeypatch.syspath_prepend(str(site))
     registry.clear_cache()

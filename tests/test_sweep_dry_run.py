@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from plugin_fakes import fake_distribution
@@ -37,7 +38,12 @@ def test_every_trial_shows_its_command_as_it_would_run(tmp_path, monkeypatch):
            "unreachable" in text
     assert "training.device=cuda" in remote and "training.device" not in local
     assert text.splitlines()[-1] == ("plugins loaded: imf.masks: causal; imf.objectives: imf; "
+                                     "imf.curricula: none; imf.trackers: swanlab; "
                                      "imf.schedulers: local, ssh; imf.stores: iteration-log, scoreboard")
+    checks = text[text.index("queue checks"):].splitlines()  # what a start with --min-queues 1 would use
+    assert checks[:3] == ["queue checks (1 of 2 pass, 1 needed: --min-queues):", "  local:cpu: ok",
+                          "  ssh://me@box/gpu:1: down: cannot probe GPU 1 on box: queue 'ssh://me@box/gpu:1': "
+                          "host box unreachable: no such host"]
 
 
 def test_the_dry_run_refuses_what_the_start_would_refuse(tmp_path, monkeypatch):
@@ -47,7 +53,8 @@ def test_the_dry_run_refuses_what_the_start_would_refuse(tmp_path, monkeypatch):
     monkeypatch.setattr(SshScheduler, "close", lambda self: None)
     req = SweepRequest(config="smoke", grids=["32x1"], queues=["local:cpu", "ssh://me@box/cpu"],
                        name="dr", out=tmp_path)
-    with pytest.raises(SweepError, match=r"1 of 2 queues passed their check, 2 needed .*box cannot import imf"):
+    with pytest.raises(SweepError, match=r"^1 of 2 queues passed their check, 2 needed \(--min-queues\): "
+                       r"ssh://me@box/cpu: box cannot import imf; fix them, or start with fewer \(--min-queues 1\)$"):
         dry_run(req)
     with pytest.raises(SweepError, match="--min-queues 3: expected 1..2"):
         dry_run(SweepRequest(config="smoke", grids=["32x1"], queues=["local:cpu", "ssh://me@box/cpu"],
@@ -100,3 +107,76 @@ def test_a_broken_objective_fails_from_the_command_line(tmp_path, monkeypatch):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "plugin 'badobj' in imf.objectives (from imf-fake-obj) failed" in lines[0]
     assert not (tmp_path / "runs").exists()
+
+
+def imf(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    from imf.cli import main
+    monkeypatch.setattr(sys, "argv", ["imf", *args])
+    with pytest.raises(SystemExit) as done:
+        main()
+    out = capsys.readouterr()
+    return done.value.code, out.out, out.err
+
+
+def test_the_dry_run_exits_2_in_one_line_where_the_start_would_refuse(tmp_path, monkeypatch, capsys):
+    def no_imf(self):
+        raise QueueError(f"queue '{self.spec}': 'python3' on box cannot import imf (ModuleNotFoundError: "
+                         "No module named 'imf'); install imf there")
+    monkeypatch.setattr(SshScheduler, "check", no_imf)
+    monkeypatch.setattr(SshScheduler, "close", lambda self: None)
+    args = ["sweep", "smoke", "--grid", "32x1", "--queue", "local:cpu", "--queue", "ssh://me@box/gpu:0",
+            "--out", str(tmp_path), "--dry-run"]
+    code, out, err = imf(monkeypatch, capsys, *args, "--name", "a")
+    assert code == 2 and out == ""
+    assert err == ("imf: error: 1 of 2 queues passed their check, 2 needed (--min-queues): ssh://me@box/gpu:0: "
+                   "'python3' on box cannot import imf (ModuleNotFoundError: No module named 'imf'); install "
+                   "imf there; fix them, or start with fewer (--min-queues 1)\n")
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "sweep.json").write_text("{}")
+    code, out, err = imf(monkeypatch, capsys, *args, "--name", "taken", "--min-queues", "1")
+    assert code == 2 and out == ""
+    assert err == (f"imf: error: {tmp_path / 'taken'} already holds a sweep; continue it with --resume "
+                   f"{tmp_path / 'taken'} or choose another --name\n")
+    assert sorted(os.listdir(tmp_path)) == ["taken"]  # nothing written
+
+
+def test_the_plugins_a_trial_loads_are_those_checked_where_it_runs(tmp_path):
+    from imf.sweep.launch import plan_sweep
+    from imf.sweep.probe import plugin_names
+    req = SweepRequest(config="smoke", grids=["32x1", "data.curriculum=none,easy_first"], queues=["local:cpu"],
+                       name="p", out=tmp_path, overrides=["logging.trackers=tensorboard"])
+    _, state, _ = plan_sweep(req)
+    # the stores are the controller's (trials run with --store none); the schedulers too
+    assert plugin_names(state) == ["imf.masks:causal", "imf.objectives:imf", "imf.curricula:easy_first",
+                                   "imf.curricula:none", "imf.trackers:tensorboard"]
+    state.trials[0].overrides.append("data.curriculum=doubling")  # a trial's own override counts too
+    assert "imf.curricula:doubling" in plugin_names(state)
+
+
+def _env_broken_mask(tmp_path: Path, name: str = "envmask") -> Path:
+    """A mask that imports here but not where IMF_TEST_BROKEN_HOST is set (another host's python)."""
+    return fake_distribution(tmp_path / "site", "imf-env-mask", "imf_env_mask",
+                             "import os\nif os.environ.get('IMF_TEST_BROKEN_HOST'):\n"
+                             "    raise ImportError('this host has no numpy of the right version')\n"
+                             "from imf.attention import causal as mask\n",
+                             {"imf.masks": {name: "imf_env_mask:mask"}})
+
+
+@pytest.mark.slow
+def test_a_start_refuses_a_local_slot_whose_trials_cannot_load_a_plugin_and_writes_nothing(tmp_path, monkeypatch):
+    from _sweep_helpers import fake_command
+    from imf import registry
+    from imf.sweep.launch import start_sweep
+    site = _env_broken_mask(tmp_path)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.01"))
+    hosts = tmp_path / "hosts.yaml"  # the slot's env is the trials' (and the check's)
+    hosts.write_text(f"defaults:\n  env: {{PYTHONPATH: {site}, IMF_TEST_BROKEN_HOST: '1'}}\n")
+    req = SweepRequest(config="smoke", grids=["32x1"], queues=["local:cpu"], hosts=str(hosts),
+                       mask="envmask", name="e", out=tmp_path / "runs", epochs=1, poll=0.1)
+    with pytest.raises(SweepError, match=r"^no queue passed its check: local:cpu: .*cannot load imf.masks "
+                                         r"plugin 'envmask': .*ImportError: this host has no numpy"):
+        start_sweep(req, lambda s: None)
+    assert not (tmp_path / "runs").exists()
+    registry.clear_cache()
+

@@ -8,16 +8,14 @@ in its trial folder, so it outlives the controller and ``stop`` kills its whole 
 from __future__ import annotations
 
 import io
-import os
 import re
 import socket
-import subprocess
-import sys
 from typing import Any
 
 from imf.errors import QueueError
 from imf.scheduler import wrapper
 from imf.scheduler.base import JobRequest
+from imf.scheduler.plugin_check import loaded_here, run_here, same_python
 from imf.scheduler.wrapped import WrappedScheduler
 
 
@@ -39,19 +37,12 @@ class LocalScheduler(WrappedScheduler):
         return f"this machine ({socket.gethostname()})"
 
     def check_plugins(self, wanted: list[str]) -> None:
-        """The slot's own python imports the plugins (a process: they may import torch); a slot
-        running the controller's python loads them in its trials as the dry run did, unchecked."""
-        if os.path.realpath(self.python) == os.path.realpath(sys.executable):
+        """The slot's python loads imf and the plugins with the slot's environment, in a process
+        (they may import torch); on this process's own python with no ``env`` of its own, plugins
+        the plan imported here already are the answer."""
+        if same_python(self.python) and not self.options.get("env") and loaded_here(wanted):
             return
-        try:
-            proc = subprocess.run([self.python, "-m", "imf.scheduler.wrapper", "plugins", *wanted],
-                                  capture_output=True, timeout=180, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise QueueError(f"queue '{self.spec}': python '{self.python}' cannot run: {exc}") from None
-        if proc.returncode != 0 or b"ok" not in proc.stdout:
-            why = (proc.stdout.decode(errors="replace") or proc.stderr.decode(errors="replace")).strip()
-            raise QueueError(f"queue '{self.spec}': python '{self.python}' "
-                             + (why.splitlines()[-1] if why else f"exited {proc.returncode}"))
+        run_here(self.spec, self.python, wanted, env=self.slot_env())
 
     def _wrapper(self, args: list[str], timeout: float = 60.0) -> tuple[int, bytes, str]:
         out, err = io.BytesIO(), io.StringIO()

@@ -23,7 +23,8 @@ from typing import Any
 
 from imf.errors import FolderInUseError, QueueError
 from imf.scheduler import claim
-from imf.scheduler.base import Handle, JobRequest, JobStatus, Scheduler, fill_argv
+from imf.scheduler.base import GROUP, Handle, JobRequest, JobStatus, Scheduler, fill_argv
+from imf.scheduler.plugin_check import loaded_here, run_here, same_python
 from imf.scheduler.wrapper import STARTED, revoke as revoke_in
 from imf.scheduler.slurm_status import QUEUED, RUNNING, read_progress, slurm_status
 from imf.store.layout import RunLayout
@@ -165,6 +166,18 @@ class SlurmScheduler(Scheduler):
         if self.partition not in partitions:
             raise QueueError(f"queue '{self.spec}': Slurm has no partition '{self.partition}'; "
                              f"partitions: {', '.join(partitions) or 'none'}")
+
+    def check_plugins(self, wanted: list[str]) -> None:
+        """The nodes cannot be asked before a job runs there; the submit host shares their file
+        system, so its shell runs the partition's setup lines, then its python (with its env)
+        loads imf, submitit and the plugins. A python this host does not have is not checked."""
+        wanted = [*wanted, f"{GROUP}:slurm"]  # the job unpickles imf's command with submitit
+        plain = same_python(self.python) and not self.setup and not self.options.get("env")
+        if plain and loaded_here(wanted):
+            return
+        env = {str(k): str(v) for k, v in (self.options.get("env") or {}).items()}
+        run_here(self.spec, self.python, wanted, env=env, setup=self.setup, missing_ok=True,
+                 label=f"the submit host's '{self.python}'" + (" after the setup lines" if self.setup else ""))
 
     # ------------------------------------------------------------------ jobs
     def job_dir(self, job: JobRequest) -> str:

@@ -24,6 +24,7 @@ from typing import Any
 
 from imf.errors import QueueError
 from imf.scheduler.base import Handle, JobRequest
+from imf.scheduler.plugin_check import CHECK_TIMEOUT_S, failure
 from imf.scheduler.wrapped import WrappedScheduler
 from imf.store.layout import (BEST, CONFIG, EXIT_CODE, FINAL_EVAL, HOLDOUT, LOGS, PID, STDOUT, SUMMARY,
                               checkpoint_name)
@@ -36,7 +37,7 @@ BASE_OPTIONS = ("BatchMode=yes", "ConnectTimeout=10", "ServerAliveInterval=15",
 FETCH_FILES = (SUMMARY, LOGS, STDOUT, CONFIG, EXIT_CODE, PID, checkpoint_name(BEST), FINAL_EVAL, HOLDOUT)
 CHECK = r'''case $1 in "~/"*) set -- "$HOME/${1#"~/"}";; esac
 command -v "$1" >/dev/null || exit 7
-"$1" -c "import imf.scheduler.wrapper" 2>/dev/null || exit 8
+why=$("$1" -c "import imf.scheduler.wrapper" 2>&1) || { printf '%s\n' "$why" | tail -n 1; exit 8; }
 echo ok
 '''
 UPLOAD = r'''case $1 in "~/"*) d="$HOME/${1#"~/"}";; *) d=$1;; esac
@@ -151,10 +152,20 @@ class SshScheduler(WrappedScheduler):
         remote = " ".join(["sh", "-c", shlex.quote(script), "imf", *(shlex.quote(a) for a in args)])
         return self._ssh(remote, timeout, data)
 
-    def _wrapper(self, args: list[str], timeout: float = 60.0) -> tuple[int, bytes, str]:
+    def _wrapper(self, args: list[str], timeout: float = 60.0,
+                 env: dict[str, str] | None = None) -> tuple[int, bytes, str]:
         py = self.python  # a "~/" path is expanded by the remote shell, so it is left unquoted
         py = '"$HOME"/' + shlex.quote(py[2:]) if py.startswith("~/") else shlex.quote(py)
-        return self._ssh(" ".join([py, "-m", "imf.scheduler.wrapper", *(shlex.quote(a) for a in args)]), timeout)
+        prefix = ["env", *(shlex.quote(f"{k}={v}") for k, v in env.items())] if env else []
+        return self._ssh(" ".join([*prefix, py, "-m", "imf.scheduler.wrapper",
+                                   *(shlex.quote(a) for a in args)]), timeout)
+
+    def check_plugins(self, wanted: list[str]) -> None:
+        """The host's python loads the plugins with the slot's environment, as its trials will."""
+        rc, out, err = self._wrapper(["plugins", *wanted], CHECK_TIMEOUT_S, env=self.slot_env())
+        why = failure(rc, out, err)
+        if why:
+            raise QueueError(f"queue '{self.spec}': {self.host_label()} {why}")
 
     def check(self) -> None:
         rc, out, err = self._sh(CHECK, [self.python], timeout=30)
@@ -162,8 +173,9 @@ class SshScheduler(WrappedScheduler):
             raise QueueError(f"queue '{self.spec}': python '{self.python}' not found on {self.host} "
                              f"(set 'python' for this host in the hosts file)")
         if rc == 8:
+            why = out.decode(errors="replace").strip()[-300:] or "no error printed"
             raise QueueError(f"queue '{self.spec}': '{self.python}' on {self.host} cannot import imf "
-                             f"(install imf there, or set 'python' for this host in the hosts file)")
+                             f"({why}); install imf there, or set 'python' for this host in the hosts file")
         if rc != 0 or b"ok" not in out:
             raise QueueError(f"queue '{self.spec}': {self.host} cannot run jobs: {err.strip()[-200:]}")
 

@@ -17,6 +17,7 @@ from typing import Any
 from imf.errors import BusyError, FolderInUseError, QueueError
 from imf.scheduler.base import Handle, JobRequest, JobStatus, Scheduler, fill_argv
 from imf.scheduler.gpu_probe import PROBE_TIMEOUT_S
+from imf.scheduler.plugin_check import CHECK_TIMEOUT_S, failure
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: "$" lets a final newline in
@@ -99,11 +100,10 @@ class WrappedScheduler(Scheduler):
 
     def check_plugins(self, wanted: list[str]) -> None:
         """QueueError unless every ``group:name`` plugin imports on the slot's machine."""
-        rc, out, err = self._wrapper(["plugins", *wanted], timeout=180.0)
-        if rc != 0 or b"ok" not in out:
-            why = (out.decode(errors="replace") or err).strip().splitlines()
-            raise QueueError(f"queue '{self.spec}': {self.host_label()} "
-                             + (why[-1] if why else f"cannot check its plugins (exit {rc})"))
+        rc, out, err = self._wrapper(["plugins", *wanted], timeout=CHECK_TIMEOUT_S)
+        why = failure(rc, out, err)
+        if why:
+            raise QueueError(f"queue '{self.spec}': {self.host_label()} {why}")
 
     def start(self, job: JobRequest) -> Handle:
         run_dir = self.job_dir(job)

@@ -282,13 +282,13 @@ def pack(folder: Path, names: list[str], out: BinaryIO) -> None:
 
 
 def check_plugins(wanted: list[str], out: BinaryIO) -> int:
-    """Import every ``GROUP:NAME`` plugin as a trial on this host would; "ok", or exit 6 with one
-    line naming the first that does not load and why."""
+    """Import every ``GROUP:NAME`` plugin as a trial on this host would, with the packages it
+    ``requires``; "ok", or exit 6 with one line naming the first that does not load and why."""
     from imf import registry  # the plugins (and torch, for objectives) only for this command
     for item in wanted:
         group, _, name = item.partition(":")
         try:
-            registry.get(group, name)
+            registry.requirements(registry.get(group, name))
         except Exception as exc:  # noqa: BLE001 - any import failure is the answer
             out.write(f"cannot load {group} plugin '{name}': {type(exc).__name__}: {exc}\n".encode())
             return 6

@@ -21,10 +21,11 @@ from imf.errors import SweepError
 from imf.config.eval_seeds import final_eval_seeds
 from imf.scheduler.base import GROUP as SCHEDULERS, scheduler_for, scheme_of
 from imf.sweep.engine import Engine
-from imf.sweep.gpus import probe_queues
+from imf.sweep.gpus import GpuVerdict
 from imf.sweep.halving import check_rungs, describe as describe_halving, plan_halving
 from imf.sweep.plan import (Plan, TrialPlan, build_trials, check_one_value, make_plan, parse_seeds,
                              render_plan)
+from imf.sweep.probe import check_lines, plugin_names, start_problems
 from imf.sweep.queues import load_hosts, resolve_queues
 from imf.store.records import check_identity, project_root
 from imf.sweep.differences import difference_lines
@@ -172,13 +173,14 @@ def describe(sdir: SweepDir, state: SweepState, plan: Plan) -> str:
 
 
 def load_plugins(state: SweepState) -> list[str]:
-    """Import every plugin the plan uses (masks, objectives, schedulers, stores), so a broken
-    one fails the dry run rather than its trials; this may import torch (objectives do).
-    Returns ``group: names`` lines of what was loaded."""
-    wanted = {"imf.masks": {str(t.params["mask"]) for t in state.trials},
-              "imf.objectives": {str(t.params["objective"]) for t in state.trials},
-              SCHEDULERS: {scheme_of(q.spec) for q in state.queues},
-              "imf.stores": set(state.stores)}
+    """Import every plugin the plan uses (the trials' masks, objectives, curricula and trackers,
+    the controller's schedulers and stores), so a broken one fails the dry run rather than its
+    trials; this may import torch (objectives do). Returns ``group: names`` lines of what was loaded."""
+    wanted: dict[str, set[str]] = {}
+    for item in plugin_names(state):
+        group, _, name = item.partition(":")
+        wanted.setdefault(group, set()).add(name)
+    wanted.update({SCHEDULERS: {scheme_of(q.spec) for q in state.queues}, "imf.stores": set(state.stores)})
     for group, names in wanted.items():
         for name in sorted(names):
             registry.check(group, name)
@@ -196,24 +198,35 @@ def dry_run(req: SweepRequest, estimate: bool = False) -> str:
     and probe the GPU queues' hosts (as a start would), run nothing; refused (non-zero) wherever
     the start would refuse: the name taken, a preflight, too few queues passing."""
     sdir, state, plan = plan_sweep(req)
+    check_free(sdir, state)
+    loaded = load_plugins(state)
+    check_masks(state)  # each trial's masks at its shapes, numpy only: a wrong one refused here
+    down, verdicts = check_queues(Engine(sdir, state, echo=lambda _: None))
+    gpus = [f"  gpu {v.queue}: {v.text}" for v in verdicts]
+    return "\n".join([describe(sdir, state, plan), *(["gpu probes (a queue without its GPU is down "
+                      "at the start):", *gpus] if gpus else []), *check_lines(state, down),
+                      "plugins loaded: " + "; ".join(loaded), *(estimate_lines(state, plan) if estimate else [])])
+
+
+def check_free(sdir: SweepDir, state: SweepState) -> None:
+    """A new sweep's name is free in its --out, and every queue spec's preflight passes."""
     if sdir.exists():
         raise SweepError(f"{sdir.path} already holds a sweep; continue it with --resume {sdir.path} "
                          "or choose another --name")
     for spec, options in {q.spec: q.options for q in state.queues}.items():
-        scheduler_for(spec, options).preflight()
-    loaded = load_plugins(state)
-    check_masks(state)  # each trial's masks at its shapes, numpy only: a wrong one refused here
-    engine = Engine(sdir, state, echo=lambda _: None)
-    down = engine.queues_down()
-    verdicts = probe_queues([q for q in state.queues if q.name not in down], engine.scheduler)
-    down.update({v.queue: v.text for v in verdicts if not v.found})
-    for sch in engine.schedulers.values():  # the connections the checks opened
-        sch.close()
+        scheduler_for(spec, options).preflight()  # e.g. an unknown Slurm partition: nothing written
+
+
+def check_queues(engine: Engine) -> tuple[dict[str, str], list[GpuVerdict]]:
+    """Check every queue of a new sweep as its start does (imf/sweep/probe.py): the queues that
+    would be down (-> why) and the GPU probes; SweepError when fewer than --min-queues pass."""
+    try:
+        down, verdicts = start_problems(engine.state, engine.scheduler)
+    finally:
+        for sch in engine.schedulers.values():  # the connections the checks opened
+            sch.close()
     engine.require_queues(down)
-    gpus = [f"  gpu {v.queue}: {v.text}" for v in verdicts]
-    return "\n".join([describe(sdir, state, plan), *(["gpu probes (a queue without its GPU is down "
-                      "at the start):", *gpus] if gpus else []), "plugins loaded: " + "; ".join(loaded),
-                      *(estimate_lines(state, plan) if estimate else [])])
+    return down, verdicts
 
 
 def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print,
@@ -221,12 +234,14 @@ def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print,
     """Plan ``req``, write the sweep folder and run the sweep to its end; ``on_start`` is told
     the sweep folder once it exists (the live view follows it)."""
     sdir, state, plan = plan_sweep(req)
+    engine = Engine(sdir, state, echo)
+    check_free(sdir, state)
+    check_queues(engine)  # refused before anything is written (the engine checks again as it starts)
     write_sweep(sdir, state, on_start)
     header = f"plan of sweep {state.name} in {sdir.path}" + (f"; {describe_halving(state.halving)}"
                                                                if state.halving else "")
     for line in sdir.log_lines(render_plan(plan, header).splitlines()):
         echo(line)
-    engine = Engine(sdir, state, echo)
     engine.run()
     return engine
 
@@ -234,11 +249,7 @@ def start_sweep(req: SweepRequest, echo: Callable[[str], None] = print,
 def write_sweep(sdir: SweepDir, state: SweepState,
                 on_start: Callable[[SweepDir], None] | None = None) -> None:
     """Write a new sweep's folder: its resolved config and sweep.json (checks first)."""
-    if sdir.exists():
-        raise SweepError(f"{sdir.path} already holds a sweep; continue it with "
-                         f"--resume {sdir.path} or choose another --name")
-    for spec, options in {q.spec: q.options for q in state.queues}.items():
-        scheduler_for(spec, options).preflight()  # e.g. an unknown Slurm partition: nothing written
+    check_free(sdir, state)
     sdir.path.mkdir(parents=True, exist_ok=True)
     if Path(state.config).suffix in (".yaml", ".yml"):
         resolved = sdir.path / CONFIG_FILE  # the config with its base: chain, for every host

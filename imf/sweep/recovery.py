@@ -21,17 +21,10 @@ from imf.errors import BusyError, QueueError, SweepError
 from imf.scheduler.base import Handle, JobStatus
 from imf.sweep.engine_base import EngineBase
 from imf.sweep.gpus import probe_queues
-from imf.sweep.state import ACTIVE, Orphan, QueueState, SweepState, TrialState
+from imf.sweep.probe import queue_problems, refusal
+from imf.sweep.state import ACTIVE, Orphan, QueueState, TrialState
 
 ORPHAN_RETRY_S = 10.0  # how often a down host is asked about its orphans
-
-
-def plugin_names(state: SweepState) -> list[str]:
-    """``group:name`` of every plugin the sweep's trials load (masks, objectives, stores, trackers)."""
-    wanted = {"imf.masks": {str(t.params.get("mask")) for t in state.trials},
-              "imf.objectives": {str(t.params.get("objective")) for t in state.trials},
-              "imf.stores": set(state.stores)}
-    return [f"{group}:{name}" for group, names in wanted.items() for name in sorted(names) if name != "None"]
 
 
 class Recovery(EngineBase):
@@ -52,28 +45,14 @@ class Recovery(EngineBase):
 
     def queues_down(self, only_plugins: bool = False) -> dict[str, str]:
         """Every queue whose spec's check fails -> why: the host answers and imports imf, and
-        then every plugin the sweep uses (nothing is changed)."""
-        problems: dict[str, str] = {}
-        for spec in dict.fromkeys(q.spec for q in self.state.queues):
-            sch = self.scheduler(next(q.name for q in self.state.queues if q.spec == spec))
-            try:
-                if not only_plugins:
-                    sch.check()
-                sch.check_plugins(plugin_names(self.state))
-            except QueueError as exc:
-                problems[spec] = str(exc)
-        return {q.name: problems[q.spec] for q in self.state.queues if q.spec in problems}
+        then every plugin the trials load (imf/sweep/probe.py; nothing is changed)."""
+        return queue_problems(self.state, self.scheduler, reach=not only_plugins)
 
     def require_queues(self, down: dict[str, str]) -> None:
         """SweepError unless --min-queues (default: every queue) passed their checks."""
-        need = self.state.min_queues or len(self.state.queues)
-        passing = len(self.state.queues) - len(down)
-        if passing < need:
-            why = "; ".join(f"{name}: {reason}" for name, reason in down.items())
-            raise SweepError(f"{passing} of {len(self.state.queues)} queues passed their check, "
-                             f"{need} needed (--min-queues): {why}; fix them, or start with fewer "
-                             f"(--min-queues {max(1, passing)})" if passing else
-                             f"no queue passed its check: {why}")
+        why = refusal(self.state, down)
+        if why:
+            raise SweepError(why)
 
     def _probe_gpus(self, queues: list[QueueState] | None = None) -> None:
         """Probe the GPUs of the live GPU queues (one probe per host): a queue whose GPU is
