@@ -55,3 +55,22 @@ def test_a_step_cap_needs_no_count(tmp_path, monkeypatch):
     lines = _plan(tmp_path, monkeypatch, tmp_path / "missing.json", "training.max_train_steps=50")
     assert "2.000 s a step x 50 steps x 350 epochs = 9.72 h" in "\n".join(lines)
     assert lines[-1].startswith("  makespan on these queues: ")
+
+
+def test_a_step_is_timed_with_the_threads_of_the_trial_slot(tmp_path, monkeypatch):
+    """Three local:cpu slots on this machine share its cores: the timing process gets the
+    thread counts the slot gives its trial, not torch's default of every core."""
+    import subprocess
+    seen = []
+
+    def fake_run(argv, **kwargs):  # `imf trial ... --dry-run --time-steps 2`, not run here
+        seen.append({k: kwargs["env"].get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")})
+        return subprocess.CompletedProcess(argv, 0, stdout="measured step: 1.5000 s (median)\n", stderr="")
+    monkeypatch.setattr(estimate.subprocess, "run", fake_run)
+    req = SweepRequest(config="smoke", grids=["32x1,2"], epochs=1, name="t", out=tmp_path / "runs",
+                       queues=["local:cpu"] * 2)
+    _, state, plan = plan_sweep(req)
+    threads = str(state.queues[0].options["threads"])
+    lines = estimate.estimate_lines(state, plan)
+    assert seen == [{"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}] * 2
+    assert lines[0].startswith(f"estimate (training only, this machine's CPU at {threads} thread(s)")

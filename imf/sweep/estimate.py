@@ -14,6 +14,7 @@ scripted demos the image presets use); for other data the estimate gives seconds
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -21,6 +22,8 @@ from pathlib import Path
 
 from imf.config import Config, load_config
 from imf.errors import SweepError
+from imf.scheduler.base import scheduler_for
+from imf.scheduler.wrapped import THREAD_VARS
 from imf.sweep.plan import Plan
 from imf.sweep.state import SweepState, TrialState
 
@@ -43,10 +46,22 @@ def _overrides(state: SweepState, trial: TrialState) -> list[str]:
     return [*state.overrides, *trial.overrides, f"training.seed={trial.seed}", f"training.num_epochs={trial.epochs}"]
 
 
+def threads_of(state: SweepState, trial: TrialState) -> dict[str, str]:
+    """The thread counts the slot of ``trial``'s queue gives its job (a local:cpu slot: its
+    share of the cores), so the step is timed as the trial will run: torch's default of every
+    core, on cores the sweep's other slots share, times a step up to twice as slow."""
+    queue = next((q for q in state.queues if q.name == trial.queue), None)
+    if queue is None:
+        return {}
+    env = scheduler_for(queue.spec, queue.options).slot_env()
+    return {k: v for k, v in env.items() if k in THREAD_VARS}
+
+
 def _measure(state: SweepState, trial: TrialState) -> float:
     argv = [sys.executable, "-m", "imf", "trial", trial.config or state.config, *_overrides(state, trial),
             "--dry-run", "--time-steps", str(STEPS_TIMED)]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
+                          env={**os.environ, **threads_of(state, trial)})
     found = _MEASURED.search(proc.stdout)
     if proc.returncode != 0 or not found:
         raise SweepError(f"--estimate: timing {trial.id} failed (exit {proc.returncode}): "
@@ -84,8 +99,10 @@ def estimate_lines(state: SweepState, plan: Plan) -> list[str]:
     measured = {t.id: _measure(state, t) for t in ends}
     (x0, y0), (x1, y1) = [(_size(t), measured[t.id]) for t in (ends[0], ends[-1])]
     slope = (y1 - y0) / (x1 - x0) if x1 != x0 else 0.0
-    lines = [f"estimate (training only, this machine, {STEPS_TIMED} measured steps of "
-             + " and ".join(ends_id for ends_id in measured) + "; the others on the line between):"]
+    threads = threads_of(state, ends[-1]).get("OMP_NUM_THREADS", "torch's default")
+    lines = [f"estimate (training only, this machine's CPU at {threads} thread(s), wall clock now, "
+             f"{STEPS_TIMED} measured steps of " + " and ".join(ends_id for ends_id in measured)
+             + "; the others on the line between; a GPU queue's steps are not timed here):"]
     hours: dict[str, float] = {}
     for trial in state.trials:
         cfg = load_config(trial.config or state.config, _overrides(state, trial))
