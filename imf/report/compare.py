@@ -11,6 +11,7 @@ from imf.clock import now_iso
 from imf.errors import ReportError
 from imf.report.axes import combined_se
 from imf.report.basis import basis_of, reach_words
+from imf.report.differs import confound_note, config_differences, differs_line
 from imf.report.figures import write_difference_heatmap
 from imf.report.model import Cell, Report
 from imf.report.render import NOISE_RULE, fmt, markdown_table, pm, signed
@@ -19,7 +20,8 @@ from imf.tables import csv_text, table, to_text
 
 AXES = ("n_emb", "n_layer")
 CSV_FIELDS = ("n_emb", "n_layer", "params", "cell_a", "cell_b", "a", "se_a", "n_a", "b", "se_b",
-              "n_b", "diff", "se", "clear", "selection_diff", "selection_se")
+              "n_b", "diff", "se", "z", "clear", "verdict", "seeds_a", "seeds_b", "selection_diff",
+              "selection_se")
 
 
 @dataclass
@@ -28,7 +30,7 @@ class Comparison:
     b: str
     name_a: str  # how sentences name them
     name_b: str
-    differs: dict[str, list[Any]]  # settings that differ between the sweeps: [in A, in B]
+    differs: dict[str, list[Any]]  # settings that differ between the sweeps: [in A, in B] (imf.report.differs)
     cells: list[dict[str, Any]]  # the shared cells, see CSV_FIELDS
     sentences: list[str]
     notes: list[str] = field(default_factory=list)
@@ -58,19 +60,31 @@ def _index(report: Report, keys: list[str], side: str, notes: list[str]) -> dict
     return {k: v[0] for k, v in index.items() if len(v) == 1}
 
 
-def _names(report_a: Report, report_b: Report, a: Path, b: Path) -> tuple[str, str, dict]:
-    differs = {k: [report_a.config[k], report_b.config[k]] for k in sorted(report_a.config)
-               if k in report_b.config and report_a.config[k] != report_b.config[k]}
+def _names(differs: dict[str, list[Any]], a: Path, b: Path) -> tuple[str, str]:
     if len(differs) == 1:
         key, (va, vb) = next(iter(differs.items()))
         if isinstance(va, str) and isinstance(vb, str):
-            return va, vb, differs
-        return f"{key}={va}", f"{key}={vb}", differs
+            return va, vb
+        return f"{key}={va}", f"{key}={vb}"
     name_a, name_b = Path(a).resolve().name, Path(b).resolve().name
-    return (name_a, name_b, differs) if name_a != name_b else ("A", "B", differs)
+    return (name_a, name_b) if name_a != name_b else ("A", "B")
 
 
-def _cell_diff(key: tuple, ca: Cell, cb: Cell, keys: list[str]) -> dict[str, Any]:
+def _scored_seeds(cell: Cell, report: Report) -> list[Any]:
+    """The seeds whose trials' scores the cell's mean is over (its n), in seed order."""
+    scored = {r.id for r in report.trials if r.cell == cell.label and _score(r) is not None}
+    seeds = {s for t, s in zip(cell.trials, cell.seeds) if t in scored}
+    return sorted(seeds, key=lambda s: (not isinstance(s, int), s if isinstance(s, int) else 0, str(s)))
+
+
+def _score(row: Any) -> float | None:
+    """A trial's score on its report's basis: ``score`` where rows carry one (the report's
+    ranking: max, last-k or selection), else max, what cells averaged before rows had one."""
+    return row.score if hasattr(row, "score") else row.best_score
+
+
+def _cell_diff(key: tuple, ca: Cell, cb: Cell, keys: list[str],
+               seeds: tuple[list[Any], list[Any]]) -> dict[str, Any]:
     se = difference_se(ca.se, cb.se) if ca.se is not None and cb.se is not None else None
     diff = cb.mean - ca.mean
     selection = cb.selection - ca.selection if ca.selection is not None and cb.selection is not None else None
@@ -79,7 +93,9 @@ def _cell_diff(key: tuple, ca: Cell, cb: Cell, keys: list[str]) -> dict[str, Any
     return {"n_emb": ca.n_emb, "n_layer": ca.n_layer, "params": dict(zip(keys, key[2:])),
             "cell_a": ca.label, "cell_b": cb.label, "a": ca.mean, "se_a": ca.se, "n_a": ca.n,
             "b": cb.mean, "se_b": cb.se, "n_b": cb.n, "diff": diff, "se": se,
+            "z": diff / se if se else None,
             "clear": se is not None and clear_difference(diff, se, 0.0, 0.0),
+            "verdict": None, "seeds_a": seeds[0], "seeds_b": seeds[1],
             "selection_diff": selection, "selection_se": selection_se}
 
 
@@ -89,6 +105,29 @@ def _verdict(diff: float, se: float | None, name_a: str, name_b: str) -> str:
     if not clear_difference(diff, se, 0.0, 0.0):
         return "no clear difference"
     return f"{name_b} better" if diff > 0 else f"{name_a} better"
+
+
+def cell_verdict(diff: float, se: float | None, name_a: str, name_b: str) -> str:
+    """One cell's verdict on the difference of its means over all its seeds: "a tie" within
+    1.96 SE of the difference (imf.stats.clear_difference, the report's rule), else who is ahead."""
+    if se is None:
+        return "noise unknown"
+    return _verdict(diff, se, name_a, name_b) if clear_difference(diff, se, 0.0, 0.0) else "a tie"
+
+
+def _seed_notes(cells: list[dict[str, Any]]) -> list[str]:
+    """Cells whose two sides rest on different seeds: their verdict is not on the same seeds."""
+    out = []
+    for c in cells:
+        if c["seeds_a"] != c["seeds_b"]:
+            out.append(f"n_emb {fmt(c['n_emb'])} x n_layer {fmt(c['n_layer'])}: A's mean is over seeds "
+                       f"{_seed_list(c['seeds_a'])}, B's over {_seed_list(c['seeds_b'])}; its verdict "
+                       "compares different seeds")
+    return out
+
+
+def _seed_list(seeds: list[Any]) -> str:
+    return ", ".join(str(s) for s in seeds) or "none"
 
 
 def _axis_sentence(axis: str, cells: list[dict[str, Any]], name_a: str, name_b: str) -> str | None:
@@ -129,9 +168,15 @@ def compare_reports(report_a: Report, report_b: Report, a: Path, b: Path) -> Com
     if only_a or only_b:
         notes.append(f"the grids differ: compared the {len(shared)} shared cell(s) only; "
                      f"only in A: {_listing(only_a)}; only in B: {_listing(only_b)}")
-    name_a, name_b, differs = _names(report_a, report_b, a, b)
-    cells = [_cell_diff(k, cells_a[k], cells_b[k], keys) for k in sorted(shared, key=str)]
+    differs = config_differences(report_a, report_b)
+    name_a, name_b = _names(differs, a, b)
+    cells = [_cell_diff(k, cells_a[k], cells_b[k], keys,
+                        (_scored_seeds(cells_a[k], report_a), _scored_seeds(cells_b[k], report_b)))
+             for k in sorted(shared, key=str)]
     cells.sort(key=lambda c: (c["n_emb"] or 0, c["n_layer"] or 0, str(c["params"])))
+    for c in cells:
+        c["verdict"] = cell_verdict(c["diff"], c["se"], name_a, name_b)
+    notes += [n for n in [confound_note(differs)] if n] + _seed_notes(cells)
     sentences = [s for axis in AXES if (s := _axis_sentence(axis, cells, name_a, name_b))]
     diff = sum(c["diff"] for c in cells) / len(cells)
     se = combined_se([c["se"] for c in cells])
@@ -163,21 +208,22 @@ def _rows(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     a, b = comparison.name_a, comparison.name_b
     keys = sorted({k for c in comparison.cells for k in c["params"]})
     selection = any(c["selection_diff"] is not None for c in comparison.cells)
-    headers = (["n_emb", "n_layer", *keys, f"{a} (n)", f"{b} (n)", f"{b} - {a}", "verdict"]
+    headers = (["n_emb", "n_layer", *keys, f"{a} (n)", f"{b} (n)", f"{b} - {a}", "z", "verdict"]
                + (["selection diff"] if selection else []))
     rows = []
     for c in comparison.cells:
+        z = c.get("z")
         row = [fmt(c["n_emb"]), fmt(c["n_layer"]), *(str(c["params"][k]) for k in keys),
                f"{pm(c['a'], c['se_a'])} ({c['n_a']})", f"{pm(c['b'], c['se_b'])} ({c['n_b']})",
-               signed(c["diff"], c["se"]), _verdict(c["diff"], c["se"], a, b)]
+               signed(c["diff"], c["se"]), f"{z:+.2f}" if z is not None else "-",
+               c.get("verdict") or cell_verdict(c["diff"], c["se"], a, b)]
         rows.append(row + ([signed(c["selection_diff"], c["selection_se"])] if selection else []))
     return headers, rows
 
 
 def _header(comparison: Comparison) -> list[str]:
-    what = "; ".join(f"{k}: {va} (A) vs {vb} (B)" for k, (va, vb) in comparison.differs.items())
-    return [f"A = {comparison.a} ({comparison.name_a}), B = {comparison.b} ({comparison.name_b})"
-            + (f"; they differ in {what}" if what else ""),
+    return [f"A = {comparison.a} ({comparison.name_a}), B = {comparison.b} ({comparison.name_b})",
+            differs_line(comparison.differs),
             f"per cell: mean over seeds of max test_mean_score; {NOISE_RULE}"]
 
 
@@ -199,7 +245,8 @@ def render_compare_markdown(comparison: Comparison, heatmap: bool) -> str:
 
 
 def _csv(comparison: Comparison) -> str:
-    rows = ({**cell, "params": json.dumps(cell["params"]) if cell["params"] else ""}
+    rows = ({**cell, "params": json.dumps(cell["params"]) if cell["params"] else "",
+             **{k: " ".join(str(s) for s in cell.get(k) or []) for k in ("seeds_a", "seeds_b")}}
             for cell in comparison.cells)
     return csv_text(rows, CSV_FIELDS)
 
