@@ -9,7 +9,8 @@
 #   imf status runs/full --watch                    # from another terminal
 #   imf sweep --resume runs/full                    # after Ctrl-C or a lost controller, then
 #                                                   # run this script again: a sweep already
-#                                                   # finished is not started twice
+#                                                   # there is not started twice
+# A sweep that ends with failed trials exits 1 and stops the script before the next one.
 # Settings (environment):
 #   SEED_SWEEP_QUEUES  the queues, space-separated (default: local:0 and the GPU host's gpu:0,
 #                      gpu:1); e.g. "local:cpu local:cpu local:cpu" plans it with no GPU host
