@@ -243,7 +243,7 @@ def test_an_ensemble_entry_is_set_against_the_trials_selection_scores_and_counte
         "top": 2, "score": 0.78, "se": 0.01, "episodes": 200, "success_rate": 0.3,
         "status": "ensemble", "config": {"n_emb": 128, "n_layer": 6},
         "members": [{"trial": "smoke-causal-e128-l6-s42", "epoch": 1}, {"trial": "smoke-causal-e128-l6-s42", "epoch": 0}]})
-    report = build_report([tmp_path])
+    report = build_report([tmp_path], rank_by="max")
     # the trials by their max on the test seeds; the ensemble after them, never numbered by a max
     assert [(t.id, t.rank) for t in report.trials] == [
         ("smoke-causal-e128-l6-s42", 1), ("smoke-causal-e128-l6-s43", 2),

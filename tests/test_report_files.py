@@ -73,7 +73,7 @@ def test_text_rendering(tmp_path):
     report = build_report([make_grid_sweep(tmp_path)])
     text = render_text(report)
     lines = text.splitlines()
-    assert lines[0].startswith("6 trial(s), 5 scored, in 4 scored cell(s); score = max "
+    assert lines[0].startswith("6 trial(s), 5 scored, in 4 scored cell(s); ranked by max "
                                "test_mean_score; ± is one standard error")
     assert lines[2].split() == ["rank", "trial", "status", "n_emb", "n_layer", "seed", "final",
                                 "epoch", "max", "±", "SE", "best", "epoch", "last-3", "mean",

@@ -71,7 +71,7 @@ def test_sweep_ids_with_seed_suffix_group_without_configs(tmp_path):
 def test_seeds_that_agree_by_luck_keep_the_episode_noise(tmp_path):
     _final_eval(make_run(tmp_path, "sw-e64-l2-s1", [0.50], spread=0.06), 0.30, 0.05)
     _final_eval(make_run(tmp_path, "sw-e64-l2-s2", [0.51], spread=0.08), 0.31, 0.05)
-    cell = build_report([tmp_path]).trends.cells[0]
+    cell = build_report([tmp_path], rank_by="max").trends.cells[0]
     # over seeds: sd 0.00707, SE 0.005; the episodes: sqrt(0.06² + 0.08²) / 2 = 0.05
     assert cell.sd == pytest.approx(0.5 ** 0.5 / 100)
     assert (cell.se, cell.noise) == (pytest.approx(0.05), "episodes")

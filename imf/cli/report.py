@@ -19,9 +19,11 @@ def report(
     compare: bool = typer.Option(None, "--compare/--no-compare", help="Compare two sweeps A B cell by cell (B - A); by default two sweep folders are compared, --no-compare reports them as one."),
     last_k: int = typer.Option(3, "--last-k", help="Rollouts averaged by the last-K score."),
     x_axis: str = typer.Option(None, "--x", help="curves.png's x-axis: epoch, steps, samples or minutes (default: minutes under a time budget, else steps)."),
+    rank_by: str = typer.Option(None, "--rank-by", help="The score that ranks the trials and that cells, trends and the best cell average: max, last-k or selection (default: selection where every scored trial has a final_eval.json, else max)."),
 ) -> None:
-    """Rank trials by max test_mean_score ± SE with robust scores; cells over seeds; trends; heatmap and curves; compare two sweeps. Reads Diffusion Policy runs too."""
-    report_command(paths or [], out=out, as_json=as_json, compare=compare, last_k=last_k, x_axis=x_axis)
+    """Rank trials by the selection-seed score (else max test_mean_score) ± SE with robust scores; cells over seeds; trends; heatmap and curves; compare two sweeps. Reads Diffusion Policy runs too."""
+    report_command(paths or [], out=out, as_json=as_json, compare=compare, last_k=last_k, x_axis=x_axis,
+                   rank_by=rank_by)
 
 
 @app.command(cls=Command)
@@ -41,18 +43,18 @@ def suggest(
 
 
 def report_command(paths: list[Path], *, out: Path | None, as_json: bool, compare: bool | None,
-                   last_k: int, x_axis: str | None = None) -> None:
+                   last_k: int, x_axis: str | None = None, rank_by: str | None = None) -> None:
     """Write the report (or the comparison of two sweeps) and print it."""
     paths = list(paths) or [Path(".")]
     comparing = report_lib.is_comparison(paths, compare)
     target = out or report_lib.default_out(paths, comparing)
     if comparing:
-        comparison = report_lib.build_comparison(paths[0], paths[1], last_k)
+        comparison = report_lib.build_comparison(paths[0], paths[1], last_k, rank_by)
         written = report_lib.write_compare_files(comparison, target) if target else []
         notes = []  # the comparison's notes are part of its text
         data, text = comparison.to_dict(), report_lib.render_compare_text(comparison)
     else:
-        built = report_lib.build_report(paths, last_k, x_axis)
+        built = report_lib.build_report(paths, last_k, x_axis, rank_by)
         written = report_lib.write_files(built, target) if target else []
         notes = built.notices
         data, text = built.to_dict(), report_lib.render_text(built)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from imf.atomic import atomic_write_json, atomic_write_text
 from imf.errors import ReportError
-from imf.report.analysis import build_cells, compute_trends, rank_trials, shared_config
-from imf.report.basis import X_AXES, basis_of, default_x
+from imf.report.analysis import build_cells, compute_trends, rank_trials, score_rows, shared_config
+from imf.report.basis import RANK_BY, X_AXES, basis_of, check_rank_by, default_x, ranking_of
 from imf.report.collect import check_folder, collect
 from imf.report.compare import (Comparison, compare_reports, render_compare_text,
                                 write_compare_files)
@@ -24,34 +24,41 @@ from imf.report.render import (CSV_FIELDS, heatmap_text, render_csv, render_mark
                                trend_lines)
 from imf.store.runs import is_run_dir
 
-__all__ = ["CSV_FIELDS", "LAST_K", "MATPLOTLIB_MISSING", "METRIC", "AxisTrend", "Cell", "Comparison",
+__all__ = ["CSV_FIELDS", "LAST_K", "MATPLOTLIB_MISSING", "METRIC", "RANK_BY", "AxisTrend", "Cell", "Comparison",
            "Curve", "Group", "Report", "TrialRow", "Trends", "build_comparison", "build_report",
            "compute_trends", "default_out", "heatmap_text", "is_comparison", "not_written_note",
            "render_compare_text", "render_csv", "render_markdown", "render_text", "trend_lines",
            "write_compare_files", "write_files", "write_report"]
 
 
-def build_report(paths: list[Path], last_k: int = LAST_K, x_axis: str | None = None) -> Report:
+def build_report(paths: list[Path], last_k: int = LAST_K, x_axis: str | None = None,
+                 rank_by: str | None = None) -> Report:
     """Read the sweep folders and run folders in ``paths``; rank, group by seed, find trends.
-    ``x_axis`` of curves.png: epoch, steps, samples or minutes (default: what the budget was)."""
+    ``x_axis`` of curves.png: epoch, steps, samples or minutes (default: what the budget was).
+    ``rank_by``: max, last-k or selection, the score that ranks the trials and that the cells,
+    trends and best cell average (default: selection where every scored trial has one, else max)."""
     if not paths:
         raise ReportError("no folders given; give a sweep folder or run folders")
     if last_k < 1:
         raise ReportError(f"--last-k {last_k}: give 1 or more rollouts to average")
     if x_axis is not None and x_axis not in X_AXES:
         raise ReportError(f"--x {x_axis!r}: the curves' x-axis is one of {', '.join(X_AXES)}")
+    check_rank_by(rank_by)
     notices: list[str] = []
     runs = collect(list(paths), notices, last_k)
     rows = [r.row for r in runs]
     if not rows:
         raise ReportError(f"no trial under {', '.join(str(p) for p in paths)}; nothing to report")
     trained = [r for r in runs if not r.row.is_ensemble]  # ensembles: ranked, never counted
+    ranking = ranking_of(rows, rank_by, last_k)
+    score_rows(rows, ranking)
     cells = build_cells(trained)
     rank_trials(rows)
-    trends = compute_trends(cells, [r.row for r in trained])
+    trends = compute_trends(cells, [r.row for r in trained], ranking)
     x_axis = x_axis or default_x(basis_of(r.row for r in trained))
     return Report(trials=rows, trends=trends, sources=[str(Path(p)) for p in paths], notices=notices,
-                  last_k=last_k, curves=[r.curve for r in runs], config=shared_config(runs), x_axis=x_axis)
+                  last_k=last_k, curves=[r.curve for r in runs], config=shared_config(runs), x_axis=x_axis,
+                  ranked_by=ranking.to_dict())
 
 
 def is_comparison(paths: list[Path], compare: bool | None) -> bool:
@@ -70,10 +77,13 @@ def is_comparison(paths: list[Path], compare: bool | None) -> bool:
     return True
 
 
-def build_comparison(a: Path, b: Path, last_k: int = LAST_K) -> Comparison:
-    """Report each sweep, then compare their shared cells (B - A)."""
-    return compare_reports(build_report([Path(a)], last_k), build_report([Path(b)], last_k),
-                           Path(a), Path(b))
+def build_comparison(a: Path, b: Path, last_k: int = LAST_K, rank_by: str | None = None) -> Comparison:
+    """Report each sweep, then compare their shared cells (B - A) on one score: ``rank_by``, or
+    by default the selection score where both sweeps rank by it, else max."""
+    report_a, report_b = (build_report([Path(p)], last_k, rank_by=rank_by) for p in (a, b))
+    if report_a.ranked_by["by"] != report_b.ranked_by["by"]:  # one side lacks selection scores
+        report_a, report_b = (build_report([Path(p)], last_k, rank_by="max") for p in (a, b))
+    return compare_reports(report_a, report_b, Path(a), Path(b))
 
 
 def default_out(paths: list[Path], comparison: bool = False) -> Path | None:
@@ -110,7 +120,8 @@ def write_files(report: Report, out_dir: Path) -> list[Path]:
         raise ReportError(f"--out {out_dir} is a file; give a folder")
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = []
-    for name, notice in (("heatmap.png", write_heatmap(report.trends, out_dir / "heatmap.png")),
+    score = report.ranked_by.get("name", f"max {METRIC}")
+    for name, notice in (("heatmap.png", write_heatmap(report.trends, out_dir / "heatmap.png", score)),
                          ("curves.png", write_curves(report.curves, out_dir / "curves.png", report.x_axis))):
         if notice is None:
             figures.append(name)
@@ -122,8 +133,9 @@ def write_files(report: Report, out_dir: Path) -> list[Path]:
     return [out_dir / name for name in ["report.md", "report.json", "report.csv", *figures]]
 
 
-def write_report(sweep_dir: Path, out_dir: Path | None = None, last_k: int = LAST_K) -> Report:
+def write_report(sweep_dir: Path, out_dir: Path | None = None, last_k: int = LAST_K,
+                 rank_by: str | None = None) -> Report:
     """Build the report of ``sweep_dir`` and write its files there (or into ``out_dir``)."""
-    report = build_report([Path(sweep_dir)], last_k)
+    report = build_report([Path(sweep_dir)], last_k, rank_by=rank_by)
     write_files(report, Path(out_dir) if out_dir is not None else Path(sweep_dir))
     return report

@@ -1,4 +1,5 @@
-"""Cells (trials that differ only in seed), ranking with ties, trends that respect the noise."""
+"""Cells (trials that differ only in seed), ranking with ties, trends that respect the noise: all
+on one score, the report's ranking (max, last-k or selection; ``imf.report.basis.Ranking``)."""
 from __future__ import annotations
 
 import math
@@ -6,7 +7,7 @@ import re
 from typing import Any
 
 from imf.report.axes import axis_trends, combined_se, effect_of, groups_by
-from imf.report.basis import Basis, basis_of, reach_words, with_basis
+from imf.report.basis import Basis, Ranking, basis_of, reach_words, with_basis
 from imf.report.collect import SEED_IN_ID, WARM_START, RunRead, config_key
 from imf.store.identity import ID_HASH_CHARS
 from imf.report.model import Cell, Group, TrialRow, Trends
@@ -82,26 +83,26 @@ def _cell(label: str, members: list[RunRead], varying: list[str]) -> Cell:
     all_rows = [m.row for m in members]
     config = next((m.config for m in members if m.config is not None), {})
     sized = next((r for r in all_rows if isinstance(r.n_emb, int)), all_rows[0])
-    scored_first = sorted(all_rows, key=lambda r: (r.best_score is None, r.id))
+    scored_first = sorted(all_rows, key=lambda r: (r.score is None, r.id))
     rows, duplicates = by_seed(scored_first)
     cell = Cell(label=label, n_emb=sized.n_emb, n_layer=sized.n_layer,
                 params={k: config.get(k) for k in varying}, trials=[r.id for r in all_rows],
                 seeds=[r.seed for r in all_rows], duplicates=duplicates,
-                unscored=sum(r.best_score is None for r in rows))
-    scores = [r.best_score for r in rows if r.best_score is not None]
+                unscored=sum(r.score is None for r in rows))
+    scores = [r.score for r in rows if r.score is not None]
     if scores:
         cell.n, (cell.mean, sd) = len(scores), mean_sd(scores)
         cell.low, cell.high = min(scores), max(scores)
         if len(scores) >= 2:
             # A few seeds can agree by luck: never claim less noise than the episodes carry.
             cell.sd, cell.se, cell.noise = sd, sd / math.sqrt(len(scores)), "seeds"
-            episodes = combined_se([r.best_se for r in rows if r.best_score is not None])
+            episodes = combined_se([r.score_se for r in rows if r.score is not None])
             if episodes is not None and episodes > cell.se:
                 cell.se, cell.noise = episodes, "episodes"
         else:
-            only = next(r for r in rows if r.best_score is not None)
-            if only.best_se is not None:
-                cell.se, cell.noise = only.best_se, "episodes"
+            only = next(r for r in rows if r.score is not None)
+            if only.score_se is not None:
+                cell.se, cell.noise = only.score_se, "episodes"
     cell.last_k = _mean_of([r.last_k for r in rows if r.last_k is not None])
     cell.success = _mean_of([r.success_rate for r in rows if r.success_rate is not None])
     cell.selection_success = _mean_of([r.selection_success for r in rows if r.selection_success is not None])
@@ -130,14 +131,22 @@ def build_cells(runs: list[RunRead]) -> list[Cell]:
     return sorted(cells, key=lambda c: (c.n_emb or 0, c.n_layer or 0, c.label))
 
 
+def score_rows(rows: list[TrialRow], ranking: Ranking) -> None:
+    """Set each trial's ``score`` (and its SE) on the ranking's basis; an ensemble's is its
+    selection-seed score, the one it has."""
+    for row in rows:
+        row.score, row.score_se = (row.selection, row.selection_se) if row.is_ensemble else ranking.score(row)
+
+
 def rank_trials(rows: list[TrialRow]) -> None:
-    """Sort by max score (then earlier best epoch), number the scored ones, mark ties with #1.
-    Ensembles follow, by their selection-seed score, each set against the best trial on the
-    same selection seeds (a max over test rollouts is not on their seeds)."""
-    rows.sort(key=lambda r: (r.is_ensemble, r.best_score is None, -(r.best_score or r.selection or 0.0),
+    """Sort by score (then earlier best epoch; trials without one by max), number the scored
+    ones, mark ties with #1. Ensembles follow, by their selection-seed score, each set against
+    the best trial on the same selection seeds (a max over test rollouts is not on their seeds)."""
+    rows.sort(key=lambda r: (r.is_ensemble, r.score is None,
+                             -(r.score if r.score is not None else r.best_score or 0.0),
                              r.best_epoch if isinstance(r.best_epoch, int) else 1 << 30, r.id))
     _against_selection([r for r in rows if r.is_ensemble], [r for r in rows if not r.is_ensemble])
-    scored = [r for r in rows if r.best_score is not None]
+    scored = [r for r in rows if r.score is not None and not r.is_ensemble]
     for rank, row in enumerate(scored, start=1):
         row.rank = rank
     if not scored:
@@ -146,8 +155,8 @@ def rank_trials(rows: list[TrialRow]) -> None:
     for row in scored:
         if row is top:
             row.tied = True
-        elif top.best_se is not None and row.best_se is not None:
-            row.tied = tied_within_noise(top.best_score, top.best_se, row.best_score, row.best_se)
+        elif top.score_se is not None and row.score_se is not None:
+            row.tied = tied_within_noise(top.score, top.score_se, row.score, row.score_se)
 
 
 def _against_selection(ensembles: list[TrialRow], trials: list[TrialRow]) -> None:
@@ -165,15 +174,16 @@ def _against_selection(ensembles: list[TrialRow], trials: list[TrialRow]) -> Non
 
 
 # trends -----------------------------------------------------------------------
-def _effect(groups: list[Group], kind: str, key: str, rows: list[TrialRow], basis: Basis) -> dict[str, Any] | None:
+def _effect(groups: list[Group], kind: str, key: str, rows: list[TrialRow], basis: Basis,
+            noun: str) -> dict[str, Any] | None:
     """How the mean score moves from the smallest to the largest n_emb or n_layer."""
     what = "width" if key == "n_emb" else "depth"
     return effect_of(groups, kind, key, basis, lambda value: _rows_of(rows, key, value),
-                     (f"{kind} helps", f"{kind} hurts", what))
+                     (f"{kind} helps", f"{kind} hurts", what), noun)
 
 
 def _rows_of(rows: list[TrialRow], key: str, value: int) -> list[TrialRow]:
-    return [r for r in rows if getattr(r, key) == value and r.best_score is not None]
+    return [r for r in rows if getattr(r, key) == value and r.score is not None]
 
 
 def _best_cell(cells: list[Cell], rows: list[TrialRow], basis: Basis) -> dict[str, Any] | None:
@@ -234,15 +244,16 @@ def _pm(value: float, se: float | None) -> str:
     return f"{value:.4f}" if se is None else f"{value:.4f} ± {se:.4f}"
 
 
-def compute_trends(cells: list[Cell], rows: list[TrialRow]) -> Trends:
-    """Mean score by n_emb, by n_layer and by every other numeric setting that varies between
-    cells; the best cell; the width, depth and other settings' effects."""
+def compute_trends(cells: list[Cell], rows: list[TrialRow], ranking: Ranking) -> Trends:
+    """Mean score (the ranking's, set by ``score_rows``) by n_emb, by n_layer and by every other
+    numeric setting that varies between cells; the best cell; the width, depth and other
+    settings' effects."""
     basis = basis_of(rows)
     trends = Trends(by_n_emb=groups_by(cells, rows, lambda c: c.n_emb),
                     by_n_layer=groups_by(cells, rows, lambda c: c.n_layer),
                     cells=cells, best_cell=_best_cell(cells, rows, basis), selection=selection_words(rows),
                     holdout=holdout_words(rows), basis=basis.to_dict(),
-                    axes=axis_trends(cells, rows, basis))
-    trends.width = _effect(trends.by_n_emb, "width", "n_emb", rows, basis)
-    trends.depth = _effect(trends.by_n_layer, "depth", "n_layer", rows, basis)
+                    axes=axis_trends(cells, rows, basis, ranking.noun))
+    trends.width = _effect(trends.by_n_emb, "width", "n_emb", rows, basis, ranking.noun)
+    trends.depth = _effect(trends.by_n_layer, "depth", "n_layer", rows, basis, ranking.noun)
     return trends

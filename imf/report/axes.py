@@ -38,12 +38,12 @@ def groups_by(cells: list[Cell], rows: list[TrialRow], value_of: Callable[[Cell]
     result = []
     for value in sorted(by_value):
         members = by_value[value]
-        trials = [r for r in rows if r.cell in {c.label for c in members} and r.best_score is not None]
-        top = max(trials, key=lambda r: r.best_score)
+        trials = [r for r in rows if r.cell in {c.label for c in members} and r.score is not None]
+        top = max(trials, key=lambda r: r.score)
         steps, samples = reached(trials)
         result.append(Group(value, len(trials), sum(c.mean for c in members) / len(members),
-                            top.best_score, top.id, len(members), combined_se([c.se for c in members]),
-                            best_se=top.best_se, steps=steps, samples=samples))
+                            top.score, top.id, len(members), combined_se([c.se for c in members]),
+                            best_se=top.score_se, steps=steps, samples=samples))
     return result
 
 
@@ -57,9 +57,11 @@ def effect_words(delta: float, se: float | None, better: str, worse: str, none: 
 
 
 def effect_of(groups: list[Group], kind: str, key: str, basis: Basis,
-              rows_at: Callable[[int | float], list[TrialRow]], more: tuple[str, str, str]) -> dict[str, Any] | None:
+              rows_at: Callable[[int | float], list[TrialRow]], more: tuple[str, str, str],
+              noun: str = "score") -> dict[str, Any] | None:
     """How the mean score moves from the smallest to the largest ``key``; ``more``: the words
-    for better, worse, and what the steps would compare besides the setting."""
+    for better, worse, and what the steps would compare besides the setting; ``noun``: what
+    the mean is of (the report's ranking: "score" for the max, "selection score")."""
     if not groups:
         return None
     low, high = groups[0], groups[-1]
@@ -72,7 +74,7 @@ def effect_of(groups: list[Group], kind: str, key: str, basis: Basis,
     better, worse, what = more
     words = effect_words(delta, se, better, worse, kind)
     sides = [(f"{key} {shown(g.value)}", rows_at(g.value)) for g in (high, low)]
-    text = with_basis(f"{words}; mean score at {key} {shown(high.value)} minus {key} {shown(low.value)}",
+    text = with_basis(f"{words}; mean {noun} at {key} {shown(high.value)} minus {key} {shown(low.value)}",
                       basis, reach_words(sides, what))
     return {"delta": delta, "se": se, "clear": clear, "low": low.value, "high": high.value, "text": text}
 
@@ -83,14 +85,14 @@ def axis_keys(cells: list[Cell]) -> list[str]:
     return [k for k in keys if len({c.params.get(k) for c in cells if is_number(c.params.get(k))}) > 1]
 
 
-def axis_trends(cells: list[Cell], rows: list[TrialRow], basis: Basis) -> list[AxisTrend]:
+def axis_trends(cells: list[Cell], rows: list[TrialRow], basis: Basis, noun: str = "score") -> list[AxisTrend]:
     """One trend per varying numeric setting, e.g. "data.demo_episodes: more helps: +0.05 ± 0.01"."""
     trends = []
     for key in axis_keys(cells):
         def rows_at(value: int | float, key: str = key) -> list[TrialRow]:
             labels = {c.label for c in cells if is_number(c.params.get(key)) and c.params[key] == value}
-            return [r for r in rows if r.cell in labels and r.best_score is not None]
+            return [r for r in rows if r.cell in labels and r.score is not None]
         groups = groups_by(cells, rows, lambda c, key=key: c.params.get(key))
         more = (f"{key}: more helps", f"{key}: more hurts", key)
-        trends.append(AxisTrend(key, groups, effect_of(groups, key, key, basis, rows_at, more)))
+        trends.append(AxisTrend(key, groups, effect_of(groups, key, key, basis, rows_at, more, noun)))
     return trends

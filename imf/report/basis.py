@@ -1,4 +1,5 @@
-"""What a comparison was equal in: training time, epochs or steps, and what each side reached.
+"""What a comparison was equal in (training time, epochs or steps, and what each side reached),
+and which score ranked it (``Ranking``: max, last-k or the selection seeds).
 
 Under a time budget a wider model makes fewer steps in the same minutes, so a gap between
 cells measures throughput as much as the setting; at equal epochs it means something else. Every
@@ -10,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from imf.report.model import TrialRow
+from imf.errors import ReportError
+from imf.report.model import METRIC, TrialRow
 
 REACH_TOLERANCE = 0.10  # steps or samples differing by more than this share are said aloud
 X_AXES = ("epoch", "steps", "samples", "minutes")
+RANK_BY = ("max", "last-k", "selection")
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,67 @@ class Basis:
 
     def to_dict(self) -> dict[str, str]:
         return {"kind": self.kind, "text": self.text}
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The score that ranks the trials, and that the cells, the trends and the best cell average."""
+    by: str  # one of RANK_BY
+    text: str  # "ranked by selection score (200 selection episodes)": the report's header says it
+    name: str  # "selection score": what a cell's mean is a mean of
+    short: str  # "selection", "max", "last-3": the cells table's word for it
+
+    def score(self, row: TrialRow) -> tuple[float | None, float | None]:
+        """(score, SE) of ``row`` on this basis."""
+        if self.by == "selection":
+            return row.selection, row.selection_se
+        if self.by == "last-k":
+            return row.last_k, row.last_k_se
+        return row.best_score, row.best_se
+
+    @property
+    def noun(self) -> str:
+        """What a trend's mean is of: "score" (the max, the headline), "selection score"."""
+        return "score" if self.by == "max" else f"{self.short} score"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"by": self.by, "text": self.text, "name": self.name, "short": self.short}
+
+
+def check_rank_by(rank_by: str | None) -> None:
+    if rank_by is not None and rank_by not in RANK_BY:
+        raise ReportError(f"--rank-by {rank_by!r}: expected max, last-k or selection")
+
+
+def ranking_of(rows: Iterable[TrialRow], rank_by: str | None, last_k: int) -> Ranking:
+    """``rank_by`` (None: the selection score where every scored trial has one, else max), in
+    words; a bad value, or selection where no trial has a selection score, is a ReportError."""
+    check_rank_by(rank_by)
+    scored = [r for r in rows if not r.is_ensemble and (r.best_score is not None or r.selection is not None)]
+    chosen = [r for r in scored if r.selection is not None]
+    if rank_by == "last-k":
+        name = f"last-{last_k} mean of {METRIC}"
+        return Ranking("last-k", f"ranked by {name}", name, f"last-{last_k}")
+    if rank_by == "selection" or (rank_by is None and chosen and len(chosen) == len(scored)):
+        if not chosen:
+            raise ReportError("--rank-by selection: no trial has a selection score (final_eval.json, "
+                              "written by imf trial/sweep --final-eval N)")
+        missing = len(scored) - len(chosen)
+        left = f"; {missing} trial(s) without one not ranked" if missing else ""
+        return Ranking("selection", f"ranked by selection score{_episodes(chosen)}{left}",
+                       "selection score", "selection")
+    name = f"max {METRIC}"
+    why = (f" ({len(chosen)} of {len(scored)} scored trials have a selection score; --rank-by selection "
+           "ranks those)" if rank_by is None and chosen else "")
+    return Ranking("max", f"ranked by {name}{why}", name, "max")
+
+
+def _episodes(rows: list[TrialRow]) -> str:
+    """" (200 selection episodes)", " (50 to 200 selection episodes)", or "" when unknown."""
+    counts = sorted({r.selection_episodes for r in rows if r.selection_episodes})
+    if not counts:
+        return ""
+    return f" ({counts[0]}{f' to {counts[-1]}' if len(counts) > 1 else ''} selection episodes)"
 
 
 def _minutes(seconds: float) -> str:

@@ -34,6 +34,7 @@ class Comparison:
     cells: list[dict[str, Any]]  # the shared cells, see CSV_FIELDS
     sentences: list[str]
     notes: list[str] = field(default_factory=list)
+    score: str = "max test_mean_score"  # what a cell's mean is of: both reports' ranking
     created: str = field(default_factory=now_iso)
 
     def to_dict(self) -> dict[str, Any]:
@@ -184,7 +185,8 @@ def compare_reports(report_a: Report, report_b: Report, a: Path, b: Path) -> Com
                      f"{signed(diff, se, 3)}, "
                      f"{_verdict(diff, se, name_a, name_b)}")
     sentences.append(_basis_sentence(report_a, report_b, cells, name_a, name_b))
-    return Comparison(str(a), str(b), name_a, name_b, differs, cells, sentences, notes)
+    return Comparison(str(a), str(b), name_a, name_b, differs, cells, sentences, notes,
+                      score=report_b.ranked_by.get("name", "max test_mean_score"))
 
 
 def _basis_sentence(report_a: Report, report_b: Report, cells: list[dict[str, Any]],
@@ -224,7 +226,7 @@ def _rows(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
 def _header(comparison: Comparison) -> list[str]:
     return [f"A = {comparison.a} ({comparison.name_a}), B = {comparison.b} ({comparison.name_b})",
             differs_line(comparison.differs),
-            f"per cell: mean over seeds of max test_mean_score; {NOISE_RULE}"]
+            f"per cell: mean over seeds of {comparison.score}; {NOISE_RULE}"]
 
 
 def render_compare_text(comparison: Comparison) -> str:
@@ -257,7 +259,7 @@ def write_compare_files(comparison: Comparison, out_dir: Path) -> list[Path]:
     if out_dir.exists() and not out_dir.is_dir():
         raise ReportError(f"--out {out_dir} is a file; give a folder")
     out_dir.mkdir(parents=True, exist_ok=True)
-    title = f"{comparison.name_b} - {comparison.name_a}: mean over seeds of max score"
+    title = f"{comparison.name_b} - {comparison.name_a}: mean over seeds of {comparison.score}"
     notice = write_difference_heatmap(comparison.cells, title, out_dir / "compare_heatmap.png")
     if notice and notice not in comparison.notes:
         comparison.notes.append(notice)

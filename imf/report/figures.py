@@ -45,9 +45,10 @@ def _mark_missing(ax: Any, i: int, j: int, text: str) -> None:
     ax.text(j, i, text, ha="center", va="center", fontsize=8, color="#555555")
 
 
-def write_heatmap(trends: Trends, path: Path) -> str | None:
-    """Mean over seeds of max score per (n_layer, n_emb) on a fixed 0-1 colour range, with
-    ± SE and n in each cell; cells not run or not scored are hatched. A notice when skipped."""
+def write_heatmap(trends: Trends, path: Path, score: str = f"max {METRIC}") -> str | None:
+    """Mean over seeds of ``score`` (the report's ranking) per (n_layer, n_emb) on a fixed 0-1
+    colour range, with ± SE and n in each cell; cells not run or not scored are hatched. A
+    notice when skipped."""
     if not any(isinstance(c.n_emb, int) and isinstance(c.n_layer, int) for c in trends.cells):
         return f"{path.name} skipped: no trial has both n_emb and n_layer"
     mpl = _matplotlib()
@@ -60,7 +61,7 @@ def write_heatmap(trends: Trends, path: Path) -> str | None:
     image = ax.imshow(np.ma.masked_invalid(mean), cmap="viridis", vmin=0.0, vmax=1.0,
                       origin="lower", aspect="auto")
     _grid_axes(ax, embs, layers)
-    ax.set_title(f"mean over seeds of max {METRIC}\n± SE, n = scored trials; colour range fixed 0-1",
+    ax.set_title(f"mean over seeds of {score}\n± SE, n = scored trials; colour range fixed 0-1",
                  fontsize=9)
     for (i, j), value in np.ndenumerate(mean):
         n = int(count[i, j])

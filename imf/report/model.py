@@ -25,6 +25,8 @@ class TrialRow:
     queue: str | None = None
     note: str = ""
     rank: int | None = None
+    score: float | None = None  # what ranks it and what its cell averages: max, last-k or selection
+    score_se: float | None = None  # (Report.ranked_by says which)
     best_se: float | None = None  # standard error of the best rollout, from its episodes
     episodes: int | None = None  # episodes in the best rollout
     rollouts: int = 0
@@ -85,7 +87,7 @@ class Cell:
     n: int = 0  # scored seeds: trials of one seed (the same run again) count once
     duplicates: list[str] = field(default_factory=list)  # trials of a seed another trial of the cell has
     unscored: int = 0  # trials without a score yet
-    mean: float | None = None  # of the trials' max scores
+    mean: float | None = None  # of the trials' scores (max, last-k or selection: the report's ranked_by)
     sd: float | None = None  # over seeds (None for one trial)
     se: float | None = None  # of the mean; see noise
     noise: str = "unknown"  # "seeds": sd / sqrt(n); "episodes": one trial's rollout SE
@@ -146,6 +148,7 @@ class Report:
     curves: list[Curve] = field(default_factory=list)
     x_axis: str = "epoch"  # of curves.png: epoch, steps, samples or minutes
     config: dict[str, Any] = field(default_factory=dict)  # settings shared by every cell
+    ranked_by: dict[str, str] = field(default_factory=dict)  # by, text, name: imf.report.basis.Ranking
     created: str = field(default_factory=now_iso)
 
     def to_dict(self) -> dict[str, Any]:

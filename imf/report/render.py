@@ -107,8 +107,8 @@ def _settings(params: dict[str, Any], keys: list[str]) -> list[str]:
 def cell_rows(report: Report) -> tuple[list[str], list[list[str]]]:
     keys = sorted({k for c in report.trends.cells for k in c.params})
     headers = (["cell", "n_emb", "n_layer"] + (keys if len(keys) <= MAX_SETTING_COLUMNS else ["settings"]) +
-               ["n", "seeds", "max: mean ± sd", "min-max", "SE (from)", f"last-{report.last_k}", "selection",
-                "success", "selection success"])
+               ["n", "seeds", f"{report.ranked_by.get('short', 'max')}: mean ± sd", "min-max", "SE (from)",
+                f"last-{report.last_k}", "selection", "success", "selection success"])
     rows = []
     for c in report.trends.cells:
         seeds = ",".join(str(s) for s in c.seeds if s is not None) or "-"
@@ -182,15 +182,16 @@ def heat_label(mean: float, se: float, n: int, sep: str = " ") -> str:
     return f"{mean:.3f}{noise}{sep}n={n}"
 
 
-def heatmap_text(trends: Trends) -> str:
-    """Mean score by n_layer (rows) and n_emb (columns): mean ± SE and n per cell."""
+def heatmap_text(trends: Trends, score: str = f"max {METRIC}") -> str:
+    """Mean ``score`` (the report's ranking) by n_layer (rows) and n_emb (columns): mean ± SE
+    and n per cell."""
     if not any(isinstance(c.n_emb, int) and isinstance(c.n_layer, int) for c in trends.cells):
         return "(no heatmap: no trial has both n_emb and n_layer)"
     embs, layers, mean, se, count = heat_grid(trends)
     labels = [[heat_label(mean[i, j], se[i, j], int(count[i, j])) for j in range(len(embs))]
               for i in range(len(layers))]
     width = max(13, *(len(s) for row in labels for s in row))
-    lines = [f"mean over seeds of max {METRIC} ± SE, n = scored trials; n_layer (rows) x n_emb (columns)",
+    lines = [f"mean over seeds of {score} ± SE, n = scored trials; n_layer (rows) x n_emb (columns)",
              "n_layer\\n_emb " + " ".join(f"{e:>{width}}" for e in embs)]
     for i, layer in enumerate(layers):
         lines.append(f"{layer:>13} " + " ".join(f"{s:>{width}}" for s in labels[i]))
@@ -219,9 +220,18 @@ def counts(report: Report) -> str:
     return text + (f", compared {basis['text']}" if basis and basis.get("kind") != "unknown" else "")
 
 
+def _ranked_by(report: Report) -> str:
+    """"ranked by selection score (200 selection episodes)": the score that ranks the trials."""
+    return report.ranked_by.get("text", f"ranked by max {METRIC}")
+
+
+def _score(report: Report) -> str:
+    return report.ranked_by.get("name", f"max {METRIC}")
+
+
 def render_text(report: Report) -> str:
     """Ranking, cells, trends and the text heatmap, for the terminal."""
-    out = [f"{counts(report)}; score = max {METRIC}; {NOISE_RULE}", ""]
+    out = [f"{counts(report)}; {_ranked_by(report)}; {NOISE_RULE}", ""]
     if any(t.is_ensemble for t in report.trials):
         out[-1:] = [ENSEMBLE_RULE, ""]
     out += to_text(table(*ranking_rows(report))).splitlines()
@@ -232,14 +242,14 @@ def render_text(report: Report) -> str:
     failed = failed_lines(report)
     out += ["", "failed:"] + [f"  {line}" for line in failed] if failed else []
     out += ["", "trends:"] + [f"  {line}" for line in trend_lines(report.trends)]
-    out += ["", heatmap_text(report.trends)]
+    out += ["", heatmap_text(report.trends, _score(report))]
     return "\n".join(out) + "\n"
 
 
 def render_markdown(report: Report, figures: list[str]) -> str:
     """report.md: the terminal's content as markdown, with the PNGs in ``figures`` embedded."""
     out = ["# imf report", "",
-           f"{counts(report)}, from {', '.join(report.sources)} ({report.created}).", "",
+           f"{counts(report)}, from {', '.join(report.sources)} ({report.created}); {_ranked_by(report)}.", "",
            f"- **max**: max {METRIC} over the evaluated epochs (the headline; optimistic: a maximum "
            "of noisy rollouts), ± the SE of that rollout from its per-episode scores",
            f"- **last-{report.last_k} mean**: mean of the last {report.last_k} rollouts",
@@ -251,7 +261,7 @@ def render_markdown(report: Report, figures: list[str]) -> str:
            f"- {NOISE_RULE}", "", "## Ranking", ""]
     out += markdown_table(*ranking_rows(report))
     out += ["", "## Cells", "", "Trials that differ only in `training.seed`: mean ± sd of their "
-            "max over seeds, n, min-max.", ""]
+            f"{_score(report)} over seeds, n, min-max.", ""]
     out += markdown_table(*cell_rows(report))
     stopped = stopped_lines(report)
     out += ["", "## Stopped early", ""] + [f"- {line}" for line in stopped] if stopped else []
@@ -260,8 +270,8 @@ def render_markdown(report: Report, figures: list[str]) -> str:
     out += ["", "## Trends", ""] + [f"- {line}" for line in trend_lines(report.trends)]
     out += ["", "## Heatmap", ""]
     if "heatmap.png" in figures:
-        out += ["![mean over seeds of max test_mean_score by n_emb and n_layer](heatmap.png)", ""]
-    out += ["```text", heatmap_text(report.trends), "```"]
+        out += [f"![mean over seeds of {_score(report)} by n_emb and n_layer](heatmap.png)", ""]
+    out += ["```text", heatmap_text(report.trends, _score(report)), "```"]
     if "curves.png" in figures:
         out += ["", "## Curves", "", f"![test_mean_score and val loss against {report.x_axis}](curves.png)", "",
                 f"x-axis: {report.x_axis} (`imf report --x epoch|steps|samples|minutes`)"]
