@@ -77,7 +77,8 @@ def pytest_sessionstart(session):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    new = sorted(set(os.listdir(os.getcwd())) - _CWD_BEFORE - _CWD_IGNORED)
+    named = {os.path.basename(os.environ.get("IMF_CACHE", "").rstrip("/"))}  # the cache the run was told to use
+    new = sorted(set(os.listdir(os.getcwd())) - _CWD_BEFORE - _CWD_IGNORED - named)
     if new and not hasattr(session.config, "workerinput"):
         print(f"\nimf tests: the suite wrote {', '.join(new)} into the folder it ran from "
               f"({os.getcwd()}); a command must write only into the folder it names")

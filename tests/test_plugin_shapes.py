@@ -4,14 +4,13 @@ are not the shapes the transformer expects, or an objective that cannot compute 
 preset's horizon, is named in one line with the preset."""
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 import pytest
+from imf_process import run_in_process as imf
 from plugin_fakes import fake_distribution
 
 from imf import registry
-from imf.cli import main
 from imf.config import list_presets, load_config
 from imf.errors import ConfigError
 from imf.registry.masks import N_TIME_TOKENS, mask_shapes, resolve_masks
@@ -56,12 +55,6 @@ def fake_shapes(tmp_path, monkeypatch):
     registry.clear_cache()
 
 
-def imf(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["imf", *args])
-    with pytest.raises(SystemExit) as done:
-        main()
-    out = capsys.readouterr()
-    return done.value.code, out.out, out.err
 
 
 def test_the_shapes_a_mask_must_have_are_the_transformers():

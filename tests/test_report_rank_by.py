@@ -4,12 +4,11 @@ trends and the best cell follow the same score; a bad value is one line."""
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
+from imf_process import run_in_process as imf
 from _report_runs import make_grid_sweep, make_run
 
-from imf.cli import main
 from imf.errors import ReportError
 from imf.report import build_comparison, build_report, render_compare_text, render_markdown, render_text
 
@@ -35,12 +34,6 @@ def scored_sweep(tmp_path, only: tuple[str, ...] | None = None):
     return sweep
 
 
-def imf(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["imf", *args])
-    with pytest.raises(SystemExit) as done:
-        main()
-    out = capsys.readouterr()
-    return done.value.code, out.out, out.err
 
 
 def test_selection_scores_rank_by_default_and_the_header_says_so(tmp_path):

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from imf_process import run_in_process as imf
 from plugin_fakes import fake_distribution
 
 from imf.errors import PluginError, QueueError, SweepError
@@ -109,13 +110,6 @@ def test_a_broken_objective_fails_from_the_command_line(tmp_path, monkeypatch):
     assert not (tmp_path / "runs").exists()
 
 
-def imf(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    from imf.cli import main
-    monkeypatch.setattr(sys, "argv", ["imf", *args])
-    with pytest.raises(SystemExit) as done:
-        main()
-    out = capsys.readouterr()
-    return done.value.code, out.out, out.err
 
 
 def test_the_dry_run_exits_2_in_one_line_where_the_start_would_refuse(tmp_path, monkeypatch, capsys):

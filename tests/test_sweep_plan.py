@@ -168,15 +168,19 @@ def test_without_gpus_the_default_queue_is_local_cpu(monkeypatch, tmp_path):
 
 
 @pytest.mark.slow
-def test_dry_run_from_the_command_line_prints_the_plan_and_writes_nothing(tmp_path):
+def test_the_missions_dry_run_on_a_machine_without_its_queues_is_refused_in_one_line(tmp_path):
+    """The mission's command, here: no CUDA device 0 and no host gpubox. The dry run refuses as
+    the start would (#41): one line naming each queue and why, exit 2, nothing written."""
     cmd = [sys.executable, "-m", "imf", "sweep", "--mask", "full", "--grid", SEED_GRID, "--epochs", "350",
            "--queue", "local:0", "--queue", "ssh://me@gpubox/gpu:0", "--queue", "ssh://me@gpubox/gpu:1",
            "--name", "seed", "--out", str(tmp_path), "--dry-run"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert "queue ssh://me@gpubox/gpu:1 (speed 1): 3 trials" in proc.stdout
-    assert "--epochs 350 sweep.name=seed training.device=cuda policy.mask=full" in proc.stdout  # a GPU slot holds its GPU
-    assert "lower bound" in proc.stdout
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert proc.returncode == 2, proc.stderr
+    line, = proc.stderr.strip().splitlines()
+    assert line.startswith("imf: error: no queue passed its check:")
+    assert "ssh://me@gpubox/gpu:0, ssh://me@gpubox/gpu:1: host me@gpubox unreachable" in line
+    assert "local:0: no CUDA device 0" in line
     assert list(tmp_path.iterdir()) == []
 
 

@@ -44,9 +44,10 @@ def sweep(
     """Run a grid of trials on GPU queues (local, SSH or Slurm), watch them, recover, then report."""
     from imf.sweep import launch as sweep_lib
     fixed = {"CONFIG/overrides": args, "--mask": mask, "--grid": grid, "--queue": queue, "--hosts": hosts,
-             "--name": name, "--dry-run": dry_run, "--seeds": seeds, "--tracker": tracker, "--rungs": rungs,
+             "--name": name, "--dry-run": dry_run, "--seeds": seeds, "--tracker": tracker,
              **{flag: value is not None for flag, value in (("--epochs", epochs), ("--seed", seed),
-                ("--final-eval", final_eval), ("--halving", halving), ("--min-queues", min_queues))}}
+                ("--final-eval", final_eval), ("--halving", halving), ("--min-queues", min_queues))},
+             "--rungs": rungs}
     try:
         if cancel is not None:
             _cancel(cancel, {**fixed, "--resume": resume, "--retries": retries is not None, "--notify": notify,

@@ -119,7 +119,8 @@ def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, se
             holdout_seeds(final_eval, cfg.eval, flag="--final-eval (with --holdout)")
     opts = TrialOptions(trial_id=tid, run_dir=run_dir, init_from=init_from, note=note,
                         overrides=dotted, stores=stores if resume else stores or None, resume=resume,
-                        hypothesis=hypothesis, run_uid=kept.run_uid if resume else None)
+                        hypothesis=hypothesis, run_uid=kept.run_uid if resume else None,
+                        identity=None if resume else identity)
     with RunLock.acquire(run_dir, tid):  # held through the final eval as well
         summary = run_trial(cfg, opts)
         code = exit_code_of(summary["status"], summary.get("reason") or "")

@@ -13,14 +13,14 @@ from imf.store.identity import ID_HASH_CHARS
 from imf.report.model import Cell, Group, TrialRow, Trends
 from imf.stats import Z95, mean_sd, tied_within_noise
 
-HASHED_ID = re.compile(r"(?<=-s\d)(\d*)-[0-9a-f]{%d}$" % ID_HASH_CHARS)  # ...-s42-1a2b3c
+HASHED_ID = re.compile(r"(-s\d+)-[0-9a-f]{%d}$" % ID_HASH_CHARS)  # ...-s42-1a2b3c: the trial's hash
 SIZE_KEYS = ("policy.n_emb", "policy.n_layer", "policy.model.n_emb", "policy.model.n_layer")
 
 
 def cell_label_of(trial_id: str) -> str:
     """The trial id without its ``-s<seed>`` part (and the trial hash a default id ends with,
     which names one seed's run, not the cell)."""
-    return SEED_IN_ID.sub("", HASHED_ID.sub("", trial_id), count=1)
+    return SEED_IN_ID.sub("", HASHED_ID.sub(r"\1", trial_id), count=1)
 
 
 def _group_runs(runs: list[RunRead]) -> dict[str, list[RunRead]]:

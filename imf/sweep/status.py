@@ -123,14 +123,7 @@ def controller_gone(state: SweepState) -> bool:
 def controller_line(state: SweepState, sdir: SweepDir) -> str:
     info = state.controller or {}
     pid, host = info.get("pid"), info.get("host")
-    alive = None
-    if pid and host == socket.gethostname():
-        try:
-            os.kill(int(pid), 0)
-            alive = True
-        except (ProcessLookupError, PermissionError, ValueError):
-            alive = False
-    if state.status == "running" and alive is False:
+    if controller_gone(state):
         since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(_last_word(sdir)))
         return (f"controller pid {pid} on {host} is not running (gone since {since} at the latest: "
                 f"its last write); the trials' states below are their own files'; continue with: "

@@ -56,6 +56,7 @@ class TrialOptions:
     resume: bool = False
     hypothesis: str | None = None  # the iteration log's block (H3) this trial tests
     run_uid: str | None = None  # a resume's attempt token (None: a new attempt)
+    identity: Identity | None = None  # the hashes, when the caller made them (imf trial's default id)
 
 
 @dataclass
@@ -89,7 +90,7 @@ def run_trial(cfg: Config, opts: TrialOptions) -> dict[str, Any]:
     warm = _warm_start(cfg, opts)
     check_data_size(cfg.data, MAX_TRAIN_CAP)
     check_curriculum(cfg)
-    identity = identity_of(cfg, opts.init_from)
+    identity = opts.identity or identity_of(cfg, opts.init_from)  # a warm start's checkpoint is read once
     root = store_root(opts.run_dir, opts.store_root)
     if not opts.resume:
         check_before_run(root, stores, opts.trial_id, identity, opts.hypothesis)
