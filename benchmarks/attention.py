@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from imf.report import build_comparison, build_report, render_compare_text
+from imf.report.compare import write_compare_files
 from imf.store.layout import CHECKPOINTS, SWANLOG
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,13 +123,14 @@ def collect(causal_dir: Path, full_dir: Path) -> None:
     os.chdir(ROOT)
     comparison = build_comparison(kept / "causal", kept / "full")
     (OUT / "compare.txt").write_text(render_compare_text(comparison) + "\n", encoding="utf-8")
+    write_compare_files(comparison, OUT)  # compare.md, .json, .csv as `imf report A B` writes them
     runs = [_run(t, "causal") for t in causal.trials] + [_run(t, "full") for t in full.trials]
     looks = [r for r in runs if r["holdout_looks"]]
     data = {"how": __doc__.split("How the sweeps were run")[1].split('"""')[0].strip(),
             "runs": runs, "cells": _cells(causal, full), "holdout": looks,
             "causal_best": best_by_selection(causal_dir).id, "full_best": best_by_selection(full_dir).id}
     JSON.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {JSON.relative_to(ROOT)}, {OUT.relative_to(ROOT)}/causal, full and compare.txt "
+    print(f"wrote {JSON.relative_to(ROOT)}, {OUT.relative_to(ROOT)}/causal, full and compare.txt/.md/.json/.csv "
           f"({len(runs)} runs, {len(looks)} holdout look(s))")
 
 
