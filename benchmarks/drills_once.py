@@ -33,8 +33,10 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -43,6 +45,7 @@ GRID = "32,64x1,2"  # four trials on two slots: starts and ends overlap
 KILL_AT_MOST = 4  # the controller dies the 1st..4th time it reaches the point
 WAKE_AFTER_S = 1.0  # the stopped wrappers wake up to this long after the resume starts
 MAX_RESUMES = 6
+Queues = Callable[[Path], tuple[list[str], dict[str, str]]]  # a round's folder -> its queue words, env
 
 
 @dataclass
@@ -144,7 +147,7 @@ def drive(root: Path, first: list[str], resume: list[str], env: dict[str, str],
         if proc.returncode != -signal.SIGKILL:
             return f"exit {proc.returncode}: {err.strip()[-300:]}"
         tally.kills += 1
-        held = _processes(root, "imf.scheduler.wrapper", " run ")
+        held = _processes(root, "imf.scheduler.wrapper", " run ") + _processes(root, "submitit")  # Slurm's
         _signal(held, signal.SIGSTOP)
         tally.stopped += len(held)
         proc = _imf(resume, env, kills[i] if i < len(kills) else None)
@@ -199,10 +202,14 @@ def leftovers(root: Path, verdict: Verdict) -> Verdict:
 
 
 # ------------------------------------------------------------------ rounds
-def sweep_round(root: Path, kills: list[str | None], tally: Tally, rng: random.Random) -> Verdict:
-    env = _env(root)
+def sweep_round(root: Path, kills: list[str | None], tally: Tally, rng: random.Random,
+                queues: Queues | None = None) -> Verdict:
+    """4 stand-in trials on two slots (two local:cpu, or ``queues``' for this round), killed at
+    ``kills``, resumed until finished, then checked."""
+    words, extra_env = queues(root) if queues else (["--queue", "local:cpu", "--queue", "local:cpu"], {})
+    env = {**_env(root), **extra_env}
     first = ["sweep", "smoke", "--grid", GRID, "--epochs", "2", "--name", "d", "--out", str(root),
-             "--poll", "0.05", "--stall-timeout", "120", "--queue", "local:cpu", "--queue", "local:cpu"]
+             "--poll", "0.05", "--stall-timeout", "120", *words]
     error = drive(root, first, ["sweep", "--resume", str(root / "d"), "--poll", "0.05"], env, kills, tally, rng)
     verdict = Verdict(4)
     if error:
@@ -211,6 +218,23 @@ def sweep_round(root: Path, kills: list[str | None], tally: Tally, rng: random.R
     else:
         check_sweep(root / "d", root, verdict)
     return leftovers(root, verdict)
+
+
+def ssh_queues(server) -> Queues:
+    """Two SSH queues of one host (a real sshd on 127.0.0.1): the jobs run under sshd's sessions,
+    detached, and outlive the controller as on a remote machine."""
+    def words(root: Path) -> tuple[list[str], dict[str, str]]:
+        hosts = server.hosts_file(root / "hosts.yaml", root / "remote", gpus=None)
+        return ["--hosts", str(hosts), "--queue", server.spec("cpu"), "--queue", server.spec("cpu")], {}
+    return words
+
+
+def slurm_queues(cluster) -> Queues:
+    """One Slurm queue of two slots on a private single-node cluster (tests/slurm_cluster.py):
+    the jobs are Slurm's, and outlive the controller."""
+    def words(root: Path) -> tuple[list[str], dict[str, str]]:
+        return ["--queue", "slurm://debug?slots=2"], cluster.env()
+    return words
 
 
 def _base_runs(folder: Path) -> None:
@@ -261,18 +285,41 @@ def kills_for(point: str, rng: random.Random, points: tuple[str, ...]) -> list[s
     return kills
 
 
-def run(rounds: int, loop_rounds: int = 0, seed: int = 0, points: tuple[str, ...] | None = None) -> Tally:
-    """``rounds`` sweep rounds and ``loop_rounds`` loop rounds at each kill point."""
+def run(rounds: int, loop_rounds: int = 0, seed: int = 0, points: tuple[str, ...] | None = None,
+        ssh_rounds: int = 0, slurm_rounds: int = 0) -> Tally:
+    """At each kill point: ``rounds`` sweep rounds on local slots, ``loop_rounds`` loop rounds,
+    ``ssh_rounds`` on SSH queues (a private sshd) and ``slurm_rounds`` on a private Slurm cluster."""
     from imf.drill import LOOP, POINTS
-    rng, tally = random.Random(seed), Tally()
-    plan = [(sweep_round, p) for p in (points or POINTS) for _ in range(rounds)]
-    plan += [(loop_round, p) for p in (*LOOP, "launch-saved", "wrapper-spawned", "ended-saved", "recorded")
-             for _ in range(loop_rounds)]
-    for kind, point in plan:
-        kills = kills_for(point, rng, POINTS)
-        with tempfile.TemporaryDirectory(prefix="imf-once-") as tmp:
-            tally.add(kind(Path(tmp), kills, tally, rng), f"{kind.__name__} {' then '.join(map(str, kills))}")
+    rng, tally, points = random.Random(seed), Tally(), points or POINTS
+    with tempfile.TemporaryDirectory(prefix="imf-once-services-") as services, ExitStack() as stack:
+        plan: list[tuple[Callable, str, tuple]] = [(sweep_round, p, ()) for p in points for _ in range(rounds)]
+        plan += [(loop_round, p, ()) for p in (*LOOP, "launch-saved", "wrapper-spawned", "ended-saved", "recorded")
+                 for _ in range(loop_rounds)]
+        if ssh_rounds:
+            queues = ssh_queues(_service(stack, "sshd", Path(services)))
+            plan += [(sweep_round, p, (queues,)) for p in points for _ in range(ssh_rounds)]
+        if slurm_rounds:
+            queues = slurm_queues(_service(stack, "slurm", Path(services)))
+            plan += [(sweep_round, p, (queues,)) for p in points for _ in range(slurm_rounds)]
+        for kind, point, extra in plan:
+            kills = kills_for(point, rng, POINTS)
+            where = extra[0].__qualname__.split(".")[0] if extra else kind.__name__
+            with tempfile.TemporaryDirectory(prefix="imf-once-") as tmp:
+                tally.add(kind(Path(tmp), kills, tally, rng, *extra), f"{where} {' then '.join(map(str, kills))}")
     return tally
+
+
+def _service(stack: ExitStack, what: str, folder: Path):
+    """A private sshd or Slurm cluster (the tests' own), stopped when ``stack`` closes."""
+    if what == "sshd":
+        from _sweep_helpers import start_sshd
+        server = start_sshd(folder / "sshd")
+        stack.callback(server.stop)
+        return server
+    from slurm_cluster import SlurmCluster
+    cluster = SlurmCluster(folder / "slurm")
+    stack.callback(cluster.stop)
+    return cluster.start()
 
 
 def line(tally: Tally, seconds: float) -> str:
@@ -296,10 +343,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20, help="sweep rounds at each kill point")
     parser.add_argument("--loop-rounds", type=int, default=4, help="loop rounds at each loop kill point")
+    parser.add_argument("--ssh-rounds", type=int, default=0,
+                        help="sweep rounds on two SSH queues (a private sshd on 127.0.0.1) at each kill point")
+    parser.add_argument("--slurm-rounds", type=int, default=0,
+                        help="sweep rounds on a private single-node Slurm cluster at each kill point")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     started = time.monotonic()
-    tally = run(args.rounds, args.loop_rounds, args.seed)
+    tally = run(args.rounds, args.loop_rounds, args.seed, ssh_rounds=args.ssh_rounds,
+                slurm_rounds=args.slurm_rounds)
     print(line(tally, time.monotonic() - started))
     for problem in tally.problems[:20]:
         print("  " + problem)

@@ -83,3 +83,4 @@ def pytest_sessionfinish(session, exitstatus):
         print(f"\nimf tests: the suite wrote {', '.join(new)} into the folder it ran from "
               f"({os.getcwd()}); a command must write only into the folder it names")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+

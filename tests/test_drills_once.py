@@ -4,6 +4,7 @@ runs twice and its records agree (benchmarks/drills_once.py: a round per kill po
 benchmark runs hundreds). Also the wrapper's claim, unit by unit."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -11,6 +12,8 @@ import pytest
 
 from imf.scheduler import wrapper
 from imf.scheduler.claim import new_token, read_claim, token_time
+
+from _sweep_helpers import SSHD, start_sshd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -37,6 +40,22 @@ def test_a_loop_killed_at_its_own_writes_runs_each_round_once():
     for kills in (["round-concluded:1", "hypothesis-logged:1"], ["loop-saved:3", "wrapper-spawned:1"]):
         with tempfile.TemporaryDirectory(prefix="imf-once-") as tmp:
             tally.add(loop_round(Path(tmp), kills, tally, rng), " then ".join(kills))
+    assert tally.kills >= 2 and tally.failed == 0 and tally.good == tally.trials == 8, tally.problems
+
+
+@pytest.mark.slow  # a private sshd and stand-in trials: about half a minute
+@pytest.mark.skipif(not os.path.exists(SSHD), reason=f"no sshd at {SSHD} (apt-get install -y openssh-server)")
+def test_a_controller_of_ssh_queues_killed_mid_start_or_end_runs_each_remote_trial_once(tmp_path):
+    """Over SSH the jobs outlive the controller on the host: a resume re-attaches or credits them."""
+    from drills_once import Tally, ssh_queues, sweep_round
+    import random
+    server, tally, rng = start_sshd(tmp_path / "sshd"), Tally(), random.Random(3)
+    try:
+        for kills in (["launch-saved:2"], ["ended-saved:1", "start-settled:1"]):
+            (tmp_path / kills[0]).mkdir()
+            tally.add(sweep_round(tmp_path / kills[0], kills, tally, rng, ssh_queues(server)), kills[0])
+    finally:
+        server.stop()
     assert tally.kills >= 2 and tally.failed == 0 and tally.good == tally.trials == 8, tally.problems
 
 
