@@ -8,7 +8,7 @@ writes benchmarks/learning_results/attention.json, which claims_attention.py ren
     python benchmarks/attention.py look runs/attn/causal runs/attn/full      # one holdout look each
     python benchmarks/attention.py collect runs/attn/causal runs/attn/full   # the JSON and the copies
 
-How the sweeps were run (README, "The sweep's own question"): keypoints (pusht_lowdim_cpu, 4 heads
+How the sweeps were run (README, "Causal or full attention?"): keypoints (pusht_lowdim_cpu, 4 heads
 on both sides), n_emb 32,64,128 x n_layer 2,4, seeds 42 and 43, 10 epochs of 250 steps (equal
 epochs; no time budget), one torch thread a trial, best.pt re-scored on 200 selection seeds.
 """

@@ -1,10 +1,12 @@
-"""The published numbers, written from committed JSON: README's "Does it learn?" and RESULTS'
-reading passages are generated here from benchmarks/learning_results/*.json, never typed.
+"""The published numbers, written from committed JSON: the passages of README.md, docs/*.md
+(docs/learning.md: "Does it learn?") and benchmarks/RESULTS.md are generated here from
+benchmarks/learning_results/*.json, never typed.
 
     python benchmarks/claims.py            # rewrite every passage between its markers
     python benchmarks/claims.py --check    # exit 1 naming the first passage that disagrees
 
-A passage sits between ``<!-- claims:NAME -->`` and ``<!-- /claims:NAME -->``. A number edited by
+A passage sits between ``<!-- claims:NAME -->`` and ``<!-- /claims:NAME -->``, in whichever one
+of those files holds the markers. A number edited by
 hand, or a run removed from the JSON, makes ``--check`` fail (tests/test_claims.py). Claims are
 holdout numbers (seeds 900000.., looked at once per run, settings chosen before the look);
 selection numbers are labelled as what chose a setting.
@@ -213,54 +215,77 @@ def _by_baseline(rows: list[dict[str, Any]], baseline: str, against: dict[str, s
     return ordered
 
 
-PASSAGES: dict[str, tuple[str, Callable[[Data], list[str]]]] = {
-    "readme-attention": ("README.md", readme_attention),
-    "results-attention": ("benchmarks/RESULTS.md", results_attention),
-    "results-data-scaling": ("benchmarks/RESULTS.md", results_data_scaling),
-    "results-curricula": ("benchmarks/RESULTS.md", results_curricula),
-    "readme-more-data": ("README.md", readme_more_data),
-    "readme-main-job": ("README.md", readme_main_job),
-    "readme-learning": ("README.md", readme_learning),
-    "results-learning-keypoints": ("benchmarks/RESULTS.md", lambda d: results_learning(d, "keypoints")),
-    "results-learning-image": ("benchmarks/RESULTS.md", lambda d: [
-        *results_learning(d, "image"), f"- What the comparison was equal in: {equal_in(d, 'image')}."]),
-    "results-image-step": ("benchmarks/RESULTS.md", step_costs),
-    "results-learning-image-twostep": ("benchmarks/RESULTS.md", lambda d: results_learning(d, "image_twostep")),
-    "results-learning-image-preset": ("benchmarks/RESULTS.md", lambda d: [
-        *results_learning(d, "image_preset"), budget_choice(d, "image_preset", "image_preset30")]),
-    "results-learning-image-preset30": ("benchmarks/RESULTS.md", lambda d: results_learning(d, "image_preset30")),
-    "results-learning-keypoints30": ("benchmarks/RESULTS.md", lambda d: results_learning(d, "keypoints30")),
-    "results-ablations-image": ("benchmarks/RESULTS.md", lambda d: results_ablations(
-        d, "ablations_image", "img30-base", IMAGE_CHOICES, IMAGE_AGAINST)),
-    "results-ablations-image-samples": ("benchmarks/RESULTS.md", lambda d: results_ablations(
-        d, "ablations_image_samples", "img800k-base", IMAGE_SAMPLES_CHOICES)),
-    "results-ablations-image-schedule": ("benchmarks/RESULTS.md", schedule_lines),
-    "results-image-limits": ("benchmarks/RESULTS.md", image_limits),
-    "results-filmstrip-image": ("benchmarks/RESULTS.md", filmstrip_lines),
-    "results-samples": ("benchmarks/RESULTS.md", samples_lines),
-    "results-action-horizon-image": ("benchmarks/RESULTS.md", lambda d: horizon_lines(d, HORIZON_CHOICES)),
-    "readme-samples": ("README.md", samples_lines),
-    "results-ablations-keypoints": ("benchmarks/RESULTS.md",
-                                    lambda d: results_ablations(d, "ablations_keypoints", "base1800", KEYPOINT_CHOICES)),
+# Each passage by the name on its markers; the file that holds the markers is found (PUBLISHED),
+# so a passage can move between README, docs/ and RESULTS without a change here.
+PASSAGES: dict[str, Callable[[Data], list[str]]] = {
+    "readme-attention": readme_attention,
+    "results-attention": results_attention,
+    "results-data-scaling": results_data_scaling,
+    "results-curricula": results_curricula,
+    "learning-more-data": readme_more_data,
+    "readme-main-job": readme_main_job,
+    "learning": readme_learning,
+    "results-learning-keypoints": lambda d: results_learning(d, "keypoints"),
+    "results-learning-image": lambda d: [
+        *results_learning(d, "image"), f"- What the comparison was equal in: {equal_in(d, 'image')}."],
+    "results-image-step": step_costs,
+    "results-learning-image-twostep": lambda d: results_learning(d, "image_twostep"),
+    "results-learning-image-preset": lambda d: [
+        *results_learning(d, "image_preset"), budget_choice(d, "image_preset", "image_preset30")],
+    "results-learning-image-preset30": lambda d: results_learning(d, "image_preset30"),
+    "results-learning-keypoints30": lambda d: results_learning(d, "keypoints30"),
+    "results-ablations-image": lambda d: results_ablations(
+        d, "ablations_image", "img30-base", IMAGE_CHOICES, IMAGE_AGAINST),
+    "results-ablations-image-samples": lambda d: results_ablations(
+        d, "ablations_image_samples", "img800k-base", IMAGE_SAMPLES_CHOICES),
+    "results-ablations-image-schedule": schedule_lines,
+    "results-image-limits": image_limits,
+    "results-filmstrip-image": filmstrip_lines,
+    "results-samples": samples_lines,
+    "results-action-horizon-image": lambda d: horizon_lines(d, HORIZON_CHOICES),
+    "learning-samples": samples_lines,
+    "results-ablations-keypoints": lambda d: results_ablations(d, "ablations_keypoints", "base1800", KEYPOINT_CHOICES),
 }
 
 
+def published(root: Path) -> list[Path]:
+    """The published text a passage may live in: README.md, docs/*.md, benchmarks/RESULTS.md."""
+    return [root / "README.md", *sorted((root / "docs").glob("*.md")), root / "benchmarks" / "RESULTS.md"]
+
+
+def _begin(name: str) -> str:
+    return f"<!-- claims:{name} -->\n"
+
+
+def locate(root: Path, name: str, texts: dict[Path, str]) -> Path:
+    """The one published file that holds passage ``name``'s opening marker."""
+    found = [path for path in texts if _begin(name) in texts[path]]
+    if len(found) != 1:
+        where = ", ".join(str(p.relative_to(root)) for p in found) if found else (
+            "in none of README.md, docs/*.md, benchmarks/RESULTS.md")
+        what = "are missing" if not found else "appear in more than one file"
+        raise ClaimError(f"the markers of passage {name!r} {what} ({_begin(name).strip()} ... "
+                         f"<!-- /claims:{name} -->: {where})")
+    return found[0]
+
+
 def _span(text: str, name: str, path: Path) -> tuple[int, int]:
-    begin, end = f"<!-- claims:{name} -->\n", f"<!-- /claims:{name} -->"
+    begin, end = _begin(name), f"<!-- /claims:{name} -->"
     start = text.find(begin)
     stop = text.find(end, start + len(begin)) if start >= 0 else -1
-    if start < 0 or stop < 0:
-        raise ClaimError(f"{path}: the markers of passage {name!r} are missing ({begin.strip()} ... {end})")
+    if start < 0 or stop < 0 or text.find(begin, start + 1) >= 0:
+        raise ClaimError(f"{path}: the markers of passage {name!r} are missing or doubled ({begin.strip()} ... {end})")
     return start + len(begin), stop
 
 
 def run(root: Path, check: bool) -> list[str]:
     """Rewrite (or with ``check`` compare) every passage; the problems found, one line each."""
-    data, problems, texts = Data(root), [], {}
-    for name, (file, render) in PASSAGES.items():
-        path = root / file
-        texts.setdefault(path, path.read_text())
+    data, problems = Data(root), []
+    texts = {path: path.read_text() for path in published(root) if path.is_file()}
+    for name, render in PASSAGES.items():
         try:
+            path = locate(root, name, texts)
+            file = path.relative_to(root).as_posix()
             start, stop = _span(texts[path], name, path)
             wanted = "\n".join(_wrap(line) for line in render(data)) + "\n"
         except (ClaimError, KeyError, OSError) as exc:

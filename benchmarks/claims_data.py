@@ -192,7 +192,7 @@ def results_curricula(data: Any) -> list[str]:
 
 
 def readme_more_data(data: Any) -> list[str]:
-    """README's "More data": the curve in one line, its reading, budget or data, the curricula."""
+    """docs/learning.md's "More data": the curve in one line, its reading, budget or data, the curricula."""
     parts = scaling_parts(data)
     minutes = data["data_scaling"][0]["budget_s"] / 60
     per_size = "; ".join(

@@ -18,7 +18,7 @@ across objectives whose step costs differ is samples in the ratio of their CPU a
 own imf runs) beside the new ones in one record. The seeds, each
 with one job (imf/config/eval_seeds.py): the trial's rollouts on the 50 test seeds choose its
 best checkpoint; best.pt is re-scored on 200 selection seeds (final_eval.json), and looked at
-once on 200 holdout seeds (holdout.json): the holdout is what README quotes, and nothing here is
+once on 200 holdout seeds (holdout.json): the holdout is what docs/learning.md quotes, and nothing here is
 chosen by it. The last checkpoint is also re-scored with another noise seed, timed: the seconds
 of a 50-episode evaluation. Writes docs/learning_curves.png (or learning_curves_image.png:
 score and success against training minutes and against training samples), the table section of

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 # How a trial's process ends, one code per outcome: `imf trial` exits with it, the sweep's trial
-# records keep it, `imf status` shows it (README, "Exit codes"). 128 + N: stopped by signal N.
+# records keep it, `imf status` shows it (docs/commands.md, "Exit codes"). 128 + N: stopped by signal N.
 EXIT_OK = 0  # completed, or stopped early by --patience: a planned end with a result
 EXIT_FAILED = 1  # an error inside training or scoring; summary.json says which
 EXIT_USAGE = 2  # bad input, refused before anything ran (ImfError)

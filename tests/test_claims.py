@@ -1,4 +1,4 @@
-"""benchmarks/claims.py: README's and RESULTS' numbers are written from the committed JSON, and a
+"""benchmarks/claims.py: the numbers of README, docs/ and RESULTS are written from the committed JSON, and a
 number edited by hand or a run removed from the JSON fails the check."""
 from __future__ import annotations
 
@@ -25,25 +25,26 @@ def checkout(tmp_path):
     (tmp_path / "benchmarks").mkdir()
     shutil.copytree(ROOT / "benchmarks" / "learning_results", tmp_path / "benchmarks" / "learning_results")
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    shutil.copytree(ROOT / "docs", tmp_path / "docs", ignore=shutil.ignore_patterns("*.png", "report_example"))
     shutil.copy(ROOT / "benchmarks" / "RESULTS.md", tmp_path / "benchmarks" / "RESULTS.md")
     shutil.copytree(ROOT / "imf" / "configs", tmp_path / "imf" / "configs")  # the presets the passages name
     return tmp_path
 
 
 def _first_claimed_number(text: str) -> str:
-    start = text.index("<!-- claims:readme-learning -->")
+    start = text.index("<!-- claims:learning -->")
     return next(word for word in text[start:].split() if word.startswith("0.") and word[2:5].isdigit())
 
 
 def test_a_number_edited_by_hand_fails_the_check(checkout):
-    readme = checkout / "README.md"
+    readme = checkout / "docs" / "learning.md"
     text = readme.read_text()
     number = _first_claimed_number(text)
     edited = number[:-1] + ("1" if number[-1] != "1" else "2")
-    start = text.index("<!-- claims:readme-learning -->")
+    start = text.index("<!-- claims:learning -->")
     readme.write_text(text[:start] + text[start:].replace(number, edited, 1))
     problems = claims.run(checkout, check=True)
-    assert len(problems) == 1 and "README.md, passage readme-learning" in problems[0]
+    assert len(problems) == 1 and "docs/learning.md, passage learning" in problems[0]
     assert repr(edited.rstrip(",;.")) in problems[0] or edited in problems[0]
     claims.run(checkout, check=False)  # writing it again from the JSON repairs it
     assert readme.read_text() == text
@@ -56,15 +57,37 @@ def test_a_run_removed_from_the_json_fails_the_check(checkout):
     assert len(kept) == len(runs) - 1
     path.write_text(json.dumps(kept))
     problems = claims.run(checkout, check=True)
-    assert any(p.startswith("README.md, passage readme-learning: ") for p in problems), problems
+    assert any(p.startswith("docs/learning.md, passage learning: ") for p in problems), problems
     assert any("passage results-learning-keypoints" in p for p in problems), problems
 
 
 def test_missing_markers_are_named(checkout):
     readme = checkout / "README.md"
-    readme.write_text(readme.read_text().replace("<!-- /claims:readme-learning -->", ""))
+    readme.write_text(readme.read_text().replace("<!-- /claims:readme-attention -->", ""))
+    learning = checkout / "docs" / "learning.md"
+    learning.write_text(learning.read_text().replace("<!-- claims:learning -->\n", ""))
     problems = claims.run(checkout, check=True)
-    assert any("the markers of passage 'readme-learning' are missing" in p for p in problems)
+    assert any("the markers of passage 'readme-attention' are missing" in p for p in problems), problems
+    assert any("the markers of passage 'learning' are missing (<!-- claims:learning --> ... "
+               "<!-- /claims:learning -->: in none of README.md, docs/*.md, benchmarks/RESULTS.md)" in p
+               for p in problems), problems
+
+
+def test_a_passage_moved_to_another_published_file_is_found_there(checkout):
+    """A passage may move between README, docs/ and RESULTS: its markers say where it is."""
+    readme, moved = checkout / "README.md", checkout / "docs" / "moved.md"
+    text = readme.read_text()
+    start = text.index("<!-- claims:readme-main-job -->")
+    stop = text.index("<!-- /claims:readme-main-job -->") + len("<!-- /claims:readme-main-job -->")
+    readme.write_text(text[:start] + text[stop:])
+    moved.write_text("# Moved\n\n" + text[start:stop] + "\n")
+    assert claims.run(checkout, check=True) == []
+    moved.write_text(moved.read_text().replace("0.076", "0.067"))
+    problems = claims.run(checkout, check=True)
+    assert len(problems) == 1 and problems[0].startswith("docs/moved.md, passage readme-main-job: "), problems
+    readme.write_text(text)  # the same passage in two files is refused: which one is the published one?
+    problems = claims.run(checkout, check=True)
+    assert any("'readme-main-job' appear in more than one file (" in p and "README.md" in p for p in problems), problems
 
 
 @pytest.mark.slow
@@ -73,9 +96,9 @@ def test_the_command_exits_non_zero_on_a_difference(checkout):
     ok = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "claims.py"), "--check", "--root", str(checkout)],
                         capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
-    readme = checkout / "README.md"
+    readme = checkout / "docs" / "learning.md"
     number = _first_claimed_number(readme.read_text())
     readme.write_text(readme.read_text().replace(number, "0.999", 1))
     bad = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "claims.py"), "--check", "--root", str(checkout)],
                          capture_output=True, text=True)
-    assert bad.returncode == 1 and bad.stderr.startswith("claims.py: README.md, passage readme-learning")
+    assert bad.returncode == 1 and bad.stderr.startswith("claims.py: docs/learning.md, passage learning")
