@@ -1,13 +1,12 @@
 """The published numbers, written from committed JSON: the passages of README.md, docs/*.md
-(docs/learning.md: "Does it learn?") and benchmarks/RESULTS.md are generated here from
-benchmarks/learning_results/*.json, never typed.
+(docs/learning.md: "Does it learn?"), benchmarks/RESULTS.md and benchmarks/RUNS.md are
+generated here from benchmarks/learning_results/*.json, never typed.
 
     python benchmarks/claims.py            # rewrite every passage between its markers
     python benchmarks/claims.py --check    # exit 1 naming the first passage that disagrees
 
 A passage sits between ``<!-- claims:NAME -->`` and ``<!-- /claims:NAME -->``, in whichever one
-of those files holds the markers. A number edited by
-hand, or a run removed from the JSON, makes ``--check`` fail (tests/test_claims.py). Claims are
+of those files holds the markers. A number edited by hand, or a run removed from the JSON, makes ``--check`` fail (tests/test_claims.py). Claims are
 holdout numbers (seeds 900000.., looked at once per run, settings chosen before the look);
 selection numbers are labelled as what chose a setting.
 """
@@ -132,6 +131,24 @@ def readme_learning(data: Data) -> list[str]:
     ]
 
 
+def results_presets_answer(data: Data) -> list[str]:
+    """RESULTS' answer to "does imf learn PushT?": the shipped presets on the holdout, and how the
+    image preset's budget was chosen."""
+    return [
+        "Each shipped CPU preset's best checkpoint (chosen on the 50 test seeds), once on 200 holdout "
+        "seeds (900000..). " + anchors_line(data),
+        "",
+        preset_line(data, "keypoints", "the T's 9 keypoints and the agent position, 128 x 2"),
+        preset_line(data, "image_preset", "96 x 96 images and the agent position, one frame a step, the small encoder"),
+        budget_choice(data, "image_preset", "image_preset30"),
+    ]
+
+
+def results_objectives_answer(data: Data) -> list[str]:
+    """RESULTS' answer to "imf against ddpm and flow": per training seed, at equal compute."""
+    return [*equal_compute(data, "keypoints"), *equal_compute(data, "image")]
+
+
 def readme_main_job(data: Data) -> list[str]:
     """How to read the main job's report: equal time, not equal steps."""
     demo = preset(data, "demo")
@@ -219,6 +236,9 @@ def _by_baseline(rows: list[dict[str, Any]], baseline: str, against: dict[str, s
 # so a passage can move between README, docs/ and RESULTS without a change here.
 PASSAGES: dict[str, Callable[[Data], list[str]]] = {
     "readme-attention": readme_attention,
+    "results-attention-answer": readme_attention,
+    "results-presets-answer": results_presets_answer,
+    "results-objectives-answer": results_objectives_answer,
     "results-attention": results_attention,
     "results-data-scaling": results_data_scaling,
     "results-curricula": results_curricula,
@@ -249,8 +269,10 @@ PASSAGES: dict[str, Callable[[Data], list[str]]] = {
 
 
 def published(root: Path) -> list[Path]:
-    """The published text a passage may live in: README.md, docs/*.md, benchmarks/RESULTS.md."""
-    return [root / "README.md", *sorted((root / "docs").glob("*.md")), root / "benchmarks" / "RESULTS.md"]
+    """The published text a passage may live in: README.md, docs/*.md, benchmarks/RESULTS.md and
+    benchmarks/RUNS.md (every run behind RESULTS' answers)."""
+    return [root / "README.md", *sorted((root / "docs").glob("*.md")), root / "benchmarks" / "RESULTS.md",
+            root / "benchmarks" / "RUNS.md"]
 
 
 def _begin(name: str) -> str:
@@ -262,7 +284,7 @@ def locate(root: Path, name: str, texts: dict[Path, str]) -> Path:
     found = [path for path in texts if _begin(name) in texts[path]]
     if len(found) != 1:
         where = ", ".join(str(p.relative_to(root)) for p in found) if found else (
-            "in none of README.md, docs/*.md, benchmarks/RESULTS.md")
+            "in none of README.md, docs/*.md, benchmarks/RESULTS.md, benchmarks/RUNS.md")
         what = "are missing" if not found else "appear in more than one file"
         raise ClaimError(f"the markers of passage {name!r} {what} ({_begin(name).strip()} ... "
                          f"<!-- /claims:{name} -->: {where})")

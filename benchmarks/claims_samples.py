@@ -83,7 +83,7 @@ def image_limits(data) -> list[str]:
                      f"on a later machine of the same kind (img30-ref, ablations_image.json) made {rate:.0f} samples "
                      f"per CPU-second against {_rate(runs):.0f}; there, {runs[0]['budget_s'] / 60:.0f} CPU-minutes "
                      f"buy about {rate * runs[0]['budget_s'] / 1e6:.2f}M samples against "
-                     f"{sum(r['samples'] for r in runs) / len(runs) / 1e6:.2f}M. The samples figure (Samples to a threshold) is the "
+                     f"{sum(r['samples'] for r in runs) / len(runs) / 1e6:.2f}M. The samples figure (docs/samples_to_threshold.png) is the "
                      f"one that carries.")
     claims = data["samples_to_threshold"].get("claims", [])
     keypoint_claims = [c for c in claims if c["obs"] == "keypoints" and c["objective"] == "imf"]

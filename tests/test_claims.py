@@ -26,7 +26,8 @@ def checkout(tmp_path):
     shutil.copytree(ROOT / "benchmarks" / "learning_results", tmp_path / "benchmarks" / "learning_results")
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
     shutil.copytree(ROOT / "docs", tmp_path / "docs", ignore=shutil.ignore_patterns("*.png", "report_example"))
-    shutil.copy(ROOT / "benchmarks" / "RESULTS.md", tmp_path / "benchmarks" / "RESULTS.md")
+    for name in ("RESULTS.md", "RUNS.md"):
+        shutil.copy(ROOT / "benchmarks" / name, tmp_path / "benchmarks" / name)
     shutil.copytree(ROOT / "imf" / "configs", tmp_path / "imf" / "configs")  # the presets the passages name
     return tmp_path
 
@@ -69,7 +70,7 @@ def test_missing_markers_are_named(checkout):
     problems = claims.run(checkout, check=True)
     assert any("the markers of passage 'readme-attention' are missing" in p for p in problems), problems
     assert any("the markers of passage 'learning' are missing (<!-- claims:learning --> ... "
-               "<!-- /claims:learning -->: in none of README.md, docs/*.md, benchmarks/RESULTS.md)" in p
+               "<!-- /claims:learning -->: in none of README.md, docs/*.md, benchmarks/RESULTS.md, benchmarks/RUNS.md)" in p
                for p in problems), problems
 
 

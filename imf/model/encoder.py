@@ -84,7 +84,7 @@ def crop_images(x: torch.Tensor, size: int, random: bool) -> torch.Tensor:
     top = torch.randint(0, hgt - size + 1, (n,), device=x.device)
     left = torch.randint(0, wid - size + 1, (n,), device=x.device)
     # Pick each image's window from a view of all windows: one copy with N indices, not an index
-    # per pixel (the image step 1.05-1.16x cheaper: benchmarks/RESULTS.md, "Image training step").
+    # per pixel (the image step 1.05-1.16x cheaper: benchmarks/RUNS.md, "Image training step").
     windows = x.unfold(2, size, 1).unfold(3, size, 1)  # (N, C, S-size+1, S-size+1, size, size) view
     return windows[torch.arange(n, device=x.device), :, top, left]  # (N, C, size, size)
 

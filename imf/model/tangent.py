@@ -19,7 +19,7 @@ Where a layer's Jacobian is symmetric (the layer norm's normalisation, the softm
 equals its VJP, so the tangent is one call of torch's fused backward kernel; GELU and Mish are
 elementwise, so their backward kernels are their JVPs. One fused kernel in place of a chain of
 elementwise ops is most of what the tangent pass saved beyond its matmuls
-(benchmarks/RESULTS.md, "iMF step against a flow step").
+(benchmarks/RUNS.md, "iMF step against a flow step").
 """
 from __future__ import annotations
 

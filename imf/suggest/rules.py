@@ -29,7 +29,7 @@ MAX_TIED = 3  # tied cells besides the best that get seeds
 MAX_SEEDS = 3  # seeds of the best cell a neighbour is run with
 RISING_K = 3  # rollouts in each window of the rising test
 MAX_MEMBERS = 5  # top checkpoints an ensemble proposal takes
-# benchmarks/RESULTS.md, "Ensembles": on the low-dim run, the top-5 weight soup tied the best
+# benchmarks/RUNS.md, "Ensembles": on the low-dim run, the top-5 weight soup tied the best
 # checkpoint at one model's latency; averaging the top-5 action chunks scored lower.
 ENSEMBLE_MODE = "weights"
 
