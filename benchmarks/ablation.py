@@ -18,7 +18,8 @@ benchmarks/learning.py, on the holdout, after the choice.
 benchmarks/learning_results/ablations_<obs>.json, beside the rows already committed there (their
 folders need not exist any more; a folder measured again replaces its row; --only drops them):
 change, steps, samples/s, best test score and success (± SE over the 50 test seeds),
-selection-seed coverage and success (± SE over 200); the holdout fields are null.
+selection-seed coverage and success (± SE over 200); the holdout fields are null, and
+holdout_looks is the holdout ledger's count of looks at the run made elsewhere (benchmarks/holdout_ledger.py).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import holdout_ledger
 from results_file import write_section
 from run_record import read_record
 from sizing import sizing
@@ -95,8 +97,10 @@ def table(folder: Path, baseline: str | None, write: bool, only: bool = False, n
     if not only:
         again = {e["name"] for e in entries}
         entries += [e for e in committed(name or entries[0]["obs"]) if e["name"] not in again]
-    for e in entries:  # the fields of every learning record; an ablation never looks at the holdout
-        e.update({k: None for k in HOLDOUT_FIELDS}, holdout_looks=0)
+    ledger = holdout_ledger.load_from(RESULTS_DIR)
+    for e in entries:  # the fields of every learning record; an ablation never looks at the holdout, but
+        # its run may have been looked at since (a holdout curve, a preset's record): the ledger counts
+        e.update({k: None for k in HOLDOUT_FIELDS}, holdout_looks=holdout_ledger.looks_of(ledger, e))
     entries.sort(key=lambda e: (e["name"] != baseline, e["name"]))
     name = name or entries[0]["obs"]
     section = f"## Ablations, {name.replace('_', ', ')} (benchmarks/ablation.py)"

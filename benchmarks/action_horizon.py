@@ -23,8 +23,10 @@ import sys
 import time
 from pathlib import Path
 
+import holdout_ledger
 import yaml
 from results_file import write_section
+from run_record import log_rows
 
 from imf.config.eval_seeds import SELECTION
 from imf.stats import standard_error
@@ -51,7 +53,17 @@ def _mean_se(values: list[float]) -> tuple[float, float]:
     return sum(values) / len(values), standard_error(values)
 
 
-def row(run_dir: Path, config: dict, scored: dict) -> dict:
+def holdout_looks(run_dir: Path, config: dict) -> int:
+    """The holdout ledger's looks at this run (its curve, a preset's record): counted there, never here."""
+    rows = log_rows(run_dir) if (run_dir / "logs.json.txt").is_file() else []
+    run = {"obs": config["policy"]["obs_type"], "objective": (config.get("objective") or {}).get("name", "imf"),
+           "seed": config["training"]["seed"]}
+    if rows and "batch_size" in config["training"]:
+        run["samples"] = rows[-1].get("global_step", 0) * config["training"]["batch_size"]
+    return holdout_ledger.looks_of(holdout_ledger.load_from(RESULTS_DIR), run)
+
+
+def row(run_dir: Path, config: dict, scored: dict, looks: int) -> dict:
     planned = config["policy"]["n_action_steps"]
     seeds = sorted(scored["per_seed"], key=int)
     cover = [float(scored["per_seed"][s]) for s in seeds]
@@ -61,7 +73,7 @@ def row(run_dir: Path, config: dict, scored: dict) -> dict:
             "seed": config["training"]["seed"], "action_steps": scored["action_steps"], "planned": planned,
             "selection_score": score_, "selection_score_se": score_se, "selection_success": succ,
             "selection_success_se": succ_se, "selection_episodes": len(seeds),
-            "selection_seed_start": int(seeds[0]), **dict.fromkeys(HOLDOUT_FIELDS), "holdout_looks": 0,
+            "selection_seed_start": int(seeds[0]), **dict.fromkeys(HOLDOUT_FIELDS), "holdout_looks": looks,
             "eval_s": round(scored["eval_s"], 1), "per_seed": cover, "per_seed_success": success}
 
 
@@ -111,9 +123,9 @@ def main(argv: list[str] | None = None) -> int:
                  f"current step; give 1..{ahead}")
     # the trained horizon first (the pairs' baseline), then the longest
     steps = [planned] + sorted(set(steps) - {planned}, reverse=True)
-    rows = []
+    rows, looks = [], holdout_looks(args.run_dir, config)
     for k in steps:
-        rows.append(row(args.run_dir, config, score(best, k, args.episodes)))
+        rows.append(row(args.run_dir, config, score(best, k, args.episodes), looks))
         print(f"{args.run_dir.name}: {k} actions a plan (ran with {planned}): coverage {rows[-1]['selection_score']:.3f}, "
               f"success {rows[-1]['selection_success']:.3f} ({rows[-1]['eval_s']:.0f} s)", flush=True)
     lines = table(rows)

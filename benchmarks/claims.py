@@ -19,6 +19,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Callable
 
+import holdout_ledger
 from claims_base import ClaimError, Data, coverage_success, cpu_minutes, gap, pct, preset
 from claims_choices import (HORIZON_CHOICES, IMAGE_AGAINST, IMAGE_CHOICES, IMAGE_SAMPLES_CHOICES,
                             KEYPOINT_CHOICES, SCHEDULE_CHOICE)
@@ -101,6 +102,34 @@ def schedule_lines(data: Data) -> list[str]:
     return lines + [SCHEDULE_CHOICE]
 
 
+def holdout_before_choices(data: Data, shipped: dict[str, str]) -> str:
+    """What the holdout had shown when each shipped CPU preset was last changed, from the holdout
+    ledger (benchmarks/holdout_ledger.py); ``shipped``: preset -> the JSON of its own runs."""
+    ledger = holdout_ledger.load_from(data.folder)
+    parts = []
+    for preset, own in shipped.items():
+        changes = [c for c in ledger["choices"] if c["preset"] == preset]
+        if not changes:
+            raise ClaimError(f"{data.folder / holdout_ledger.LEDGER}: no choice of {preset}")
+        last = max(changes, key=lambda c: c["date"])
+        before = holdout_ledger.looks_before(ledger, last, data.folder)
+        when = f"`{preset}`'s last change ({last['commit']}, {last['date'][:10]})"
+        if not before:
+            parts.append(f"{when} came before any holdout look at its imf runs")
+            continue
+        best = sum(1 for e in before if e["checkpoint"] == "best.pt")
+        runs = {e["run"] for e in before}
+        mine = {holdout_ledger.run_key(r) for r in data[own] if r.get("objective") == "imf"} & runs
+        parts.append(f"{when} was committed after {len(before)} holdout looks at {len(runs)} imf runs of it "
+                     f"({best} best checkpoints, {len(before) - best} curve snapshots"
+                     + (f"; its own {len(mine)} runs among them" if mine else "") + ")")
+    return ("The presets' settings were chosen on the test and selection seeds, never by a holdout score, "
+            "but not always before the holdout was seen (the holdout ledger, "
+            f"benchmarks/learning_results/{holdout_ledger.LEDGER}): " + "; ".join(parts) + ". Where looks came "
+            "first, the preset's holdout numbers are those of a version picked after they were seen, not an "
+            "untouched estimate.")
+
+
 def readme_learning(data: Data) -> list[str]:
     ref = data["references"]["lerobot_diffusion_pusht"]
     names = ("keypoints", "image", "image_preset", "image_preset30")
@@ -108,8 +137,8 @@ def readme_learning(data: Data) -> list[str]:
     episodes = {preset(data, data.run(n, "imf", data.seeds(n)[0])["preset"])["data"]["demo_episodes"] for n in names}
     return [
         "Every number here is a run's best checkpoint (chosen on the 50 test seeds) scored on 200 "
-        "**holdout** seeds (900000..), once: the presets' settings were chosen before, on the test and "
-        "selection seeds, and nothing was chosen by these (imf/config/eval_seeds.py). "
+        "**holdout** seeds (900000.., imf/config/eval_seeds.py). "
+        + holdout_before_choices(data, {"pusht_lowdim_cpu": "keypoints", "pusht_image_cpu": "image_preset"}) + " "
         + anchors_line(data),
         "",
         f"Data: {' and '.join(map(str, sorted(episodes)))} scripted demonstrations (imf's expert, made on the machine). One torch thread a "
@@ -319,6 +348,8 @@ def run(root: Path, check: bool) -> list[str]:
                 problems.append(f"{file}, passage {name}: {_first_difference(current, wanted)}; "
                                 f"run `python benchmarks/claims.py` to write it from the JSON")
             texts[path] = texts[path][:start] + wanted + texts[path][stop:]
+    if check:  # the look counts in the JSON are the ledger's
+        problems += holdout_ledger.check(root)
     if not check:  # the passages that could be written are; the others keep their text
         for path, text in texts.items():
             if path.read_text() != text:

@@ -38,7 +38,7 @@ def test_committed_rows_stay_and_a_folder_measured_again_replaces_its_row(tmp_pa
     rows = {r["name"]: r["best_test_score"] for r in json.loads((results / "ablations_image.json").read_text())}
     assert rows == {"base": 0.5, "old": 0.7, "new": 0.7}
     written = json.loads((results / "ablations_image.json").read_text())
-    assert all(r["holdout_score"] is None and r["holdout_looks"] == 0 for r in written)  # never looked at
+    assert all(r["holdout_score"] is None and r["holdout_looks"] == 0 for r in written)  # no ledger, no look
     assert text.index("| base |") < text.index("| new |")  # the baseline first, wherever it came from
     ablation.table(runs, "base", write=True, only=True)
     assert {r["name"] for r in json.loads((results / "ablations_image.json").read_text())} == {"old", "new"}
@@ -103,3 +103,24 @@ def test_a_samples_budget_is_epochs_of_the_preset_steps_and_batch():
 def test_a_bad_samples_budget_is_one_line(preset, overrides, samples, words):
     with pytest.raises(SystemExit, match=re.escape(words)):
         sizing("ablation.py", preset, overrides, 30, samples)
+
+
+def test_holdout_looks_are_the_ledgers_count_of_looks_at_the_run(tmp_path, monkeypatch):
+    """An ablation never looks at the holdout, but its run may have been looked at since (a holdout
+    curve, a preset's record): the row says what the ledger counts."""
+    results = tmp_path / "learning_results"
+    results.mkdir()
+    base = {**_row("base", 0.5), "objective": "imf", "seed": 42, "samples": 640}
+    (results / "ablations_image.json").write_text(json.dumps([base]))
+    (results / "holdout_ledger.json").write_text(json.dumps({"looks": [
+        {"run": "image/imf/seed 42/640 samples"}, {"run": "image/imf/seed 42/640 samples"},
+        {"run": "image/imf/seed 43/640 samples"}], "choices": []}))
+    monkeypatch.setattr(ablation, "RESULTS_DIR", results)
+    monkeypatch.setattr(ablation, "write_section", lambda section, text: None)
+    runs = tmp_path / "runs"
+    (runs / "new").mkdir(parents=True)
+    monkeypatch.setattr(ablation, "read_run", lambda folder: {**_row(folder.name, 0.7), "objective": "imf",
+                                                               "seed": 43, "samples": 999})
+    ablation.table(runs, "base", write=True)
+    written = {r["name"]: r["holdout_looks"] for r in json.loads((results / "ablations_image.json").read_text())}
+    assert written == {"base": 2, "new": 0}

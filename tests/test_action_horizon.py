@@ -50,7 +50,7 @@ def test_rows_are_paired_against_the_trained_horizon_and_other_runs_stay(tmp_pat
     assert [r["run"] for r in rows] == ["older"] * 2 + ["img30-ref"] * 4
     mine = rows[2:]
     assert [r["action_steps"] for r in mine] == [4, 5, 2, 1]  # the trained horizon first, always scored
-    assert all(r["holdout_score"] is None and r["holdout_looks"] == 0 for r in mine)
+    assert all(r["holdout_score"] is None and r["holdout_looks"] == 0 for r in mine)  # no ledger, no look
     assert mine[0]["selection_score"] == pytest.approx(0.515)
     gap, se = action_horizon.paired_gap(mine, 1, "per_seed")
     assert gap == pytest.approx(0.3) and se == pytest.approx(0.0, abs=1e-12)  # every seed moved alike
@@ -72,3 +72,18 @@ def test_bad_steps_are_one_line_and_write_nothing(tmp_path, results, args, words
 def test_a_folder_without_best_pt_is_one_line(tmp_path, results):
     with pytest.raises(SystemExit, match="has no checkpoints/best.pt"):
         action_horizon.main([str(tmp_path)])
+
+
+def test_a_row_counts_the_ledgers_looks_at_its_run(tmp_path, results):
+    """The looks at the run are the holdout ledger's (its curve, a preset's record), not a literal."""
+    run = _run_dir(tmp_path)
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["training"]["batch_size"] = 64
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    (run / "logs.json.txt").write_text(json.dumps({"epoch": 0, "global_step": 100}) + "\n")
+    key = "image/imf/seed 42/6400 samples"
+    looks = [{"run": key, "checkpoint": f"snapshot {i}"} for i in range(3)] + [{"run": "image/imf/seed 42/1 samples"}]
+    (results / "holdout_ledger.json").write_text(json.dumps({"looks": looks, "choices": []}))
+    assert action_horizon.main([str(run), "--steps", "2", "--episodes", "4"]) == 0
+    rows = json.loads((results / "action_horizon_image.json").read_text())
+    assert [r["holdout_looks"] for r in rows] == [3, 3]
