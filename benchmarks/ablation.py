@@ -8,13 +8,13 @@
 image: pusht_image_cpu; or --preset NAME) with the overrides, for a
 budget on the cpu clock (CPU seconds / torch threads), or with --samples for a fixed number of
 training samples: the cpu clock makes runs equal in CPU time, not in samples, which the machine
-and the load beside a run move by a quarter or more (benchmarks/RESULTS.md, "Ablations, image:
+and the load beside a run move by a quarter or more (benchmarks/RUNS.md, "Ablations, image:
 what they say"); a change's own cost per sample is image_step.py's to measure. Nice'd; it
 re-scores its best.pt on 200 selection seeds (500000..). A run's best checkpoint is chosen on the
 50 test seeds (its rollouts); a change is adopted on the selection seeds. The holdout
 (900000..) is never looked at here: a preset chosen by this table is claimed by
 benchmarks/learning.py, on the holdout, after the choice.
-`table` reads every run folder under DIR into the ablation table of benchmarks/RESULTS.md and
+`table` reads every run folder under DIR into the ablation table of benchmarks/RUNS.md and
 benchmarks/learning_results/ablations_<obs>.json, beside the rows already committed there (their
 folders need not exist any more; a folder measured again replaces its row; --only drops them):
 change, steps, samples/s, best test score and success (± SE over the 50 test seeds),

@@ -1,7 +1,7 @@
 """How long a benchmark run trains: CPU-minutes on the cpu clock, or a fixed number of samples.
 
 The cpu clock makes runs equal in CPU time, not in samples: the machine and the load beside a run
-move the samples a CPU-second buys by a quarter or more (benchmarks/RESULTS.md, "Image training
+move the samples a CPU-second buys by a quarter or more (benchmarks/RUNS.md, "Image training
 step: what it says"). A fixed number of samples is the same on any machine and under any load;
 its runs still keep the cpu clock, which then only times them (train_s is CPU seconds).
 """

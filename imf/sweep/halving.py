@@ -10,7 +10,7 @@ errors of the difference, so a trial tied with the cut within noise is never sto
 1.96 (the one-sided 2.5% of ``imf report``'s rule for ties) corrected for the m = n -
 floor(n / ETA) trials compared with the cut (Bonferroni: the one-sided 2.5% / m point; z 2.64
 for m = 6): with one 1.96-SE test per comparison a best among near rivals was stopped in 6.5%
-of planted sweeps, with the correction in 1.8% (benchmarks/RESULTS.md, "Successive halving on
+of planted sweeps, with the correction in 1.8% (benchmarks/RUNS.md, "Successive halving on
 near rivals"). A trial that reached the rung before ETA scores existed is judged as soon as
 they do, while it still runs.
 
