@@ -84,3 +84,13 @@ def pytest_sessionfinish(session, exitstatus):
               f"({os.getcwd()}); a command must write only into the folder it names")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+
+# Modules that take a minute or more of wall time (a Slurm cluster's time limits, a scripted
+# session, a toy model trained to its modes, real loops): started first under pytest-xdist, so
+# the workers end together instead of one finishing them alone.
+LONG_MODULES = ("test_scheduler_slurm.py", "test_seed_session.py", "test_objectives_learnability.py",
+                "test_loop_real.py", "test_report_axes.py", "test_curricula.py", "test_drills_once.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.path.name not in LONG_MODULES)  # stable: file order otherwise
