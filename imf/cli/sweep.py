@@ -33,6 +33,7 @@ def sweep(
     poll: float = typer.Option(None, "--poll", help="Seconds between polls of the running trials (default 5)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the queues, the order and estimated finish on each, and every trial's command; load every plugin the plan uses; run nothing."),
     resume: Path = typer.Option(None, "--resume", help="Continue the sweep in this folder (re-attach, skip ended trials)."),
+    rerun: str = typer.Option(None, "--rerun", help="With the sweep folder (imf sweep --rerun failed DIR): run again its trials that ended failed, diverged or stalled (comma-separated), as new attempts in the same sweep."),
     cancel: Path = typer.Option(None, "--cancel", help="Cancel the live jobs of the sweep in this folder on every queue (its controller is stopped first)."),
     notify: str = typer.Option(None, "--notify", help="Command run with the report's path when the sweep ends."),
     halving: int = typer.Option(None, "--halving", help="Successive halving: at each --rungs epoch keep the top 1/ETA (ETA >= 2); a trial below them by more than 1.96 SE of the difference is stopped, a tie never."),
@@ -49,14 +50,9 @@ def sweep(
                 ("--final-eval", final_eval), ("--halving", halving), ("--min-queues", min_queues))},
              "--rungs": rungs}
     try:
-        if cancel is not None:
-            _cancel(cancel, {**fixed, "--resume": resume, "--retries": retries is not None, "--notify": notify,
-                             "--stall-timeout": stall_timeout is not None, "--poll": poll is not None})
-            return
-        if resume is not None:
-            refuse_flags(fixed, "--resume continues a sweep as it was planned")
-            _resume(resume, poll=poll, stall_timeout=stall_timeout, retries=retries, notify=notify)
-            return
+        settings = dict(retries=retries, notify=notify, stall_timeout=stall_timeout, poll=poll)
+        if cancel is not None or rerun is not None or resume is not None:
+            return _of_folder(cancel, rerun, resume, args, fixed, settings)
         preset, items = split_config_args(list(args or []) + ([f"logging.trackers={','.join(tracker)}"] if tracker else []))
         config = preset or sweep_lib.default_config(mask)
         request = sweep_lib.SweepRequest(
@@ -72,6 +68,33 @@ def sweep(
     except KeyboardInterrupt:
         typer.echo("imf: interrupted; running trials go on; continue with imf sweep --resume DIR", err=True)
         raise typer.Exit(130)
+
+
+def _of_folder(cancel: Path | None, rerun: str | None, resume: Path | None, args: list[str] | None,
+               fixed: dict[str, object], settings: dict[str, object]) -> None:
+    """``--cancel DIR``, ``--rerun STATES DIR`` or ``--resume DIR``: a sweep folder's commands."""
+    if cancel is not None:
+        given = {f"--{k.replace('_', '-')}": v is not None for k, v in settings.items()}
+        _cancel(cancel, {**fixed, "--resume": resume, **given, "--rerun": rerun})
+    elif rerun is not None:
+        _rerun(rerun, args, resume, {k: v for k, v in fixed.items() if k != "CONFIG/overrides"}, **settings)
+    else:
+        refuse_flags(fixed, "--resume continues a sweep as it was planned")
+        _resume(resume, **settings)
+
+
+def _rerun(value: str, args: list[str] | None, resume: Path | None, flags: dict[str, object],
+           **settings) -> None:
+    """``--rerun STATES DIR`` (or ``--rerun STATES --resume DIR``): the folder, one only."""
+    from imf.errors import SweepError
+    from imf.sweep.rerun import parse_rerun
+    states = parse_rerun(value)
+    folders = [Path(a) for a in args or []] + ([resume] if resume is not None else [])
+    if len(folders) != 1:
+        raise SweepError(f"--rerun {value} takes one sweep folder (imf sweep --rerun {value} DIR), "
+                         f"got {len(folders)}: {' '.join(map(str, folders)) or 'none'}")
+    refuse_flags(flags, "--rerun runs a sweep's trials again as they were planned")
+    _resume(folders[0], rerun=states, **settings)
 
 
 def _cancel(folder: Path, flags: dict[str, object]) -> None:

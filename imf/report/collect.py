@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from imf.errors import ReportError
+from imf.report.attempts import attempts_text
 from imf.report.basis import batch_size, budget_fields
 from imf.report.model import LAST_K, Curve, TrialRow
 from imf.stats import standard_error
@@ -203,6 +204,7 @@ def read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
                    note=str((summary or {}).get("note") or ""), restarts=restarts,
                    reason=str((summary or {}).get("reason") or "") if status == "failed" else "")
     row.n_emb, row.n_layer = model_size(run_dir, summary, trial_id)
+    row.attempts, row.attempt_log = attempts_text(state)
     row.seed = seed if seed is not None else _summary_seed(summary, trial_id)
     rollouts = rollouts_of(rows)
     _fill_scores(row, rollouts, summary or {}, last_k)

@@ -57,6 +57,8 @@ class TrialRow:
     train_s: float | None = None  # training seconds reached (rollouts excluded)
     members: list[str] = field(default_factory=list)  # an ensemble's members, trial@epoch
     reason: str = ""  # why it failed (summary.json), e.g. out of GPU memory and what to run instead
+    attempts: int = 0  # launches of the trial in its sweep (sweep.json), retries and reruns included
+    attempt_log: str = ""  # each ended attempt's outcome, and the reruns (imf/report/attempts.py)
 
     @property
     def is_ensemble(self) -> bool:

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from imf.report.attempts import attempt_lines
 from imf.report.axes import combined_se, shown
 from imf.report.model import METRIC, Report, Trends
 from imf.tables import csv_text, table, to_text
@@ -14,7 +15,7 @@ CSV_FIELDS = ("rank", "id", "status", "n_emb", "n_layer", "seed", "cell", "final
               "best_score", "best_se", "episodes", "best_epoch", "tied", "last_k", "last_k_se",
               "last_k_n", "selection", "selection_se", "selection_episodes", "selection_success", "holdout", "holdout_se",
               "holdout_success", "holdout_episodes", "holdout_looks", "success_rate", "rollouts",
-              "restarts", "queue", "source", "run_dir", "note")
+              "restarts", "attempts", "queue", "source", "run_dir", "note")
 NO_SIZES = "no trial has a known n_emb or n_layer: no trends"
 MAX_SETTING_COLUMNS = 3  # settings that vary between cells shown as columns of their own
 ENSEMBLE_RULE = ("status ensemble: an imf ensemble of trained checkpoints, listed after the trials "
@@ -241,6 +242,8 @@ def render_text(report: Report) -> str:
     out += ["", "stopped early:"] + [f"  {line}" for line in stopped] if stopped else []
     failed = failed_lines(report)
     out += ["", "failed:"] + [f"  {line}" for line in failed] if failed else []
+    tries = attempt_lines(report.trials)
+    out += ["", "attempts (sweep.json):"] + [f"  {line}" for line in tries] if tries else []
     out += ["", "trends:"] + [f"  {line}" for line in trend_lines(report.trends)]
     out += ["", heatmap_text(report.trends, _score(report))]
     return "\n".join(out) + "\n"
@@ -267,6 +270,8 @@ def render_markdown(report: Report, figures: list[str]) -> str:
     out += ["", "## Stopped early", ""] + [f"- {line}" for line in stopped] if stopped else []
     failed = failed_lines(report)
     out += ["", "## Failed", ""] + [f"- {line}" for line in failed] if failed else []
+    tries = attempt_lines(report.trials)
+    out += ["", "## Attempts", ""] + [f"- {line}" for line in tries] if tries else []
     out += ["", "## Trends", ""] + [f"- {line}" for line in trend_lines(report.trends)]
     out += ["", "## Heatmap", ""]
     if "heatmap.png" in figures:

@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from filelock import FileLock, Timeout
 
@@ -62,10 +62,13 @@ class Engine(Recovery):
             lock.release()
 
     # ------------------------------------------------------------------ the loop
-    def run(self) -> SweepState:
-        """Run the sweep to its end (or to Ctrl-C), then record, report and notify."""
+    def run(self, prepare: Callable[[], None] | None = None) -> SweepState:
+        """Run the sweep to its end (or to Ctrl-C), then record, report and notify; ``prepare``
+        first changes the state under the controller's lock (its error leaves the files as they were)."""
         self.sdir.path.mkdir(parents=True, exist_ok=True)
         with self._controller():
+            if prepare is not None:
+                prepare()
             self.state.status = "running"
             self.state.controller = {"pid": os.getpid(), "host": socket.gethostname(),
                                      "started": now_iso()}

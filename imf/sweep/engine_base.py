@@ -76,7 +76,8 @@ class EngineBase:
         job = JobRequest(trial.id, s.name, self.sdir.trial_dir(trial.id), argv, config, config_text(config))
         job.resume_argv = [*s.trial_command, "--resume", "--id", trial.id, "--out", "{run_dir}",
                            "--store", "none"]
-        job.resume = bool(trial.history) and trial.history[-1].get("outcome") == "timeout"
+        since = trial.since_rerun()  # a rerun starts afresh
+        job.resume = bool(since) and since[-1].get("outcome") == "timeout"
         return job
 
     # ------------------------------------------------------------------ attempts
@@ -85,7 +86,7 @@ class EngineBase:
         trial.note_attempt(outcome, reason, exit_code)
         trial.exit_code, trial.reason = exit_code, reason
         self.stalls.forget(trial.id)
-        failures = sum(h["outcome"] in RETRIED for h in trial.history)
+        failures = sum(h["outcome"] in RETRIED for h in trial.since_rerun())  # a rerun's retries anew
         if outcome in RETRIED and failures <= self.state.retries:
             trial.move("retry")
             orders = [t.order for t in self.state.trials if t.queue == trial.queue]

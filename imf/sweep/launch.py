@@ -27,6 +27,7 @@ from imf.sweep.plan import (Plan, TrialPlan, build_trials, check_one_value, make
                              render_plan)
 from imf.sweep.probe import check_lines, plugin_names, start_problems
 from imf.sweep.queues import load_hosts, resolve_queues
+from imf.sweep.rerun import Rerun
 from imf.store.records import check_identity, project_root
 from imf.sweep.differences import difference_lines
 from imf.sweep.estimate import estimate_lines
@@ -263,8 +264,10 @@ def write_sweep(sdir: SweepDir, state: SweepState,
 def resume_sweep(path: str | Path, echo: Callable[[str], None] = print, *,
                  poll: float | None = None, stall_timeout: float | None = None,
                  retries: int | None = None, notify: str | None = None,
-                 on_start: Callable[[SweepDir], None] | None = None) -> Engine:
-    """Continue the sweep in ``path``: re-attach, skip what ended, run the rest."""
+                 on_start: Callable[[SweepDir], None] | None = None,
+                 rerun: tuple[str, ...] = ()) -> Engine:
+    """Continue the sweep in ``path``: re-attach, skip what ended, run the rest; with ``rerun``
+    (states, imf/sweep/rerun.py) its trials that ended so run again as new attempts."""
     sdir = SweepDir(path)
     state = sdir.load()
     if on_start:
@@ -278,7 +281,10 @@ def resume_sweep(path: str | Path, echo: Callable[[str], None] = print, *,
     if retries is not None:
         state.retries = int(_positive(retries, "--retries", True))
     state.notify = notify or state.notify
-    sdir.log(f"resume by pid {os.getpid()}")
     engine = Engine(sdir, state, echo)
+    if rerun:  # marked and logged under the controller's lock
+        engine.run(Rerun(engine, rerun))
+        return engine
+    sdir.log(f"resume by pid {os.getpid()}")
     engine.run()
     return engine

@@ -33,6 +33,7 @@ TRANSITIONS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "ended": (ACTIVE, None),  # to one of FINAL
     "requeued": (("pending", *ACTIVE), "pending"),  # its queue went down or blocked, or cancelled
     "orphan result": (("pending",), "running"),  # takes the result of its job on a lost host
+    "rerun": (("failed", "diverged", "stalled"), "pending"),  # imf sweep --rerun (imf/sweep/rerun.py)
 }
 ATTEMPTS_BY = {"launch": 1, "not started": -1}  # a start that never happened is no attempt
 
@@ -83,6 +84,9 @@ class TrialState:
     recorded: bool = False
     history: list[dict[str, Any]] = field(default_factory=list)  # one entry per ended attempt
     orphans: list[Orphan] = field(default_factory=list)  # jobs left on down hosts
+    # imf sweep --rerun: one entry per rerun (requested, was, after_attempt, history: the length
+    # of ``history`` then; the retries count the failures after it)
+    reruns: list[dict[str, Any]] = field(default_factory=list)
     config: str | None = None  # its own config file, when not the sweep's (the loop's proposals)
     init_from: str | None = None  # the checkpoint it warm-starts from (imf trial --init-from)
 
@@ -109,6 +113,10 @@ class TrialState:
             entry["started"] = self.started
         entry.update(finished=now_iso(), exit_code=exit_code, outcome=outcome, reason=reason)
         self.history.append(entry)
+
+    def since_rerun(self) -> list[dict[str, Any]]:
+        """The ended attempts since the last ``imf sweep --rerun`` (all of them without one)."""
+        return self.history[self.reruns[-1]["history"]:] if self.reruns else self.history
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)}

@@ -75,6 +75,7 @@ def _check_values(data: dict[str, Any]) -> None:
             raise SweepError(f"trials[{i}] state '{trial['state']}' is not one of "
                              f"{', '.join(STATES)}")
         _check_handle(trial.get("handle"), f"trials[{i}] handle")
+        _check_reruns(trial, f"trials[{i}] reruns")
         for j, orphan in enumerate(trial.get("orphans", [])):
             if not (isinstance(orphan.get("queue"), str) and isinstance(orphan.get("handle"), dict)):
                 raise SweepError(f"trials[{i}] orphans: each needs a 'queue' and a 'handle' object")
@@ -83,6 +84,15 @@ def _check_values(data: dict[str, Any]) -> None:
         if any(q not in names for q in lost):
             raise SweepError(f"trial {trial['id']} is on queue "
                              f"'{next(q for q in lost if q not in names)}', which the sweep does not have")
+
+
+def _check_reruns(trial: dict[str, Any], where: str) -> None:
+    """Each rerun entry says where its attempts begin in the trial's history."""
+    for j, entry in enumerate(trial.get("reruns", [])):
+        at = entry.get("history")
+        if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at <= len(trial.get("history", [])):
+            raise SweepError(f"{where}[{j}] 'history' must be an int from 0 to the length of the "
+                             f"trial's history, got {at!r:.60}")
 
 
 def _check_handle(handle: dict[str, Any] | None, where: str) -> None:
