@@ -6,7 +6,9 @@ generated here from benchmarks/learning_results/*.json, never typed.
     python benchmarks/claims.py --check    # exit 1 naming the first passage that disagrees
 
 A passage sits between ``<!-- claims:NAME -->`` and ``<!-- /claims:NAME -->``, in whichever one
-of those files holds the markers. A number edited by hand, or a run removed from the JSON, makes ``--check`` fail (tests/test_claims.py). Claims are
+of those files holds the markers. A number edited by hand, or a run removed from the JSON, makes ``--check`` fail (tests/test_claims.py). ``--check``
+also runs the holdout ledger's check (holdout_ledger.py) and the register of every other published
+number (published_numbers.py). Claims are
 holdout numbers (seeds 900000.., looked at once per run, settings chosen before the look);
 selection numbers are labelled as what chose a setting.
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import holdout_ledger
+import published_numbers
 from claims_base import ClaimError, Data, coverage_success, cpu_minutes, gap, pct, preset
 from claims_choices import (HORIZON_CHOICES, IMAGE_AGAINST, IMAGE_CHOICES, IMAGE_SAMPLES_CHOICES,
                             KEYPOINT_CHOICES, SCHEDULE_CHOICE)
@@ -348,8 +351,9 @@ def run(root: Path, check: bool) -> list[str]:
                 problems.append(f"{file}, passage {name}: {_first_difference(current, wanted)}; "
                                 f"run `python benchmarks/claims.py` to write it from the JSON")
             texts[path] = texts[path][:start] + wanted + texts[path][stop:]
-    if check:  # the look counts in the JSON are the ledger's
+    if check:  # the look counts in the JSON are the ledger's; every other published number is registered
         problems += holdout_ledger.check(root)
+        problems += published_numbers.check(root)
     if not check:  # the passages that could be written are; the others keep their text
         for path, text in texts.items():
             if path.read_text() != text:

@@ -1,0 +1,93 @@
+"""benchmarks/published_numbers.py: every number in README.md, docs/*.md and benchmarks/RESULTS.md,
+tables and code included, is registered with what it is, and a number changed by hand fails the
+check (the claims passages are claims.py's: tests/test_claims.py)."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import published_numbers as pn  # noqa: E402
+
+
+def test_every_published_number_is_registered():
+    assert pn.check(ROOT) == []
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    (tmp_path / "benchmarks").mkdir()
+    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    shutil.copytree(ROOT / "docs", tmp_path / "docs", ignore=shutil.ignore_patterns("*.png", "report_example"))
+    for name in ("RESULTS.md", "published_numbers.json", "grid_cost.json"):
+        shutil.copy(ROOT / "benchmarks" / name, tmp_path / "benchmarks" / name)
+    shutil.copytree(ROOT / "benchmarks" / "learning_results", tmp_path / "benchmarks" / "learning_results")
+    return tmp_path
+
+
+def _changed(token: str) -> str:
+    """The same number with its last digit moved by one."""
+    last = token[-1]
+    return token[:-1] + ("0" if last == "9" else str(int(last) + 1))
+
+
+def test_each_published_number_changed_in_turn_fails_the_check(checkout):
+    values = pn.json_values(checkout)
+    assert pn.check(checkout, values=values) == []
+    tried = 0
+    for path in pn.published(checkout):
+        text = path.read_text()
+        for n in list(pn.numbers(text)):
+            start = n["at"]
+            assert text[start:start + len(n["number"])] == n["number"]
+            path.write_text(text[:start] + _changed(n["number"]) + text[start + len(n["number"]):])
+            problems = pn.check(checkout, files=[path], values=values)
+            assert problems, f"{path.name}: {n['number']} changed in {n['line'].strip()!r} passed the check"
+            tried += 1
+        path.write_text(text)
+    assert tried > 2000  # every number of README, docs/ and RESULTS, not the first one found
+    assert pn.check(checkout, values=values) == []
+
+
+def test_a_table_number_edited_by_hand_is_named(checkout):
+    """The issue's case: a number in a RESULTS table changed by hand (outside any claims passage)."""
+    results = checkout / "benchmarks" / "RESULTS.md"
+    text = results.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| 128x6 |") and " s |" in line)
+    results.write_text(text.replace(row, row.replace("2.56 s", "2.66 s", 1)))
+    problems = pn.check(checkout)
+    assert any("2.66 in '| 128x6 |" in p and "not in the register" in p for p in problems), problems
+
+
+def test_a_traced_number_follows_its_json_field(checkout):
+    """A number registered as a JSON field fails the check when the field no longer prints as it."""
+    register = json.loads((checkout / "benchmarks" / "published_numbers.json").read_text())["numbers"]
+    key, entry = next((k, v) for k, v in register.items() if v.get("json", "").startswith("grid_cost.json.sweeps"))
+    path = checkout / "benchmarks" / "grid_cost.json"
+    data = json.loads(path.read_text())
+    node, parts = data, re.findall(r"[^.\[\]]+", entry["json"].removeprefix("grid_cost.json."))
+    for part in parts[:-1]:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    node[parts[-1]] = node[parts[-1]] * 2 + 1
+    path.write_text(json.dumps(data))
+    problems = pn.check(checkout)
+    assert any(f"the JSON field {entry['json']} no longer prints as it" in p for p in problems), problems
+
+
+def test_register_keeps_a_reviewers_word_and_drops_what_left_the_text(checkout):
+    readme = checkout / "README.md"
+    register = json.loads((checkout / "benchmarks" / "published_numbers.json").read_text())["numbers"]
+    reviewed = {k: v for k, v in register.items() if k.startswith("README.md") and v["kind"] == "measured"}
+    assert reviewed and all(v["why"] for v in reviewed.values())
+    readme.write_text(readme.read_text() + "\nA new paragraph with 7 new numbers.\n")
+    assert any("7 in 'A new paragraph" in p for p in pn.check(checkout))
+    again = pn.register(checkout)
+    assert {k: again[k] for k in reviewed} == reviewed
+    assert again["README.md | ## Where things live | 7 #1"] == {"kind": "unreviewed"}
