@@ -24,8 +24,8 @@ from typing import Any, Callable
 import holdout_ledger
 import published_numbers
 from claims_base import ClaimError, Data, coverage_success, cpu_minutes, gap, pct, preset
-from claims_choices import (HORIZON_CHOICES, IMAGE_AGAINST, IMAGE_CHOICES, IMAGE_SAMPLES_CHOICES,
-                            KEYPOINT_CHOICES, SCHEDULE_CHOICE)
+from claims_choices import (HORIZON_CHOICES, IMAGE_AGAINST, KEYPOINT_CHOICES, SCHEDULE_CHOICE, image_choices,
+                            image_samples_choices)
 from claims_attention import readme_attention, results_attention
 from claims_compare import comparisons, equal_compute, equal_in, step_costs
 from claims_data import readme_more_data, results_curricula, results_data_scaling
@@ -287,9 +287,9 @@ PASSAGES: dict[str, Callable[[Data], list[str]]] = {
     "results-learning-image-preset30": lambda d: results_learning(d, "image_preset30"),
     "results-learning-keypoints30": lambda d: results_learning(d, "keypoints30"),
     "results-ablations-image": lambda d: results_ablations(
-        d, "ablations_image", "img30-base", IMAGE_CHOICES, IMAGE_AGAINST),
+        d, "ablations_image", "img30-base", image_choices(d), IMAGE_AGAINST),
     "results-ablations-image-samples": lambda d: results_ablations(
-        d, "ablations_image_samples", "img800k-base", IMAGE_SAMPLES_CHOICES),
+        d, "ablations_image_samples", "img800k-base", image_samples_choices(d)),
     "results-ablations-image-schedule": schedule_lines,
     "results-image-limits": image_limits,
     "results-filmstrip-image": filmstrip_lines,
