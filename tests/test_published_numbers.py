@@ -38,6 +38,7 @@ def _changed(token: str) -> str:
     return token[:-1] + ("0" if last == "9" else str(int(last) + 1))
 
 
+@pytest.mark.slow  # in-process, but 2,500 checks: about 25 s
 def test_each_published_number_changed_in_turn_fails_the_check(checkout):
     values = pn.json_values(checkout)
     assert pn.check(checkout, values=values) == []
