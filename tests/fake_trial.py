@@ -13,6 +13,8 @@ Options (before the trial's own arguments, so a sweep's IMF_TRIAL_COMMAND prefix
   --hang-on S         stop writing anything (sleep) after the first epoch, same attempt rule
   --ledger FILE       append "ID PID" to FILE when the trial completes (drills count completions)
   --disk-full-while F after its first epoch, fail like imf trial on a full disk (exit 75) while F exists
+  --extras            also leave what a real trial leaves beside its results: swanlog/run-fake/,
+                      a top-k checkpoint, final_eval.json and holdout.json
   --plant FILE        planted rollouts: FILE is JSON {trial id: {epoch counted from 1: [per-episode
                       scores]}}; a planted trial rolls out at exactly those epochs, with
                       test_mean_score their mean and test_per_seed the scores (seeds 100000..)
@@ -42,6 +44,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.Namespace]:
     fake.add_argument("--ledger", default=None)
     fake.add_argument("--disk-full-while", default=None)
     fake.add_argument("--plant", default=None)
+    fake.add_argument("--extras", action="store_true")
     opts, rest = fake.parse_known_args(argv)
     trial = argparse.ArgumentParser(allow_abbrev=False)
     trial.add_argument("config", nargs="?")
@@ -143,10 +146,23 @@ def main(argv: list[str]) -> int:
         "checkpoints": {"latest": None, "best": "checkpoints/best.pt", "topk": []},
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "code_version": "fake"})
+    if opts.extras:
+        extras(out, args, best)
     if opts.ledger:
         with open(opts.ledger, "a") as ledger:
             ledger.write(f"{args.id} {os.getpid()}\n")
     return 0
+
+
+def extras(out: Path, args: argparse.Namespace, best: float | None) -> None:
+    """A tracker's folder, a top-k file and the re-scoring files of a real trial (their shapes)."""
+    (out / "swanlog" / "run-fake" / "files").mkdir(parents=True, exist_ok=True)
+    (out / "swanlog" / "run-fake" / "files" / "config.yaml").write_text(f"trial: {args.id}\n")
+    (out / "checkpoints" / f"epoch={args.epochs - 1:04d}-test_mean_score={best or 0:.3f}.pt").write_bytes(b"top-k")
+    scores = {"mean": best or 0.0, "per_seed": [best or 0.0, best or 0.0], "episodes": 2,
+              "success_rate": 0.5, "checkpoint": "checkpoints/best.pt"}
+    write_json(out / "final_eval.json", scores)
+    write_json(out / "holdout.json", {"looks": []})
 
 
 OOM_REASON = ("out of GPU memory at batch 64 (peak 23.5 GiB of 24.0 GiB); instead run training.grad_accum=2 "

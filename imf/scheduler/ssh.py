@@ -7,7 +7,9 @@ pass ``-o StrictHostKeyChecking=accept-new`` in ``ssh_options`` to relax it.
 
 Options (hosts YAML): ``workdir`` (default ``~/imf-runs``; trial folders are
 ``<workdir>/<sweep>/<trial>``), ``python`` (default ``python3``), ``ssh_options`` (extra ssh
-arguments, e.g. ``[-i, KEY, -F, CONFIG]``), ``user``, ``port``, ``env``.
+arguments, e.g. ``[-i, KEY, -F, CONFIG]``), ``user``, ``port``, ``env``, ``fetch`` (``all``, the
+default: an ended attempt's whole folder comes home; ``results``: its summary, logs and best.pt;
+imf/scheduler/fetch.py).
 Every remote argument is shell-quoted; the job starts detached and survives the session.
 """
 from __future__ import annotations
@@ -20,21 +22,20 @@ import stat
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from imf.errors import QueueError
 from imf.scheduler.base import Handle, JobRequest
 from imf.scheduler.plugin_check import CHECK_TIMEOUT_S, failure
 from imf.scheduler.wrapped import WrappedScheduler
-from imf.store.layout import (BEST, CONFIG, EXIT_CODE, FINAL_EVAL, HOLDOUT, LOGS, PID, STDOUT, SUMMARY,
-                              checkpoint_name)
+from imf.scheduler.fetch import RESULTS, fetch_mode, install, temporary
 from imf.store.summary import read_summary
 
+FETCH_TIMEOUT_S = 6 * 3600.0  # a trial's whole folder may be many checkpoints over a slow link
 SPEC_RE = re.compile(r"^ssh://(?:(?P<user>[^@/\s]+)@)?(?P<host>[^:/@\s]+)(?::(?P<port>\d+))?"
                      r"/(?P<device>gpu:\d+|cpu)$")
 BASE_OPTIONS = ("BatchMode=yes", "ConnectTimeout=10", "ServerAliveInterval=15",
                 "ServerAliveCountMax=4", "ControlMaster=auto", "ControlPersist=60")
-FETCH_FILES = (SUMMARY, LOGS, STDOUT, CONFIG, EXIT_CODE, PID, checkpoint_name(BEST), FINAL_EVAL, HOLDOUT)
 CHECK = r'''case $1 in "~/"*) set -- "$HOME/${1#"~/"}";; esac
 command -v "$1" >/dev/null || exit 7
 why=$("$1" -c "import imf.scheduler.wrapper" 2>&1) || { printf '%s\n' "$why" | tail -n 1; exit 8; }
@@ -43,6 +44,10 @@ echo ok
 UPLOAD = r'''case $1 in "~/"*) d="$HOME/${1#"~/"}";; *) d=$1;; esac
 mkdir -p "$d" && cat > "$d/$2"
 '''
+
+
+class OldWrapper(Exception):
+    """The host's job wrapper does not know a command (an older imf there)."""
 
 
 def control_dir() -> Path:
@@ -71,7 +76,7 @@ def control_dir() -> Path:
 
 class SshScheduler(WrappedScheduler):
     default_python = "python3"
-    option_keys = ("user", "port", "workdir", "python", "ssh_options", "env", "threads")
+    option_keys = ("user", "port", "workdir", "python", "ssh_options", "env", "threads", "fetch")
     handle_keys = {"host": str}
 
     def __init__(self, spec: str, options: dict[str, Any] | None = None):
@@ -89,6 +94,7 @@ class SshScheduler(WrappedScheduler):
         extra = self.options.get("ssh_options") or []
         self.extra = shlex.split(extra) if isinstance(extra, str) else [str(a) for a in extra]
         self.workdir = str(self.options.get("workdir") or "~/imf-runs").rstrip("/")
+        self.fetch_mode = fetch_mode(spec, self.options.get("fetch"))
         self._home: str | None = None
 
     def _check_target(self) -> None:
@@ -132,9 +138,12 @@ class SshScheduler(WrappedScheduler):
         except (OSError, subprocess.TimeoutExpired, QueueError):
             pass
 
-    def _ssh(self, remote: str, timeout: float, data: bytes | None = None) -> tuple[int, bytes, str]:
+    def _ssh(self, remote: str, timeout: float, data: bytes | None = None,
+             sink: BinaryIO | None = None) -> tuple[int, bytes, str]:
+        """Run ``remote`` on the host -> (rc, stdout, stderr); with ``sink`` stdout goes there."""
+        out = subprocess.PIPE if sink is None else sink
         try:
-            proc = subprocess.run([*self.ssh_argv(), remote], input=data, capture_output=True,
+            proc = subprocess.run([*self.ssh_argv(), remote], input=data, stdout=out, stderr=subprocess.PIPE,
                                   timeout=timeout, stdin=None if data is not None else subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise QueueError(f"queue '{self.spec}': ssh to {self.target} timed out after "
@@ -145,20 +154,20 @@ class SshScheduler(WrappedScheduler):
         if proc.returncode == 255:
             last = err.strip().splitlines()[-1] if err.strip() else "connection failed"
             raise QueueError(f"queue '{self.spec}': host {self.target} unreachable: {last}")
-        return proc.returncode, proc.stdout, err
+        return proc.returncode, proc.stdout or b"", err
 
     def _sh(self, script: str, args: list[str], timeout: float = 60.0,
             data: bytes | None = None) -> tuple[int, bytes, str]:
         remote = " ".join(["sh", "-c", shlex.quote(script), "imf", *(shlex.quote(a) for a in args)])
         return self._ssh(remote, timeout, data)
 
-    def _wrapper(self, args: list[str], timeout: float = 60.0,
-                 env: dict[str, str] | None = None) -> tuple[int, bytes, str]:
+    def _wrapper(self, args: list[str], timeout: float = 60.0, env: dict[str, str] | None = None,
+                 sink: BinaryIO | None = None) -> tuple[int, bytes, str]:
         py = self.python  # a "~/" path is expanded by the remote shell, so it is left unquoted
         py = '"$HOME"/' + shlex.quote(py[2:]) if py.startswith("~/") else shlex.quote(py)
         prefix = ["env", *(shlex.quote(f"{k}={v}") for k, v in env.items())] if env else []
         return self._ssh(" ".join([*prefix, py, "-m", "imf.scheduler.wrapper",
-                                   *(shlex.quote(a) for a in args)]), timeout)
+                                   *(shlex.quote(a) for a in args)]), timeout, sink=sink)
 
     def check_plugins(self, wanted: list[str]) -> None:
         """The host's python loads the plugins with the slot's environment, as its trials will."""
@@ -216,6 +225,8 @@ class SshScheduler(WrappedScheduler):
         if job.config_text is not None:
             rc, _, err = self._sh(UPLOAD, [self.sweep_dir(job), Path(job.config).name],
                                   data=job.config_text.encode())
+            if rc == 2 and "unknown command" in err:
+                raise OldWrapper(err.strip()[-300:])
             if rc != 0:
                 raise QueueError(f"queue '{self.spec}': cannot write the config on {self.host}: "
                                  f"{err.strip()}")
@@ -224,8 +235,32 @@ class SshScheduler(WrappedScheduler):
         return handle
 
     def fetch(self, handle: Handle) -> None:
-        self.pack(handle, list(FETCH_FILES))
+        """Bring the ended attempt's folder home (``fetch: all``), or its results and best.pt."""
+        if self.fetch_mode == "all":
+            try:
+                self._receive(handle, ["bundle", handle.dir], replace=True)
+                return
+            except OldWrapper:  # the host's imf predates "bundle": its results come home
+                pass
+        self._receive(handle, ["pack", handle.dir, *RESULTS], replace=False)
         summary = read_summary(Path(handle.local_dir))
         best = summary.checkpoints.best if summary else None
-        if best and not Path(best).is_absolute() and best not in FETCH_FILES and ".." not in best:
-            self.pack(handle, [best])
+        if best and not Path(best).is_absolute() and best not in RESULTS and ".." not in best:
+            self._receive(handle, ["pack", handle.dir, best], replace=False)
+
+    def _receive(self, handle: Handle, args: list[str], replace: bool) -> None:
+        """A wrapper command's tar, streamed to a file beside the home folder, installed there."""
+        dest = Path(handle.local_dir)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tar_path = temporary(dest, "fetch.tar")
+        try:
+            with open(tar_path, "wb") as sink:
+                rc, _, err = self._wrapper(args, timeout=FETCH_TIMEOUT_S, sink=sink)
+            if rc == 2 and "unknown command" in err:
+                raise OldWrapper(err.strip()[-300:])
+            if rc != 0:
+                raise QueueError(f"queue '{self.spec}': fetching {handle.dir} from {self.host} failed "
+                                 f"(exit {rc}): {err.strip()[-300:] or 'no error printed'}")
+            install(tar_path, dest, handle.token, replace=replace)
+        finally:
+            tar_path.unlink(missing_ok=True)

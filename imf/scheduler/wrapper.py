@@ -34,6 +34,8 @@ TOKEN names the attempt, so files of an earlier attempt are never read as this o
                                        (only the attempt TOKEN, revoked if it has not started;
                                        any attempt when TOKEN is "")
     pack DIR FILE ...                  a tar of those files that exist, to stdout
+    bundle DIR                         a tar of everything in DIR but attempts/ (earlier attempts),
+                                       streamed to stdout: what a remote trial brings home
     plugins GROUP:NAME ...             import each plugin as a trial would: "ok", or exit 6 with
                                        "cannot load GROUP plugin 'NAME': why"
     gpus PYTHON [K=V ...]              one JSON object: the CUDA devices PYTHON's torch sees
@@ -60,7 +62,7 @@ from imf import drill
 from imf.atomic import atomic_write_text
 from imf.errors import ImfError
 from imf.scheduler import claim, gpu_probe
-from imf.store.layout import EXIT_CODE, LOGS, PID, STDOUT, SUMMARY, RunLayout
+from imf.store.layout import ATTEMPTS, EXIT_CODE, LOGS, PID, STDOUT, SUMMARY, RunLayout
 from imf.store.runlock import live_holder, process_start_time
 
 CLAIM = claim.CLAIM
@@ -281,6 +283,14 @@ def pack(folder: Path, names: list[str], out: BinaryIO) -> None:
     out.write(buffer.getvalue())
 
 
+def bundle(folder: Path, out: BinaryIO) -> None:
+    """Stream a tar of every entry of ``folder`` but ``attempts/`` (links kept as links)."""
+    with tarfile.open(fileobj=out, mode="w|") as tar:
+        for entry in sorted(folder.iterdir()):
+            if entry.name != ATTEMPTS:
+                tar.add(entry, arcname=f"./{entry.name}")
+
+
 def check_plugins(wanted: list[str], out: BinaryIO) -> int:
     """Import every ``GROUP:NAME`` plugin as a trial on this host would, with the packages it
     ``requires``; "ok", or exit 6 with one line naming the first that does not load and why."""
@@ -300,7 +310,7 @@ def check_plugins(wanted: list[str], out: BinaryIO) -> int:
 
 USAGE = ("usage: python -m imf.scheduler.wrapper start DIR TOKEN [K=V ...] -- ARGV | run TOKEN [K=V ...] -- ARGV"
          " | probe DIR OFFSET LIMIT | stop DIR GRACE_S [TOKEN] | revoke DIR TOKEN | pack DIR FILE ..."
-         " | gpus PYTHON [K=V ...] | plugins GROUP:NAME ...")
+         " | bundle DIR | gpus PYTHON [K=V ...] | plugins GROUP:NAME ...")
 
 
 def main(argv: list[str], out: BinaryIO, err: TextIO) -> int:
@@ -340,6 +350,8 @@ def _command(argv: list[str], out: BinaryIO, err: TextIO) -> int:
         out.write(revoke(folder, args[1]).encode() + b"\n")
     elif command == "pack":
         pack(folder, args[1:], out)
+    elif command == "bundle":
+        bundle(folder, out)
     else:
         raise ValueError(f"unknown command {command!r}")
     return 0
