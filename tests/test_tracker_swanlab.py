@@ -71,3 +71,17 @@ def test_a_sweep_trial_is_grouped_by_its_sweep(tmp_path, capsys, monkeypatch):
 def test_run_group(overrides, named, group):
     cfg = load_config("smoke", overrides + ([f"logging.group={named}"] if named else []))
     assert run_group(cfg, overrides) == group
+
+
+def test_a_resumed_attempt_continues_its_swanlab_run_and_a_new_attempt_does_not(tmp_path, monkeypatch):
+    # imf trial --resume keeps the attempt's run_uid: its SwanLab run goes on under the same id
+    # (offline, a second folder with that id, which swanlab sync joins); a rerun gets another
+    monkeypatch.delenv("SWANLAB_MODE", raising=False)
+    cfg = load_config("smoke", ["logging.tracker_options.swanlab.mode=offline"])
+    for uid, resume in (("0123456789ab", False), ("0123456789ab", True), ("ba9876543210", False)):
+        tracker = RunLogger(lambda line: None)
+        tracker.start(cfg, "t1", tmp_path, None, run_uid=uid, resume=resume)
+        tracker.log({"train_loss": 1.0}, 0)
+        tracker.finish()
+    ids = sorted(p.name for p in (tmp_path / "swanlog").glob("run-*/run-*.swanlab"))
+    assert ids == ["run-imf0123456789ab.swanlab"] * 2 + ["run-imfba9876543210.swanlab"]

@@ -39,6 +39,10 @@ class TrackerRun:
     group: str | None  # the sweep's name for a sweep's trial (logging.group wins)
     run_dir: Path
     project: str
+    # the attempt's token (summary.json's run_uid: a resume keeps it, a rerun gets a new one) and
+    # whether this start continues it (imf trial --resume): a tracker continues that run
+    run_uid: str = ""
+    resume: bool = False
 
 
 class Tracker(Protocol):
@@ -96,8 +100,9 @@ class RunLogger:
         self._live: dict[str, Any] = {}
         self._dropped: set[str] = set()
 
-    def start(self, cfg: Config, trial_id: str, run_dir: Path, group: str | None = None) -> None:
-        run = TrackerRun(cfg.to_dict(), trial_id, group, Path(run_dir), cfg.logging.project)
+    def start(self, cfg: Config, trial_id: str, run_dir: Path, group: str | None = None,
+              run_uid: str = "", resume: bool = False) -> None:
+        run = TrackerRun(cfg.to_dict(), trial_id, group, Path(run_dir), cfg.logging.project, run_uid, resume)
         for name, plugin, options in check_trackers(cfg):
             try:
                 tracker = plugin(options) if options is not None else plugin()

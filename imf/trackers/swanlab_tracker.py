@@ -28,6 +28,13 @@ class SwanLabOptions:
             raise OptionError("mode", f"got {self.mode!r}, allowed: {', '.join(MODES)}")
 
 
+def run_id(run_uid: str) -> str | None:
+    """The SwanLab run id of an attempt: ``imf trial --resume`` (same run_uid) continues that run
+    (offline, a second folder under swanlog/ with the same id, which ``swanlab sync`` joins),
+    a rerun (a new run_uid) starts another; None without a run_uid (SwanLab picks one)."""
+    return f"imf{run_uid}" if run_uid else None
+
+
 class SwanLabTracker:
     requires = ("swanlab",)
     Options = SwanLabOptions
@@ -51,8 +58,9 @@ class SwanLabTracker:
         swanlab.config.update(run.config)  # before init: the run saves it once
         log_dir = run.run_dir / SWANLOG
         with contextlib.redirect_stdout(io.StringIO()):
-            self._run = swanlab.init(project=run.project, name=run.trial_id, group=run.group, id=None,
-                                     resume=False, mode=mode, log_dir=str(log_dir), settings=settings)
+            self._run = swanlab.init(project=run.project, name=run.trial_id, group=run.group,
+                                     id=run_id(run.run_uid), resume="allow" if run.run_uid else False,
+                                     mode=mode, log_dir=str(log_dir), settings=settings)
         self._swanlab = swanlab
         return self._where(mode, log_dir)
 

@@ -42,7 +42,8 @@ class WandbTracker:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             self._run = wandb.init(project=run.project, name=run.trial_id, group=run.group,
                                    config=run.config, dir=str(run.run_dir), mode=mode, settings=settings,
-                                   reinit="create_new")
+                                   reinit="create_new", id=f"imf{run.run_uid}" if run.run_uid else None,
+                                   resume="allow" if run.run_uid else None)  # a resume continues its run
         where = self._run.dir.removesuffix("/files")
         if mode == "offline":
             return f"wandb: offline run in {where}; upload it with: wandb sync {where}"

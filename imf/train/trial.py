@@ -164,7 +164,8 @@ def _train_and_score(trial: Trial, state: TrainState, device: torch.device, resu
             trial.say(f"resume: continuing at epoch {state.epoch + 1} from latest.pt"
                       + (f" (dropped {dropped} log lines written after it)" if dropped else ""))
         _write_summary(trial, state, parts.topk, finished=False)
-        trial.tracker.start(cfg, opts.trial_id, trial.files.root, run_group(cfg, opts.overrides))
+        trial.tracker.start(cfg, opts.trial_id, trial.files.root, run_group(cfg, opts.overrides),
+                            run_uid=trial.run_uid, resume=opts.resume)  # a resume continues its tracker run
         train_loop(trial, parts, state)
         return parts.topk
     except BaseException as exc:
