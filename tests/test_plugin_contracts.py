@@ -54,6 +54,11 @@ class Nameless:  # an objective names itself
 
     def sample(self, model, cond, n_steps=None, generator=None):
         pass
+
+
+class RunOnly:  # a trainer that cannot check a request before it runs
+    def run(self, request):
+        return 0
 '''
 BREAKS = {
     ("imf.masks", "narrow"): "the call must take (n_action, n_time, n_obs)",
@@ -61,6 +66,7 @@ BREAKS = {
     ("imf.schedulers", "nostop"): "does not implement 'stop' (contract Scheduler)",
     ("imf.trackers", "fn"): "must be a class (contract Tracker), got function",
     ("imf.objectives", "nameless"): "has no attribute 'name' (contract Objective)",
+    ("imf.trainers", "run-only"): "has no method 'check' (contract Trainer)",
 }
 
 
@@ -72,7 +78,8 @@ def broken(tmp_path, monkeypatch):
         "imf.stores": {"no-read": "imf_fake_contracts:NoRead"},
         "imf.schedulers": {"nostop": "imf_fake_contracts:NoStop"},
         "imf.trackers": {"fn": "imf_fake_contracts:tracker"},
-        "imf.objectives": {"nameless": "imf_fake_contracts:Nameless"}})
+        "imf.objectives": {"nameless": "imf_fake_contracts:Nameless"},
+        "imf.trainers": {"run-only": "imf_fake_contracts:RunOnly"}})
     monkeypatch.syspath_prepend(str(src))
     yield src
     registry.clear_cache()
@@ -109,7 +116,7 @@ def test_plugins_check_passes_for_the_built_ins(monkeypatch, capsys):
     with pytest.raises(SystemExit) as done:
         main()
     assert done.value.code == 0
-    assert capsys.readouterr().out.endswith("plugins in 6 groups keep their group's contract\n")
+    assert capsys.readouterr().out.endswith("plugins in 7 groups keep their group's contract\n")
 
 
 def test_plugins_check_fails_in_one_line_for_a_plugin_that_breaks_its_contract(broken, monkeypatch, capsys):

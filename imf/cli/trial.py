@@ -11,7 +11,7 @@ import typer
 from imf.cli.app import app
 from imf.cli.options import Command, complete_config_args, complete_store
 
-from imf.config import Config, load_config, load_resolved, split_config_args
+from imf.config import Config, load_config, load_resolved, parse_json_overrides, split_config_args
 from imf.errors import EXIT_FAILED, EXIT_SIGNAL_BASE, OUTCOME_EXIT, ConfigError, ImfError, SweepError
 from imf.registry.options import fill_options
 from imf.store.identity import default_trial_id
@@ -45,7 +45,8 @@ def trial(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved config, its difference from the preset, the parameter count and the id; run nothing."),
     time_steps: int = typer.Option(None, "--time-steps", help="With --dry-run: time N training steps on random inputs of the trial's shapes, on this machine."),
 ) -> None:
-    """One run: config + overrides -> train -> score in the simulator -> checkpoints, logs, stores."""
+    """One run: config + overrides -> train -> score in the simulator -> checkpoints, logs, stores
+    (or, for a config with ``trainer:``, that trainer's run: docs/trainers.md)."""
     trial_command(args or [], trial_id=trial_id, out=out, seed=seed, epochs=epochs, init_from=init_from,
                   patience=patience, note=note, overrides=overrides, device=device, stores=store,
                   resume=resume, final_eval=final_eval, holdout=holdout, hypothesis=hypothesis,
@@ -71,7 +72,38 @@ def eval_(
                  action_steps=action_steps)
 
 
-def trial_command(args: list[str], *, trial_id: str | None, out: Path | None, seed: int | None,
+def trial_command(args: list[str], **kwargs) -> None:
+    """The config's trainer (``trainer:``; imf's own without it) runs the trial, found through
+    the ``imf.trainers`` plugins; its return value is the exit code."""
+    from imf import registry
+    from imf.config.trainer import trainer_name
+    from imf.train.trainers import TrialRequest
+
+    preset, dotted = split_config_args(args)
+    request = TrialRequest(config=preset or "pusht_image_imf", dotted=dotted, **kwargs)
+    request.extra["args"] = list(args)
+    trainer = registry.get("imf.trainers", trainer_name(preset))()
+    trainer.check(request)
+    code = trainer.run(request)
+    if code:
+        raise typer.Exit(code)
+
+
+class ImfTrainer:
+    """imf's own PushT trainer as the built-in ``imf`` plugin of ``imf.trainers``."""
+
+    def check(self, request) -> None:
+        if request.overrides is not None:
+            parse_json_overrides(request.overrides)
+
+    def run(self, request) -> int:
+        fields = {k: v for k, v in vars(request).items() if k not in ("config", "dotted", "extra", "out",
+                                                                      "stores")}
+        imf_trial_command(request.extra.get("args", []), out=request.out, stores=request.stores, **fields)
+        return 0
+
+
+def imf_trial_command(args: list[str], *, trial_id: str | None, out: Path | None, seed: int | None,
                   epochs: int | None, init_from: Path | None, patience: int | None, note: str,
                   overrides: str | None, device: str | None, stores: list[str] | None,
                   resume: bool, final_eval: int | None = None, holdout: bool = False,

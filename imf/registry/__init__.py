@@ -22,7 +22,8 @@ from typing import Any
 
 from imf.errors import PluginError, UnknownPluginError
 
-GROUPS = ("imf.curricula", "imf.masks", "imf.objectives", "imf.schedulers", "imf.stores", "imf.trackers")
+GROUPS = ("imf.curricula", "imf.masks", "imf.objectives", "imf.schedulers", "imf.stores", "imf.trackers",
+          "imf.trainers")
 BUILTIN_DIST = "imf"
 
 

@@ -10,6 +10,7 @@ must carry (annotated without a value):
     imf.schedulers  imf.scheduler.base.Scheduler  the base class schedulers extend
     imf.stores      imf.store.base.Store          cls(root): record, read
     imf.trackers    imf.trackers.Tracker          cls(): start, log, finish
+    imf.trainers    imf.train.trainers.Trainer    cls(): check, run (one trial of a config)
 
 A plugin that declares ``Options`` (imf/registry/options.py) also takes them as the last argument
 of its constructor (of the call, for a function), where the contract does not pass them always.
@@ -31,6 +32,7 @@ CONTRACTS = {
     "imf.schedulers": "imf.scheduler.base:Scheduler",
     "imf.stores": "imf.store.base:Store",
     "imf.trackers": "imf.trackers:Tracker",
+    "imf.trainers": "imf.train.trainers:Trainer",
 }
 _NOT_MEMBERS = {"__init__", "__call__"}
 

@@ -67,7 +67,8 @@ class EngineBase:
         # the user's own training.device override comes later and wins.
         device = ["training.device=cuda"] if self.scheduler(trial.queue).gpu is not None else []
         argv = [*s.trial_command, "{config}", "--id", trial.id, "--out", "{run_dir}",
-                "--seed", str(trial.seed), "--store", "none", "--epochs", str(trial.epochs),
+                "--seed", str(trial.seed), "--store", "none",
+                *(["--epochs", str(trial.epochs)] if trial.epochs else []),  # 0: a program's trial
                 f"sweep.name={s.name}",  # the SwanLab group of every trial of this sweep
                 *device, *s.overrides, *trial.overrides,
                 *(["--init-from", trial.init_from] if trial.init_from else []),

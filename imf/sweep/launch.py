@@ -17,6 +17,7 @@ import yaml
 from imf import registry
 from imf.atomic import atomic_write_text
 from imf.config import Config, load_config, load_preset_dict
+from imf.config.trainer import BUILTIN_TRAINER, load_program_config, trainer_name
 from imf.errors import SweepError
 from imf.config.eval_seeds import final_eval_seeds
 from imf.scheduler.base import GROUP as SCHEDULERS, scheduler_for, scheme_of
@@ -25,6 +26,7 @@ from imf.sweep.gpus import GpuVerdict
 from imf.sweep.halving import check_rungs, describe as describe_halving, plan_halving
 from imf.sweep.plan import (Plan, TrialPlan, build_trials, check_one_value, make_plan, parse_seeds,
                              render_plan)
+from imf.sweep.programs import program_trials
 from imf.sweep.probe import check_lines, plugin_names, start_problems
 from imf.sweep.queues import load_hosts, resolve_queues
 from imf.sweep.rerun import Rerun
@@ -94,6 +96,8 @@ def _given(value: float | None, default: float) -> float:
 
 def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
     """Check everything ``req`` names and plan it; nothing is written."""
+    if trainer_name(req.config) != BUILTIN_TRAINER:
+        return _plan_program_sweep(req)
     halving = plan_halving(req.halving, req.rungs)
     check_one_value(req.overrides)  # before the config is built, which would only see a bad number
     base = load_config(req.config, req.overrides)
@@ -125,6 +129,33 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
     sdir = SweepDir(Path(req.out) / name)
     root = project_root(sdir.path)
     for trial in trials:  # an id the project holds with another config fails the plan
+        check_identity(root, trial.id, trial.config_hash)
+    return sdir, state, plan
+
+
+def _plan_program_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
+    """``plan_sweep`` for a trainer's program config (imf/sweep/programs.py)."""
+    imf_only = {"--mask": req.mask, "--epochs": req.epochs, "--final-eval": req.final_eval,
+                "--halving": req.halving, "--rungs": req.rungs}
+    given = [flag for flag, value in imf_only.items() if value is not None]
+    if given:
+        raise SweepError(f"{given[0]} is for imf's own trainer; {req.config} runs a program")
+    registry.check("imf.trainers", trainer_name(req.config))
+    base = Config()
+    name = req.name if req.name is not None else load_program_config(req.config, req.overrides).name
+    trials = program_trials(name, req.config, req.grids, req.overrides, seed=req.seed, seeds=req.seeds)
+    base.logging.stores = load_program_config(req.config, req.overrides).stores
+    for store in base.logging.stores:
+        registry.check("imf.stores", store)
+    queues = resolve_queues(req.queues or base.sweep.queues, load_hosts(req.hosts))
+    seed_axis = [f"seed={','.join(map(str, req.seeds))}"] if len(req.seeds or []) > 1 else []
+    state, plan = sweep_state(name, req.config, trials, queues, base, overrides=list(req.overrides),
+                              grid=list(req.grids) + seed_axis, retries=req.retries,
+                              stall_timeout=req.stall_timeout, poll=req.poll, notify=req.notify)
+    state.min_queues = check_min_queues(req.min_queues, len(state.queues))
+    sdir = SweepDir(Path(req.out) / name)
+    root = project_root(sdir.path)
+    for trial in trials:
         check_identity(root, trial.id, trial.config_hash)
     return sdir, state, plan
 
@@ -201,7 +232,8 @@ def dry_run(req: SweepRequest, estimate: bool = False) -> str:
     sdir, state, plan = plan_sweep(req)
     check_free(sdir, state)
     loaded = load_plugins(state)
-    check_masks(state)  # each trial's masks at its shapes, numpy only: a wrong one refused here
+    if trainer_name(state.config) == BUILTIN_TRAINER:
+        check_masks(state)  # each trial's masks at its shapes, numpy only: a wrong one refused here
     down, verdicts = check_queues(Engine(sdir, state, echo=lambda _: None))
     gpus = [f"  gpu {v.queue}: {v.text}" for v in verdicts]
     return "\n".join([describe(sdir, state, plan), *(["gpu probes (a queue without its GPU is down "
@@ -254,7 +286,10 @@ def write_sweep(sdir: SweepDir, state: SweepState,
     sdir.path.mkdir(parents=True, exist_ok=True)
     if Path(state.config).suffix in (".yaml", ".yml"):
         resolved = sdir.path / CONFIG_FILE  # the config with its base: chain, for every host
-        atomic_write_text(resolved, yaml.safe_dump(load_preset_dict(state.config), sort_keys=False))
+        data = load_preset_dict(state.config)
+        if trainer_name(state.config) != BUILTIN_TRAINER:  # its program runs where the config was
+            data.setdefault("workdir", str(Path(state.config).resolve().parent))
+        atomic_write_text(resolved, yaml.safe_dump(data, sort_keys=False))
         state.config = str(resolved.resolve())
     sdir.save(state)
     if on_start:

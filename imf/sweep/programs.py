@@ -1,0 +1,74 @@
+"""Planning a sweep of a trainer's program (a config with ``trainer:``, docs/trainers.md).
+
+``--grid key=v1,v2`` keys are settings under the config's ``params``; ``--seeds`` runs each
+point once per seed. Every trial's config is built and checked (placeholders, metric goal,
+keys under params) before anything is written. Trial ids are ``<name>-<key><value>...-s<seed>``;
+each trial costs the same (the planner spreads them evenly over the queues).
+"""
+from __future__ import annotations
+
+import itertools
+
+from imf.config.trainer import ProgramConfig, check_param_key, load_program_config
+from imf.errors import ConfigError, SweepError
+from imf.store.identity import trial_hash
+from imf.sweep.plan import NAME_RE, TrialPlan, check_distinct, parse_seeds
+
+__all__ = ["parse_seeds", "program_trials"]
+
+
+def program_axes(grids: list[str], params: dict) -> list[tuple[str, list[str]]]:
+    """``["optim.lr=0.01,0.1"]`` -> [("optim.lr", ["0.01", "0.1"])]; keys under params."""
+    axes: list[tuple[str, list[str]]] = []
+    for grid in grids:
+        key, sep, values = grid.partition("=")
+        key = key.strip().removeprefix("params.")
+        words = [v.strip() for v in values.split(",") if v.strip()]
+        if not sep or not key or not words:
+            raise SweepError(f"--grid '{grid}': expected key=v1,v2 with a key under the config's params")
+        try:
+            check_param_key(params, key, f"--grid '{grid}'")
+        except ConfigError as exc:
+            raise SweepError(str(exc)) from None
+        if key in (k for k, _ in axes):
+            raise SweepError(f"--grid: params key '{key}' is given by more than one grid")
+        check_distinct(grid, key, words)
+        axes.append((key, words))
+    return axes
+
+
+def program_trials(name: str, config: str, grids: list[str], overrides: list[str], *,
+                   seed: int | None = None, seeds: list[int] | None = None) -> list[TrialPlan]:
+    """Every grid point (and seed) of a program config as a checked trial."""
+    if not NAME_RE.match(name):
+        raise SweepError(f"--name {name!r}: use letters, digits, '.', '_' and '-' (a folder name)")
+    base = load_program_config(config, overrides, seed=seed)
+    axes = program_axes(grids, base.params)
+    trial_seeds = list(seeds) if seeds else [base.seed]
+    trials = []
+    for combo, trial_seed in itertools.product(itertools.product(*(v for _, v in axes)), trial_seeds):
+        own = [f"{k}={v}" for (k, _), v in zip(axes, combo)]
+        cfg = load_program_config(config, overrides + own, seed=trial_seed)
+        trials.append(TrialPlan(_trial_id(name, own, trial_seed), own, trial_seed, 0,
+                                {k: _value(cfg, k) for k, _ in axes}, 1.0,
+                                trial_hash(cfg.to_dict(), trial_seed, None)))
+    return trials
+
+
+def _value(cfg: ProgramConfig, key: str) -> object:
+    node: object = cfg.params
+    for part in key.split("."):
+        node = node[part]  # type: ignore[index]
+    return node
+
+
+def _trial_id(name: str, own: list[str], seed: int) -> str:
+    parts = [name]
+    for word in own:
+        key, _, value = word.partition("=")
+        parts.append(_safe(key.rsplit(".", 1)[-1]) + _safe(value))
+    return "-".join(parts + [f"s{seed}"])
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in ".+-" else "_" for c in text)
