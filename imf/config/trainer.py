@@ -148,6 +148,17 @@ def flat_keys(params: dict[str, Any], prefix: str = "") -> list[str]:
     return out
 
 
+def flat_params(params: dict[str, Any]) -> dict[str, Any]:
+    """``{"optim": {"lr": 0.1}}`` -> ``{"optim.lr": 0.1}`` (an empty section is kept as {})."""
+    out: dict[str, Any] = {}
+    for key in flat_keys(params):
+        node: Any = params
+        for part in key.split("."):
+            node = node[part]
+        out[key] = node
+    return out
+
+
 def _compatible(old: Any, new: Any, word: str) -> Any:
     """``new`` where it may replace ``old``: numbers for numbers (an int where an int was),
     flags for flags, anything for text or null."""

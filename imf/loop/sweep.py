@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Callable
 
 from imf.atomic import atomic_write_text
-from imf.config import load_config
+from imf.config import Config, load_config
+from imf.config.trainer import BUILTIN_TRAINER, flat_params, load_program_config, trainer_name
 from imf.errors import ConfigError, LoopError
 from imf.loop.state import LoopState, Planned, Round
 from imf.store.summary import params_of
@@ -24,6 +25,12 @@ from imf.sweep.state import SweepState
 
 
 def _trial_plan(planned: Planned) -> TrialPlan:
+    if trainer_name(planned.config) != BUILTIN_TRAINER:  # a trainer's program: one unit of cost each
+        try:
+            cfg = load_program_config(planned.config, planned.overrides, seed=planned.seed)
+        except ConfigError as exc:
+            raise LoopError(f"proposal {planned.id}: {exc}") from None
+        return TrialPlan(planned.id, list(planned.overrides), planned.seed, 0, flat_params(cfg.params), 1.0)
     try:
         cfg = load_config(planned.config, planned.overrides)
     except ConfigError as exc:
@@ -38,7 +45,10 @@ def round_sweep(folder: Path, loop: LoopState, current: Round) -> tuple[SweepDir
     sdir = SweepDir(folder / current.sweep)
     plans = [_trial_plan(p) for p in current.proposals]
     queues = resolve_queues(loop.queues, load_hosts(loop.hosts))
-    base = load_config(current.proposals[0].config)
+    first = current.proposals[0].config
+    base = load_config(first) if trainer_name(first) == BUILTIN_TRAINER else Config()
+    if trainer_name(first) != BUILTIN_TRAINER:
+        base.logging.stores = load_program_config(first, []).stores
     state, plan = sweep_state(f"{folder.resolve().name}-r{current.number:02d}",
                            current.proposals[0].config, plans, queues, base,
                            final_eval=loop.final_eval)

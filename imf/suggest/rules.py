@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from imf.config import load_config
+from imf.config.trainer import BUILTIN_TRAINER, load_program_config, trainer_name
 from imf.errors import ConfigError
 from imf.report.model import Cell, Curve, Report, TrialRow
 from imf.report.render import pm
@@ -81,7 +82,7 @@ def _safe(text: str) -> str:
 def trial_id(prefix: str, settings: dict[str, Any], seed: int, varying: list[str]) -> str:
     """``<prefix>-<mask>-e<n_emb>-l<n_layer>-s<seed>`` plus ``-<key><value>`` per varying key."""
     parts = [prefix, _safe(settings.get("policy.mask")), f"e{settings.get('policy.n_emb')}",
-             f"l{settings.get('policy.n_layer')}", f"s{seed}"]
+             f"l{settings.get('policy.n_layer')}", f"s{seed}"] if "policy.mask" in settings else [prefix, f"s{seed}"]
     parts += [_safe(k.rsplit(".", 1)[-1]) + _safe(settings.get(k)) for k in varying]
     return "-".join(parts)
 
@@ -113,7 +114,10 @@ def propose(ctx: Context, kind: str, base: TrialRow, changes: dict[str, Any], se
     config = run_dir / CONFIG
     overrides = [f"{k}={_value_text(v)}" for k, v in changes.items()]
     try:
-        load_config(str(config), overrides)
+        if trainer_name(str(config)) == BUILTIN_TRAINER:
+            load_config(str(config), overrides)
+        else:  # a trainer's program config: the keys are its params
+            load_program_config(str(config), overrides)
     except ConfigError as exc:
         ctx.notes.append(f"not proposed ({kind}, {', '.join(overrides)}): {exc}")
         return None

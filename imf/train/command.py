@@ -17,7 +17,7 @@ from imf import registry
 from imf.atomic import atomic_write_json, atomic_write_text
 from imf.clock import now_iso
 from imf.config import parse_json_overrides
-from imf.config.trainer import RUN_ONLY_WORDS, STDOUT, ProgramConfig, load_program_config
+from imf.config.trainer import RUN_ONLY_WORDS, STDOUT, ProgramConfig, flat_params, load_program_config
 from imf.errors import EXIT_SIGNAL_BASE, OUTCOME_EXIT, ConfigError
 from imf.store.identity import cell_hash, checkpoint_hash, default_trial_id, trial_hash
 from imf.store.layout import CONFIG, RunLayout
@@ -118,7 +118,7 @@ def _run(cfg: ProgramConfig, request: TrialRequest, tid: str, run_dir: Path, ide
     summary = RunSummary(id=tid, status="running", init_from=str(request.init_from) if request.init_from else None,
                          warm_started=request.init_from is not None, note=request.note, seed=cfg.seed,
                          overrides=[w for w in request.dotted if not w.startswith(RUN_ONLY_WORDS)],
-                         params=program.flat_params(cfg.params), started=now_iso(), code_version=code_version(),
+                         params=flat_params(cfg.params), started=now_iso(), code_version=code_version(),
                          config_hash=identity.config_hash, cell=identity.cell, init_hash=identity.init_hash,
                          run_uid=request.extra.get("run_uid") or new_run_uid(), hypothesis=request.hypothesis,
                          stores=stores, extra={"trainer": cfg.trainer})

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from imf.config.trainer import STDOUT, MetricSpec, ProgramConfig, flat_keys
+from imf.config.trainer import STDOUT, MetricSpec, ProgramConfig, flat_params
 
 PROGRAM_LOG = "program.log"  # the program's stdout and stderr, beside imf's own stdout.log
 PARAMS_FILE = "params.json"  # the params, for args: json ({params_file}) and for people
@@ -35,16 +35,6 @@ def param_words(params: dict[str, Any]) -> list[str]:
     """Hydra's ``key=value`` words, one per setting (dotted keys, JSON-like values)."""
     flat = flat_params(params)
     return [f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in flat.items()]
-
-
-def flat_params(params: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key in flat_keys(params):
-        node: Any = params
-        for part in key.split("."):
-            node = node[part]
-        out[key] = node
-    return out
 
 
 def expand(word: str, values: dict[str, str]) -> str:
