@@ -121,12 +121,21 @@ def set_param(params: dict[str, Any], word: str) -> None:
     key = key.strip().removeprefix("params.")
     if not sep or not key:
         raise ConfigError(f"override '{word}': expected key=value with a key under params")
-    check_param_key(params, key, f"override '{word}'")
+    value = param_value(params, key, raw, f"override '{word}'")
     *path, leaf = key.split(".")
     node = params
     for part in path:
         node = node[part]
-    node[leaf] = _compatible(node[leaf], parse_scalar(raw), word)
+    node[leaf] = value
+
+
+def param_value(params: dict[str, Any], key: str, raw: str, where: str) -> Any:
+    """``raw`` as the value of the params setting ``key`` (checked to be one) would hold it."""
+    check_param_key(params, key, where)
+    node: Any = params
+    for part in key.split("."):
+        node = node[part]
+    return _compatible(node, parse_scalar(raw), where)
 
 
 def check_param_key(params: dict[str, Any], key: str, where: str) -> None:
@@ -160,17 +169,22 @@ def flat_params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _compatible(old: Any, new: Any, word: str) -> Any:
-    """``new`` where it may replace ``old``: numbers for numbers (an int where an int was),
-    flags for flags, anything for text or null."""
+    """``new`` where it may replace ``old``: numbers for numbers (an int where an int was;
+    YAML's ``1e-4`` text read as the number), flags for flags, anything for text or null."""
     number = (int, float)
+    if isinstance(old, number) and not isinstance(old, bool) and isinstance(new, str):
+        try:
+            new = float(new)
+        except ValueError:
+            pass
     if isinstance(old, bool) or isinstance(new, bool):
         if isinstance(old, bool) != isinstance(new, bool) and old is not None:
-            raise ConfigError(f"override '{word}': expected true or false like {old!r}, got {new!r}")
+            raise ConfigError(f"{word}: expected true or false like {old!r}, got {new!r}")
         return new
     if isinstance(old, number):
         if not isinstance(new, number) or (isinstance(new, float) and not math.isfinite(new)):
-            raise ConfigError(f"override '{word}': expected a finite number like {old!r}, got {new!r}")
-        return float(new) if isinstance(old, float) else new
+            raise ConfigError(f"{word}: expected a finite number like {old!r}, got {new!r}")
+        return float(new) if isinstance(old, float) or not float(new).is_integer() else int(new)
     if isinstance(old, str) and not isinstance(new, str):
         return str(new) if not isinstance(new, (list, dict)) else new
     return new

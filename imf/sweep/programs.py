@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import itertools
 
-from imf.config.trainer import ProgramConfig, check_param_key, load_program_config
+from imf.config.trainer import ProgramConfig, load_program_config, param_value
 from imf.errors import ConfigError, SweepError
 from imf.store.identity import trial_hash
-from imf.sweep.plan import NAME_RE, TrialPlan, check_distinct, parse_seeds
+from imf.sweep.plan import NAME_RE, TrialPlan, parse_seeds
 
 __all__ = ["parse_seeds", "program_trials"]
 
@@ -27,12 +27,16 @@ def program_axes(grids: list[str], params: dict) -> list[tuple[str, list[str]]]:
         if not sep or not key or not words:
             raise SweepError(f"--grid '{grid}': expected key=v1,v2 with a key under the config's params")
         try:
-            check_param_key(params, key, f"--grid '{grid}'")
+            values = [param_value(params, key, word, f"--grid '{grid}'") for word in words]
         except ConfigError as exc:
             raise SweepError(str(exc)) from None
         if key in (k for k, _ in axes):
             raise SweepError(f"--grid: params key '{key}' is given by more than one grid")
-        check_distinct(grid, key, words)
+        for i, value in enumerate(values):
+            first = values.index(value)
+            if first != i:
+                raise SweepError(f"--grid '{grid}': {words[first]} and {words[i]} are one value of {key} "
+                                 f"({value!r}); give each value once")
         axes.append((key, words))
     return axes
 

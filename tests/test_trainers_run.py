@@ -1,0 +1,159 @@
+"""A program run as imf trials and sweeps with real processes (issue 44): what it records, how it
+can fail, that params never pass through a shell, that the goal holds in ranking and suggestions,
+and the example trainer's two-queue sweep, report and loop."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from imf_process import run_imf
+
+pytestmark = pytest.mark.slow
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "trainers"
+PROGRAM = '''
+import json, sys, time
+out = sys.argv[sys.argv.index("--out") + 1]
+seed = int(sys.argv[sys.argv.index("--seed") + 1])
+words = dict(w.split("=", 1) for w in sys.argv[1:] if "=" in w)
+json.dump(sys.argv, open(out + "/argv.json", "w"))
+mode, x, sign = words["mode"], float(words["x"]), float(words["sign"])
+print("starting", mode)
+if mode == "fail":
+    print("boom: the data is missing")
+    sys.exit(4)
+if mode == "hang":
+    time.sleep(120)
+if mode == "nan":
+    print("loss=nan")
+elif mode == "garbage":
+    print("loss=lots")
+elif mode == "ok":
+    print(f"loss={sign * ((x - 3.2) ** 2 + 0.01 * seed)}")
+'''
+
+
+def program_config(folder: Path, goal: str = "minimize", sign: float = 1.0, **extra) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "prog.py").write_text(PROGRAM)
+    data = {"trainer": "command", "name": "prog",
+            "command": ["{python}", "prog.py", "--out", "{out}", "--seed", "{seed}", "{args}"],
+            "params": {"x": 0.0, "mode": "ok", "sign": sign, "text": ""},
+            "metric": {"name": "loss", "goal": goal, "source": "stdout"}, **extra}
+    path = folder / "prog.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_a_program_trial_records_what_imfs_trials_record(tmp_path):
+    config = program_config(tmp_path / "code")
+    done = run_imf("trial", str(config), "x=1", "--seed", "7", "--note", "first", "--id", "p1", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((tmp_path / "runs" / "p1" / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["seed"] == 7 and summary["note"] == "first"
+    assert summary["metric"] == {"name": "loss", "goal": "minimize", "value": pytest.approx(4.91), "last": pytest.approx(4.91)}
+    assert summary["best_score"] == pytest.approx(-4.91)  # imf's scores: higher is better
+    assert summary["overrides"] == ["x=1"] and summary["params"]["x"] == 1.0
+    for key in ("config_hash", "cell", "run_uid", "code_version", "started", "finished"):
+        assert summary[key], key
+    board = json.loads((tmp_path / "runs" / "scoreboard.json").read_text())
+    assert board["best"]["trial"] == "p1" and board["trials"][0]["config_hash"] == summary["config_hash"]
+    assert "trial `p1`" in (tmp_path / "runs" / "ITERATION_LOG.md").read_text()
+    again = run_imf("trial", str(config), "x=2", "--seed", "7", "--id", "p1", cwd=tmp_path)
+    assert again.returncode == 2 and "another config" in again.stderr  # an id names one config
+
+
+@pytest.mark.parametrize("words, status, code, message", [
+    (["mode=fail"], "failed", 1, "program failed: exit code 4; program.log ends: starting fail | boom: the data is missing"),
+    (["mode=none"], "failed", 1, "no metric: loss not found in program.log (stdout)"),
+    (["mode=garbage"], "failed", 1, "garbage metric: loss = 'lots'"),
+    (["mode=nan"], "diverged", 3, "non-finite metric: loss = nan"),
+    (["mode=hang"], "failed", 1, "over budget: ran past budget.time_s 2 s and was stopped"),
+])
+def test_a_program_that_fails_is_a_named_outcome_never_a_success(tmp_path, words, status, code, message):
+    config = program_config(tmp_path / "code", budget={"time_s": 2})
+    done = run_imf("trial", str(config), *words, "--id", "bad", cwd=tmp_path, timeout=300)
+    assert done.returncode == code
+    line = [x for x in done.stderr.splitlines() if x.strip()]
+    assert len(line) == 1 and message in line[0] and line[0].startswith(f"imf: trial bad {status}: ")
+    summary = json.loads((tmp_path / "runs" / "bad" / "summary.json").read_text())
+    assert summary["status"] == status and message in summary["reason"]
+    entry = json.loads((tmp_path / "runs" / "scoreboard.json").read_text())["trials"][0]
+    assert entry["status"] == status and entry["score"] is None
+
+
+def test_params_never_pass_through_a_shell(tmp_path):
+    config = program_config(tmp_path / "code")
+    text = "a;touch pwned; $(touch pwned2) `touch pwned3` | cat > pwned4"
+    done = run_imf("trial", str(config), f"text={text}", "--id", "quoted", "--store", "none", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    argv = json.loads((tmp_path / "runs" / "quoted" / "argv.json").read_text())
+    assert f"text={text}" in argv
+    for folder in (tmp_path, tmp_path / "code", tmp_path / "runs" / "quoted"):
+        assert not any(p.name.startswith("pwned") for p in folder.iterdir())
+
+
+def test_json_params_and_a_warm_start_reach_the_example_trainer(tmp_path):
+    config = EXAMPLE / "toy.yaml"
+    first = run_imf("trial", str(config), "optim.steps=100", "--seed", "3", "--id", "a", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    best = tmp_path / "runs" / "a" / "best.pt"
+    warm = run_imf("trial", str(config), "optim.steps=100", "--seed", "3", "--id", "b", "--init-from", str(best),
+                   "--overrides", '{"model": {"scale": 2.0}}', cwd=tmp_path)
+    assert warm.returncode == 0, warm.stderr
+    params = json.loads((tmp_path / "runs" / "b" / "params.json").read_text())
+    assert params["model"] == {"features": 16, "scale": 2.0} and params["optim"]["steps"] == 100
+    summary = json.loads((tmp_path / "runs" / "b" / "summary.json").read_text())
+    assert summary["warm_started"] and summary["init_hash"] and summary["checkpoints"]["best"] == "best.pt"
+    assert summary["cell"] != json.loads((tmp_path / "runs" / "a" / "summary.json").read_text())["cell"]
+
+
+def _sweep(project: Path, config: Path) -> None:
+    done = run_imf("sweep", str(config), "--grid", "x=1,2,4", "--seeds", "1,2", "--queue", "local:cpu",
+                   "--queue", "local:cpu", "--out", str(project), "--name", "g", "--poll", "0.3", cwd=project)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+
+
+def test_the_goal_holds_one_grid_with_its_metric_negated_and_goal_flipped_ranks_and_suggests_alike(tmp_path):
+    low, high = tmp_path / "low", tmp_path / "high"
+    _sweep(low, program_config(low / "code", "minimize", 1.0))
+    _sweep(high, program_config(high / "code", "maximize", -1.0))
+    ranked = []
+    for project in (low, high):
+        report = run_imf("report", str(project / "g"), "--json", cwd=project)
+        assert report.returncode == 0, report.stderr
+        ranked.append([row["id"] for row in json.loads(report.stdout)["trials"]])
+    assert ranked[0] == ranked[1] and ranked[0][:3] == ["g-x4-s1", "g-x4-s2", "g-x2-s1"]
+    suggestions = []
+    for project in (low, high):
+        done = run_imf("suggest", str(project / "g"), "--json", cwd=project)
+        assert done.returncode == 0, done.stderr
+        suggestions.append([(p["kind"], p["id"], p["changes"], p["seed"], p["reason"].replace(str(project), "P")) for p in json.loads(done.stdout)])
+    assert suggestions[0] == suggestions[1] and suggestions[0]
+    boards = [json.loads((p / "g" / "scoreboard.json").read_text())["best"]["trial"] for p in (low, high)]
+    assert boards == ["g-x4-s1", "g-x4-s1"]
+
+
+def test_the_example_trainer_two_queue_sweep_report_and_a_loop_round(tmp_path):
+    code = tmp_path / "code"
+    shutil.copytree(EXAMPLE, code)
+    done = run_imf("sweep", str(code / "toy.yaml"), "--grid", "model.features=8,32", "--grid", "optim.lr=0.02,0.1",
+                   "--seeds", "1,2", "--queue", "local:cpu", "--queue", "local:cpu", "--out", str(tmp_path / "p"),
+                   "--poll", "0.3", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+    sweep = json.loads((tmp_path / "p" / "toy" / "sweep.json").read_text())
+    assert {t["queue"] for t in sweep["trials"]} == {q["name"] for q in sweep["queues"]} and len(sweep["queues"]) == 2
+    assert all(t["state"] == "completed" and t["recorded"] for t in sweep["trials"]), sweep["trials"]
+    report = json.loads(run_imf("report", str(tmp_path / "p" / "toy"), "--json", cwd=tmp_path).stdout)
+    scores = [row["best_score"] for row in report["trials"]]
+    assert len(scores) == 8 and scores == sorted(scores, reverse=True) and all(s < 0 for s in scores)
+    loop = run_imf("loop", str(tmp_path / "p" / "toy"), "--rounds", "1", "--queue", "local:cpu",
+                   "--queue", "local:cpu", cwd=tmp_path)
+    assert loop.returncode == 0, loop.stdout[-2000:] + loop.stderr
+    assert "loop finished: 1 round(s) done" in loop.stdout
+    board = json.loads((tmp_path / "p" / "toy" / "scoreboard.json").read_text())
+    assert len(board["trials"]) > 8 and board["best"]["value"] == max(t["score"] for t in board["trials"]
+                                                                         if t["score"] is not None)
