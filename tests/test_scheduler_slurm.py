@@ -159,9 +159,17 @@ def test_a_job_requeued_by_slurm_resumes_in_the_same_job(slurm, tmp_path, monkey
     thread.join(600)
     assert not thread.is_alive() and not errors, errors
     trial = sweep_json(tmp_path / "rq")["trials"][0]
-    assert trial["state"] == "completed" and trial["attempts"] == 1 and trial["handle"]["job_id"] == job_id
-    out = (tmp_path / "rq" / trial["id"] / "stdout.log").read_text()
-    assert "Slurm requeued this job; resuming from checkpoints/latest.pt" in out
+    # the requeue is an attempt of its own (issue #45): the same job and token run again, resumed
+    assert trial["state"] == "completed" and trial["attempts"] == 2 and trial["handle"]["job_id"] == job_id
+    assert [h["outcome"] for h in trial["history"]] == ["preempted", "completed"]
+    assert f"job {job_id} was requeued" in trial["history"][0]["reason"]
+    run = tmp_path / "rq" / trial["id"]
+    out = (run / "stdout.log").read_text()
+    assert "Slurm requeued this job; resuming from checkpoints/latest.pt" in out and "resumed at epoch" in out
+    assert not (run / "attempts").exists()  # resumed in place, not started over
+    epochs = [json.loads(line)["epoch"] for line in (run / "logs.json.txt").read_text().splitlines()]
+    assert epochs == sorted(epochs) and epochs[-1] == 7 and trial["epoch"] == len(epochs)  # read again from 0
+    assert f"preempted {trial['id']}" in (tmp_path / "rq" / "sweep.log").read_text()
 
 
 def test_a_stalled_slurm_job_is_cancelled_and_retried(slurm, tmp_path, monkeypatch):

@@ -99,6 +99,8 @@ class JobStatus:
     start_time: str | None = None
     reason: str = ""  # why it waits ("queued") or how the batch system ended it
     resume: bool = False  # ended by a time limit or a preemption: the retry resumes the trial
+    requeued: bool = False  # "queued" in a batch queue it may have run from already (a requeue or a
+    #                        preemption puts it back; not a suspension): its next run resumes the trial
 
     @property
     def done(self) -> bool:
@@ -113,6 +115,10 @@ class Scheduler(ABC):
     option_keys: tuple[str, ...] = ("python", "env")
     handle_keys: dict[str, type] = {}  # keys it adds to a handle's extra, with their JSON types
     default_python = sys.executable  # the interpreter of its jobs without a "python" option
+    # a job that vanished without an exit code (its host restarted, its wrapper was killed) and a
+    # job on a host that went down are retried with ``JobRequest.resume``: its start resumes the
+    # trial from latest.pt where the job's folder has one, and refuses a folder whose job still runs
+    resumes_lost_jobs = False
 
     def __init__(self, spec: str, options: dict[str, Any] | None = None):
         self.spec = spec

@@ -15,8 +15,11 @@ from imf.store.layout import LOGS, STDOUT
 
 QUEUED = ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
           "SUSPENDED", "STOPPED")
+SUSPENDED = ("SUSPENDED", "STOPPED")  # paused where it runs: it goes on, no new start
 RUNNING = ("RUNNING", "COMPLETING", "SIGNALING", "STAGE_OUT", "RESIZING")
-RESUMABLE = ("TIMEOUT", "PREEMPTED")  # ended by Slurm, not by the trial: the retry resumes it
+# ended by Slurm or its node, not by the trial: the retry resumes it from its latest.pt (on the
+# shared file system); NODE_FAIL: the host died under it
+RESUMABLE = ("TIMEOUT", "PREEMPTED", "NODE_FAIL")
 
 
 @dataclass
@@ -53,6 +56,7 @@ def slurm_status(job_id: str | None, state: str | None, reason: str, p: Progress
         status.state = "absent"  # never submitted (or submitted and forgotten without a trace)
     elif state in QUEUED:
         status.state, status.reason = "queued", reason if reason and reason != "None" else state.lower()
+        status.requeued = state not in SUSPENDED  # back in the queue (if it ran: requeued or preempted)
     elif state in RUNNING and p.exit_code is None:
         pass
     elif state in RESUMABLE:

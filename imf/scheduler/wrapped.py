@@ -11,12 +11,14 @@ import re
 import shlex
 import tarfile
 from abc import abstractmethod
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from imf.errors import BusyError, FolderInUseError, QueueError
 from imf.scheduler.base import Handle, JobRequest, JobStatus, Scheduler, fill_argv
 from imf.scheduler.gpu_probe import PROBE_TIMEOUT_S
+from imf.scheduler.wrapper import RESUME_SEP
 from imf.scheduler.plugin_check import CHECK_TIMEOUT_S, failure
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -41,6 +43,7 @@ def parse_probe(data: dict[str, Any], token: str | None = None) -> JobStatus:
 class WrappedScheduler(Scheduler):
     """Start, probe, stop and fetch through the job wrapper; subclasses run it."""
 
+    resumes_lost_jobs = True  # the wrapper resumes in place where latest.pt is, never beside a live job
     log_chunk = 1 << 20  # most bytes of logs.json.txt one poll reads
     stop_grace_s = 5.0
     device = "cpu"  # "cpu" or a GPU index, from the spec
@@ -111,8 +114,10 @@ class WrappedScheduler(Scheduler):
         bad = [k for k in env if not _ENV_KEY.match(k)]
         if bad:
             raise QueueError(f"queue '{self.spec}': invalid environment variable name '{bad[0]}'")
+        resume = [RESUME_SEP, *self.command(replace(job, argv=job.resume_argv), run_dir)] \
+            if job.resume and job.resume_argv else []  # chosen by the wrapper where latest.pt is
         args = ["start", run_dir, job.token, *(f"{k}={v}" for k, v in env.items()), "--",
-                *self.command(job, run_dir)]
+                *self.command(job, run_dir), *resume]
         rc, out, err = self._wrapper(args)
         fields = out.decode(errors="replace").split()
         if rc == 4 and fields[:1] == ["busy"]:

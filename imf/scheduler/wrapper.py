@@ -16,13 +16,17 @@ It is the only writer of a job's files in its run folder (each written whole, th
 
 TOKEN names the attempt, so files of an earlier attempt are never read as this one's.
 
-    start DIR TOKEN [K=V ...] -- ARGV  refuse a live job (exit 4, prints "busy PID START TOKEN";
+    start DIR TOKEN [K=V ...] -- ARGV [--or-resume-- RESUME_ARGV]
+                                       refuse a live job (exit 4, prints "busy PID START TOKEN";
                                        one whose exit_code is written has ended, even while its
                                        wrapper is still exiting)
                                        or a live trial.lock (exit 5, "locked PID HOST SINCE ID"),
                                        or a claim that forbids TOKEN (exit 6, "refused WHY"),
                                        archive an earlier attempt, claim the folder, start ``run``
-                                       detached in a new session, print the pid file
+                                       detached in a new session, print the pid file; with
+                                       RESUME_ARGV and a checkpoints/latest.pt in DIR, keep the
+                                       earlier attempt's files and run RESUME_ARGV instead (its
+                                       host went down, or its job vanished: it resumes)
     run TOKEN [K=V ...] -- ARGV        in the current folder: what ``start`` detaches (a batch
                                        system's job calls ``run_attempt`` directly); nothing
                                        (exit 0) when the folder's claim is not TOKEN's
@@ -62,12 +66,13 @@ from imf import drill
 from imf.atomic import atomic_write_text
 from imf.errors import ImfError
 from imf.scheduler import claim, gpu_probe
-from imf.store.layout import ATTEMPTS, EXIT_CODE, LOGS, PID, STDOUT, SUMMARY, RunLayout
+from imf.store.layout import ATTEMPTS, EXIT_CODE, LATEST, LOGS, PID, STDOUT, SUMMARY, RunLayout, checkpoint_name
 from imf.store.runlock import live_holder, process_start_time
 
 CLAIM = claim.CLAIM
 STARTED = (PID, STDOUT, EXIT_CODE, LOGS, SUMMARY)  # any of them: an attempt ran in this folder
 PID_WAIT_S = 20.0
+RESUME_SEP = "--or-resume--"  # start's ARGV and the resume command chosen where latest.pt is
 
 
 @dataclass
@@ -130,11 +135,17 @@ def start(folder: Path, token: str, env: dict[str, str], argv: list[str], out: B
     except OSError as exc:
         err.write(f"cannot make {folder}: {exc}\n")
         return 3
+    argv, resume_argv = _split_resume(argv)
     with claim.locked(folder):
         refused = _refused(folder, token, out)
         if refused is not None:
             return refused
-        RunLayout(folder).archive_attempt(STARTED, everything=True)
+        if resume_argv and RunLayout(folder).latest.is_file():
+            argv = resume_argv  # its files stay: the trial goes on from its latest.pt
+            with open(folder / STDOUT, "ab") as log:
+                log.write(f"imf: resuming from {checkpoint_name(LATEST)} (attempt {token})\n".encode())
+        else:
+            RunLayout(folder).archive_attempt(STARTED, everything=True)
         claim.write_claim(folder, token)  # ownership before the child exists
         drill.point("wrapper-claimed")
         _spawn(folder, token, env, argv)
@@ -147,6 +158,14 @@ def start(folder: Path, token: str, env: dict[str, str], argv: list[str], out: B
         time.sleep(0.05)
     err.write(f"no pid file written in {folder} within {PID_WAIT_S:g} s\n")
     return 3
+
+
+def _split_resume(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``ARGV --or-resume-- RESUME_ARGV`` -> (ARGV, RESUME_ARGV); ([...], []) without one."""
+    if RESUME_SEP not in argv:
+        return argv, []
+    at = argv.index(RESUME_SEP)
+    return argv[:at], argv[at + 1:]
 
 
 def _refused(folder: Path, token: str, out: BinaryIO) -> int | None:

@@ -203,6 +203,8 @@ class Engine(Recovery):
             self._contact_failed(queue, status)
             return
         self.failures[queue.name] = 0
+        if status.state == "queued" and status.requeued and trial.state == "running" and trial.log_offset:
+            self._preempted(trial, status)  # it ran, and is back in the queue
         if status.state == "queued":  # waiting for the batch system: no progress, no stall
             trial.move("waiting")
             trial.reason = status.reason
@@ -286,6 +288,10 @@ class Engine(Recovery):
         if status.exit_code == 0:
             reason = f"exited 0 but summary.json says status {verdict!r}" if verdict else \
                 "exited 0 without a summary.json"
+        elif status.exit_code is None and sch.resumes_lost_jobs:  # its host restarted, or it was killed
+            why = status.reason or "its job vanished without an exit code"
+            self._attempt_over(trial, "lost", None, f"{why} in {run_dir}; a retry resumes it from its latest checkpoint")
+            return
         elif status.exit_code is None:
             reason = status.reason or "the job vanished without an exit code"
         else:

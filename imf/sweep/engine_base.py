@@ -16,7 +16,7 @@ from typing import Callable
 from imf import drill
 from imf.clock import now_iso
 from imf.errors import ImfError
-from imf.scheduler.base import Handle, JobRequest, Scheduler, scheduler_for
+from imf.scheduler.base import Handle, JobRequest, JobStatus, Scheduler, scheduler_for
 from imf.scheduler.claim import new_token
 from imf.sweep.finish import record_trial
 from imf.sweep.halving import Halving
@@ -26,7 +26,8 @@ from imf.sweep.stall import StallWatch
 from imf.sweep.state import ACTIVE, FINAL, Orphan, QueueState, SweepState, TrialState
 
 DOWN_AFTER = 3  # consecutive failed contacts with a queue's machine before it is marked down
-RETRIED = ("failed", "stalled", "timeout")  # timeout: ended by a batch system's time limit
+RETRIED = ("failed", "stalled", "timeout", "lost")  # timeout: ended by a batch system's time limit
+LOST = ("lost", "queue down", "orphan killed", "orphan ignored")  # its job vanished, or its host went down
 
 
 class EngineBase:
@@ -78,7 +79,8 @@ class EngineBase:
         job.resume_argv = [*s.trial_command, "--resume", "--id", trial.id, "--out", "{run_dir}",
                            "--store", "none"]
         since = trial.since_rerun()  # a rerun starts afresh
-        job.resume = bool(since) and since[-1].get("outcome") == "timeout"
+        last = since[-1].get("outcome") if since else None
+        job.resume = last == "timeout" or (last in LOST and self.scheduler(trial.queue).resumes_lost_jobs)
         return job
 
     # ------------------------------------------------------------------ attempts
@@ -94,7 +96,7 @@ class EngineBase:
             trial.order = min(orders) - 1  # a retry goes first on its queue
             self.log(f"{outcome} {trial.id}: {reason}; retry {failures}/{self.state.retries}")
         else:
-            trial.move("ended", "failed" if outcome == "timeout" else outcome)
+            trial.move("ended", "failed" if outcome in ("timeout", "lost") else outcome)
             trial.finished = now_iso()
             score = "" if trial.best_score is None else f", best {trial.best_score:.4f}"
             self.log(f"{outcome} {trial.id} after {trial.attempts} attempt(s){score}"
@@ -106,6 +108,20 @@ class EngineBase:
             self._record(trial)
             drill.point("recorded")
         drill.point("attempt-noted")
+        self.save()
+
+    def _preempted(self, trial: TrialState, status: JobStatus) -> None:
+        """The batch system put the running job back in its queue (``scontrol requeue``, a
+        preemption with PreemptMode=REQUEUE): the attempt ended, the same job runs again as the
+        next attempt (same token), resuming from its latest.pt; its log is read again from the
+        start (the resume cuts what came after that checkpoint)."""
+        reason = f"{trial.handle.label() if trial.handle else 'its job'} was requeued ({status.reason})"
+        trial.note_attempt("preempted", f"{reason}; it resumes from its latest checkpoint")
+        trial.move("preempted")
+        trial.started, trial.started_unix, trial.log_offset, trial.epoch = now_iso(), None, 0, 0
+        trial.last_score = trial.best_score = trial.best_success = None
+        self.stalls.restart(trial.id)
+        self.log(f"preempted {trial.id}: {reason}; attempt {trial.attempts} resumes it from its latest checkpoint")
         self.save()
 
     def _next_token(self) -> str:

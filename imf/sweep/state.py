@@ -34,8 +34,10 @@ TRANSITIONS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "requeued": (("pending", *ACTIVE), "pending"),  # its queue went down or blocked, or cancelled
     "orphan result": (("pending",), "running"),  # takes the result of its job on a lost host
     "rerun": (("failed", "diverged", "stalled"), "pending"),  # imf sweep --rerun (imf/sweep/rerun.py)
+    "preempted": (("running",), "queued"),  # its batch system requeued it: its next run resumes it
 }
-ATTEMPTS_BY = {"launch": 1, "not started": -1}  # a start that never happened is no attempt
+# a start that never happened is no attempt; a requeued job's next run is one
+ATTEMPTS_BY = {"launch": 1, "not started": -1, "preempted": 1}
 
 
 @dataclass
