@@ -183,6 +183,7 @@ def _read_log_rows(run_dir: Path, trial_id: str, notices: list[str]) -> tuple[li
 def read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
              notices: list[str], last_k: int = LAST_K) -> RunRead:
     summary = _read_summary(run_dir, notices)
+    _metric_notice((summary or {}).get("metric"), notices)
     trial_id = str((summary or {}).get("id") or trial_id)
     state = sweep.get(trial_id, {})
     rows, restarts = _read_log_rows(run_dir, trial_id, notices)
@@ -221,6 +222,18 @@ def read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
         row.selection_success = first_number(read_json_object(run_dir / FINAL_EVAL), ("success_rate",))
     read_holdout(row, run_dir, notices)
     return RunRead(row, _curve(trial_id, rollouts, rows, progress), config)
+
+
+def _metric_notice(metric: Any, notices: list[str]) -> None:
+    """A trainer's metric (docs/trainers.md) is ranked as a higher-is-better score: say how, once."""
+    if not isinstance(metric, dict) or metric.get("goal") not in ("minimize", "maximize"):
+        return
+    name = metric.get("name")
+    sign = "-" if metric["goal"] == "minimize" else ""
+    notice = (f"score = {sign}{name} (the trainer's metric, goal {metric['goal']}): higher is better "
+              f"in every ranking; summary.json keeps {name} as written")
+    if notice not in notices:
+        notices.append(notice)
 
 
 def _curve(trial_id: str, rollouts: list[Rollout], rows: list[dict[str, Any]],
