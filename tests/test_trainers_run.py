@@ -157,3 +157,21 @@ def test_the_example_trainer_two_queue_sweep_report_and_a_loop_round(tmp_path):
     board = json.loads((tmp_path / "p" / "toy" / "scoreboard.json").read_text())
     assert len(board["trials"]) > 8 and board["best"]["value"] == max(t["score"] for t in board["trials"]
                                                                          if t["score"] is not None)
+
+
+def test_a_diffusion_policy_shaped_program_is_read_by_the_report_as_dp_runs_are(tmp_path):
+    code = tmp_path / "code"
+    shutil.copytree(EXAMPLE, code)
+    done = run_imf("sweep", str(code / "dp_shaped.yaml"), "--grid", "optimizer.lr=1e-4,3e-4", "--queue", "local:cpu",
+                   "--out", str(tmp_path / "p"), "--poll", "0.3", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+    argv = (tmp_path / "p" / "dp" / "dp-lr3e-4-s0" / "program.log").read_text()
+    assert "done: 8 epochs" in argv
+    report = json.loads(run_imf("report", str(tmp_path / "p" / "dp"), "--json", cwd=tmp_path).stdout)
+    top = report["trials"][0]
+    assert top["id"] == "dp-lr3e-4-s0" and top["final_epoch"] == 8 and top["best_epoch"] in (2, 4, 6, 8)
+    rows = [json.loads(line) for line in (tmp_path / "p" / "dp" / top["id"] / "logs.json.txt").read_text().splitlines()]
+    assert top["best_score"] == max(r["test_mean_score"] for r in rows if "test_mean_score" in r)
+    summary = json.loads((tmp_path / "p" / "dp" / top["id"] / "summary.json").read_text())
+    assert summary["metric"]["goal"] == "maximize" and summary["best_score"] == top["best_score"]
+    assert summary["checkpoints"]["best"] == "checkpoints/latest.ckpt"

@@ -262,6 +262,7 @@ def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | No
     else:
         check_options(n_test, start_seed, workers, action_steps)  # the numbers first, then the file
     path = checkpoint if checkpoint is not None else best_checkpoint(best)
+    refuse_program_checkpoint(Path(path))
     if holdout:
         look = holdout_look(path, episodes, device=device, echo=(lambda _: None) if as_json else typer.echo)
         if as_json:
@@ -279,6 +280,20 @@ def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | No
                f"{result['action_steps']} actions executed a plan")
     scores = "  ".join(f"{s}:{v:.3f}" for s, v in result["per_seed"].items())
     typer.echo(f"per seed: {scores}")
+
+
+def refuse_program_checkpoint(path: Path) -> None:
+    """``imf eval`` scores imf's own PushT checkpoints: one from another trainer's program (its run
+    folder's config.yaml names the trainer) is refused in one line, before it is loaded."""
+    from imf.config.trainer import BUILTIN_TRAINER, trainer_name
+
+    for folder in (path.parent, path.parent.parent):
+        if (folder / CONFIG).is_file():
+            name = trainer_name(str(folder / CONFIG))
+            if name != BUILTIN_TRAINER:
+                raise ConfigError(f"imf eval scores imf's own PushT checkpoints; {path} was written by "
+                                  f"trainer '{name}' (run folder {folder}); score it with its own program")
+            return
 
 
 def _epoch_shown(epoch: int | None) -> str:
