@@ -40,6 +40,9 @@ def test_a_config_without_trainer_is_imfs_own(tmp_path):
     (tmp_path / "plain.yaml").write_text("base: smoke\n")
     assert trainer_name(str(tmp_path / "plain.yaml")) == "imf"
     assert trainer_name(str(write_config(tmp_path))) == "command"
+    (tmp_path / "child.yaml").write_text("base: prog.yaml\nparams: {lr: 0.1}\n")
+    assert trainer_name(str(tmp_path / "child.yaml")) == "command"
+    assert load_program_config(str(tmp_path / "child.yaml"), []).params["lr"] == 0.1
 
 
 def test_both_built_in_trainers_are_listed_and_keep_the_contract():

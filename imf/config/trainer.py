@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imf.config.presets import deep_merge, load_preset_dict, read_yaml
+from imf.config.presets import deep_merge, load_preset_dict
 from imf.config.values import parse_scalar
 from imf.errors import ConfigError
 
@@ -37,7 +37,7 @@ def trainer_name(config: str | None) -> str:
     """The trainer ``config`` (a preset name or a YAML path) names; imf's own without the key."""
     if not config or Path(config).suffix not in (".yaml", ".yml") or not Path(config).is_file():
         return BUILTIN_TRAINER
-    data = read_yaml(Path(config))
+    data = load_preset_dict(config)  # with its base: chain, so a child of a program config is one too
     name = data.get("trainer", BUILTIN_TRAINER) if isinstance(data, dict) else BUILTIN_TRAINER
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{config}: trainer: expected a trainer's name (imf plugins), got {name!r}")
