@@ -152,6 +152,7 @@ def test_imf_sweep_dry_run_plans_the_grid_over_seeds(tmp_path, monkeypatch, caps
     for tid in ("toy-lr0.1-s1", "toy-lr0.01-s2"):
         assert tid in out
     assert "lr=0.01" in out and "--epochs" not in out and not (tmp_path / "sw").exists()
+    assert "toy-lr0.01-s1 also: params.lr 0.001 -> 0.01" in out
 
 
 THIRD_PARTY = '''

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from imf.config import load_config, preset_base
+from imf.config.trainer import BUILTIN_TRAINER, load_program_config, trainer_name
 from imf.errors import ConfigError
 from imf.registry.options import fill_options
 from imf.store.identity import differences, run_only
@@ -24,6 +25,8 @@ def _reference(config: str) -> str:
 
 
 def _resolved(config: str, overrides: list[str]) -> dict[str, Any]:
+    if trainer_name(config) != BUILTIN_TRAINER:  # a trainer's program config (docs/trainers.md)
+        return load_program_config(config, overrides).to_dict()
     cfg = load_config(config, overrides)
     fill_options(cfg)
     return cfg.to_dict()
@@ -55,5 +58,7 @@ def difference_lines(state: SweepState) -> list[str]:
 
 
 def _trial_overrides(state: SweepState, trial: TrialState) -> list[str]:
+    if trainer_name(state.config) != BUILTIN_TRAINER:  # a program's seed is its own flag, not a param
+        return [*state.overrides, *trial.overrides]
     return [*state.overrides, *trial.overrides, f"training.seed={trial.seed}",
             f"training.num_epochs={trial.epochs}"]
