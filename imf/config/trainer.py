@@ -230,10 +230,10 @@ def _name(value: Any, config: str) -> str:
 
 
 def _words(value: Any, where: str, required: bool = False) -> list[str]:
+    if value is None and required:
+        raise ConfigError(f"{where}: required, the program's argv as a list of words "
+                          "(for example [python, train.py, --out, \"{out}\", \"{args}\"])")
     if value is None or value == [] and not required:
-        if required:
-            raise ConfigError(f"{where}: required, the program's argv as a list of words "
-                              "(for example [python, train.py, --out, \"{out}\", \"{args}\"])")
         return []
     if isinstance(value, str):
         raise ConfigError(f"{where}: expected a list of words (argv; never a shell line), got the "
