@@ -210,3 +210,14 @@ def test_imf_eval_refuses_a_programs_checkpoint_in_one_line(tmp_path, monkeypatc
     (run / "best.pt").write_bytes(b"not torch")
     code, _, err = run_in_process(monkeypatch, capsys, "eval", str(run / "best.pt"))
     assert code == 2 and "was written by trainer 'command'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_args_env_passes_params_as_json_and_one_variable_each(tmp_path):
+    from imf.train.program import env_of
+    cfg = load_program_config(str(write_config(tmp_path, args="env", command=["{python}", "prog.py"])), ["lr=0.5"])
+    env = env_of(cfg, 3)
+    assert json.loads(env["IMF_PARAMS"]) == {"model": {"hidden": 64}, "lr": 0.5, "text": "a"}
+    assert (env["IMF_PARAM_MODEL_HIDDEN"], env["IMF_PARAM_LR"], env["IMF_PARAM_TEXT"], env["IMF_SEED"]) == \
+        ("64", "0.5", "a", "3")
+    values = {"python": "py", "out": "/o", "seed": "3", "params_file": "/o/p.json", "init_from": "", "args": ""}
+    assert argv_of(cfg, values, warm=False) == ["py", "prog.py"]
