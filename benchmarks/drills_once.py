@@ -45,6 +45,7 @@ GRID = "32,64x1,2"  # four trials on two slots: starts and ends overlap
 KILL_AT_MOST = 4  # the controller dies the 1st..4th time it reaches the point
 WAKE_AFTER_S = 1.0  # the stopped wrappers wake up to this long after the resume starts
 MAX_RESUMES = 6
+JSON = ROOT / "benchmarks" / "drills_once.json"
 Queues = Callable[[Path], tuple[list[str], dict[str, str]]]  # a round's folder -> its queue words, env
 
 
@@ -57,8 +58,12 @@ class Tally:
     good: int = 0  # trials that ran exactly once with consistent records
     problems: list[str] = field(default_factory=list)
     failed: int = 0  # rounds with a problem
+    by_queue: dict[str, Counter] = field(default_factory=dict)  # "local", "loop", "ssh", "slurm" -> counts
 
-    def add(self, verdict: "Verdict", label: str) -> None:
+    def add(self, verdict: "Verdict", label: str, where: str = "local") -> None:
+        counts = self.by_queue.setdefault(where, Counter())
+        counts.update(rounds=1, trials=verdict.trials, good=verdict.trials - len(verdict.bad),
+                      failed=int(bool(verdict.problems)))
         self.rounds += 1
         self.trials += verdict.trials
         self.good += verdict.trials - len(verdict.bad)
@@ -303,9 +308,11 @@ def run(rounds: int, loop_rounds: int = 0, seed: int = 0, points: tuple[str, ...
             plan += [(sweep_round, p, (queues,)) for p in points for _ in range(slurm_rounds)]
         for kind, point, extra in plan:
             kills = kills_for(point, rng, POINTS)
-            where = extra[0].__qualname__.split(".")[0] if extra else kind.__name__
+            where = extra[0].__qualname__.split("_")[0] if extra else kind.__name__.split("_")[0]
+            where = "local" if where == "sweep" else where  # sweep_round on local slots
             with tempfile.TemporaryDirectory(prefix="imf-once-") as tmp:
-                tally.add(kind(Path(tmp), kills, tally, rng, *extra), f"{where} {' then '.join(map(str, kills))}")
+                tally.add(kind(Path(tmp), kills, tally, rng, *extra), f"{where} {' then '.join(map(str, kills))}",
+                          where)
     return tally
 
 
@@ -348,11 +355,22 @@ def main() -> None:
     parser.add_argument("--slurm-rounds", type=int, default=0,
                         help="sweep rounds on a private single-node Slurm cluster at each kill point")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-write", action="store_true", help=f"print only; leave {JSON.name}")
     args = parser.parse_args()
     started = time.monotonic()
     tally = run(args.rounds, args.loop_rounds, args.seed, ssh_rounds=args.ssh_rounds,
                 slurm_rounds=args.slurm_rounds)
-    print(line(tally, time.monotonic() - started))
+    seconds = time.monotonic() - started
+    print(line(tally, seconds))
+    if not args.no_write:
+        from imf.atomic import atomic_write_json
+        atomic_write_json(JSON, {"command": " ".join(["python", "benchmarks/drills_once.py", *sys.argv[1:]]),
+                                 "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                 "rounds": tally.rounds, "kills": tally.kills, "stopped": tally.stopped,
+                                 "trials": tally.trials, "good": tally.good, "failed": tally.failed,
+                                 "seconds": round(seconds), "by_queue": tally.by_queue,
+                                 "problems": tally.problems[:20]})
+        print(f"wrote {JSON.relative_to(ROOT)}")
     for problem in tally.problems[:20]:
         print("  " + problem)
     sys.exit(1 if tally.failed else 0)
