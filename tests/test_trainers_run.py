@@ -150,6 +150,7 @@ def test_the_example_trainer_two_queue_sweep_report_and_a_loop_round(tmp_path):
     report = json.loads(run_imf("report", str(tmp_path / "p" / "toy"), "--json", cwd=tmp_path).stdout)
     scores = [row["best_score"] for row in report["trials"]]
     assert len(scores) == 8 and scores == sorted(scores, reverse=True) and all(s < 0 for s in scores)
+    assert report["ranked_by"]["name"] == "max -val_mse" and "score = -val_mse" in " ".join(report["notices"])
     loop = run_imf("loop", str(tmp_path / "p" / "toy"), "--rounds", "1", "--queue", "local:cpu",
                    "--queue", "local:cpu", cwd=tmp_path)
     assert loop.returncode == 0, loop.stdout[-2000:] + loop.stderr

@@ -64,8 +64,10 @@ def ranking_of(rows: Iterable[TrialRow], rank_by: str | None, last_k: int) -> Ra
     check_rank_by(rank_by)
     scored = [r for r in rows if not r.is_ensemble and (r.best_score is not None or r.selection is not None)]
     chosen = [r for r in scored if r.selection is not None]
+    labels = {r.metric for r in scored}  # a trainer's metric, when every scored trial has the same one
+    metric = labels.pop() if len(labels) == 1 and None not in labels else METRIC
     if rank_by == "last-k":
-        name = f"last-{last_k} mean of {METRIC}"
+        name = f"last-{last_k} mean of {metric}"
         return Ranking("last-k", f"ranked by {name}", name, f"last-{last_k}")
     if rank_by == "selection" or (rank_by is None and chosen and len(chosen) == len(scored)):
         if not chosen:
@@ -75,7 +77,7 @@ def ranking_of(rows: Iterable[TrialRow], rank_by: str | None, last_k: int) -> Ra
         left = f"; {missing} trial(s) without one not ranked" if missing else ""
         return Ranking("selection", f"ranked by selection score{_episodes(chosen)}{left}",
                        "selection score", "selection")
-    name = f"max {METRIC}"
+    name = f"max {metric}"
     why = (f" ({len(chosen)} of {len(scored)} scored trials have a selection score; --rank-by selection "
            "ranks those)" if rank_by is None and chosen else "")
     return Ranking("max", f"ranked by {name}{why}", name, "max")

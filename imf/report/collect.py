@@ -204,6 +204,7 @@ def read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
                    source="diffusion_policy" if dp else "imf", queue=state.get("queue"),
                    note=str((summary or {}).get("note") or ""), restarts=restarts,
                    reason=str((summary or {}).get("reason") or "") if status == "failed" else "")
+    row.metric = _metric_label((summary or {}).get("metric"))
     row.n_emb, row.n_layer = model_size(run_dir, summary, trial_id)
     row.attempts, row.attempt_log = attempts_text(state)
     row.seed = seed if seed is not None else _summary_seed(summary, trial_id)
@@ -224,13 +225,20 @@ def read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
     return RunRead(row, _curve(trial_id, rollouts, rows, progress), config)
 
 
+def _metric_label(metric: Any) -> str | None:
+    """A trainer's metric as imf scores it: ``-val_mse`` for goal minimize, ``reward`` for maximize."""
+    if not isinstance(metric, dict) or metric.get("goal") not in ("minimize", "maximize"):
+        return None
+    return f"{'-' if metric['goal'] == 'minimize' else ''}{metric.get('name')}"
+
+
 def _metric_notice(metric: Any, notices: list[str]) -> None:
     """A trainer's metric (docs/trainers.md) is ranked as a higher-is-better score: say how, once."""
-    if not isinstance(metric, dict) or metric.get("goal") not in ("minimize", "maximize"):
+    label = _metric_label(metric)
+    if label is None:
         return
     name = metric.get("name")
-    sign = "-" if metric["goal"] == "minimize" else ""
-    notice = (f"score = {sign}{name} (the trainer's metric, goal {metric['goal']}): higher is better "
+    notice = (f"score = {label} (the trainer's metric, goal {metric['goal']}): higher is better "
               f"in every ranking; summary.json keeps {name} as written")
     if notice not in notices:
         notices.append(notice)

@@ -59,6 +59,7 @@ class TrialRow:
     reason: str = ""  # why it failed (summary.json), e.g. out of GPU memory and what to run instead
     attempts: int = 0  # launches of the trial in its sweep (sweep.json), retries and reruns included
     attempt_log: str = ""  # each ended attempt's outcome, and the reruns (imf/report/attempts.py)
+    metric: str | None = None  # a trainer's metric as scored, "-val_mse" for goal minimize (docs/trainers.md)
 
     @property
     def is_ensemble(self) -> bool:
