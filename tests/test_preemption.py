@@ -133,3 +133,16 @@ def test_a_trial_whose_ssh_host_died_resumes_there_from_its_latest_checkpoint(tm
     out = (home / "stdout.log").read_text()
     assert "imf: resuming from checkpoints/latest.pt" in out and "resumed at epoch" in out
     assert not (remote / "attempts").exists() and not (home / "attempts").exists()
+
+
+def test_a_resumed_attempt_still_rescored_on_the_selection_seeds(tmp_path):
+    # a trial resumed after a preemption or a lost host must leave final_eval.json like the rest
+    from imf.sweep.engine import Engine
+    from imf.sweep.launch import plan_sweep
+    sdir, state, _ = plan_sweep(SweepRequest(config="smoke", grids=["32x1"], queues=["local:cpu"], name="fe",
+                                             out=tmp_path, final_eval=4))
+    trial = state.trials[0]
+    trial.history = [{"attempt": 1, "outcome": "lost"}]
+    job = Engine(sdir, state, echo=lambda line: None).job_request(trial)
+    assert job.resume and job.resume_argv[-2:] == ["--final-eval", "4"]
+    assert job.argv[-2:] == ["--final-eval", "4"]

@@ -77,7 +77,7 @@ class EngineBase:
         config = trial.config or s.config
         job = JobRequest(trial.id, s.name, self.sdir.trial_dir(trial.id), argv, config, config_text(config))
         job.resume_argv = [*s.trial_command, "--resume", "--id", trial.id, "--out", "{run_dir}",
-                           "--store", "none"]
+                           "--store", "none", *(["--final-eval", str(s.final_eval)] if s.final_eval else [])]
         since = trial.since_rerun()  # a rerun starts afresh
         last = since[-1].get("outcome") if since else None
         job.resume = last == "timeout" or (last in LOST and self.scheduler(trial.queue).resumes_lost_jobs)
