@@ -146,3 +146,38 @@ def test_a_resumed_attempt_still_rescored_on_the_selection_seeds(tmp_path):
     job = Engine(sdir, state, echo=lambda line: None).job_request(trial)
     assert job.resume and job.resume_argv[-2:] == ["--final-eval", "4"]
     assert job.argv[-2:] == ["--final-eval", "4"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists(SSHD), reason=f"no sshd at {SSHD}")
+def test_a_trial_whose_ssh_host_died_resumes_on_another_queue_from_the_latest_pt_kept_home(
+        tmp_path, monkeypatch):
+    server = start_sshd(tmp_path / "sshd")  # its own sshd: this test takes it away for good
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.4"))
+    hosts = server.hosts_file(tmp_path / "hosts.yaml", tmp_path / "remote", gpus=None)
+    req = SweepRequest(config="smoke", grids=["64x1"], queues=[server.spec("cpu") + "?speed=10", "local:cpu"],
+                       hosts=str(hosts), name="mv", out=tmp_path / "runs", epochs=8, poll=0.1,
+                       stall_timeout=120, retries=1)
+    errors: list = []
+    thread = threading.Thread(target=lambda: _run(req, errors), daemon=True)
+    thread.start()
+    remote = tmp_path / "remote" / "mv" / "mv-causal-e64-l1-s42"
+    home = tmp_path / "runs" / "mv" / "mv-causal-e64-l1-s42"
+    try:
+        wait_for(lambda: (home / "checkpoints" / "latest.pt").is_file()
+                 and int((home / "checkpoints" / "latest.pt").read_text().split()[1]) >= 2, timeout=120)
+        server.stop()  # the host dies with its job
+        os.killpg(int((remote / "pid").read_text().split()[0]), signal.SIGKILL)
+        subprocess.run(scheduler_for(server.spec("cpu"), server.host_options(tmp_path)).control_argv("exit"),
+                       capture_output=True, timeout=30)
+        thread.join(300)
+    finally:
+        server.stop()
+    assert not thread.is_alive() and not errors, errors
+    trial = json.loads((tmp_path / "runs" / "mv" / "sweep.json").read_text())["trials"][0]
+    assert trial["state"] == "completed" and trial["queue"] == "local:cpu" and trial["attempts"] == 2
+    assert [h["outcome"] for h in trial["history"]] == ["queue down", "completed"]
+    out = (home / "stdout.log").read_text()
+    assert "imf: resuming from checkpoints/latest.pt" in out
+    resumed_at = int(out.split("resumed at epoch ")[1].split()[0])
+    assert resumed_at >= 3 and not (home / "attempts").exists()

@@ -109,3 +109,33 @@ def test_a_real_remote_trial_is_reported_ensembled_and_resumed_at_home(sshd, tmp
                              capture_output=True, text=True, timeout=900)
     assert resumed.returncode == 0, resumed.stderr[-2000:]  # from the latest.pt that came home
     assert json.loads((home / "summary.json").read_text())["epochs_done"] == 2
+
+
+def test_a_resume_on_another_host_gets_the_latest_pt_kept_home_and_an_occupied_folder_keeps_its_own(
+        sshd, tmp_path):
+    from imf.scheduler.base import JobRequest, scheduler_for
+    from _sweep_helpers import wait_for
+    home = tmp_path / "home" / "t1"
+    (home / "checkpoints").mkdir(parents=True)
+    (home / "checkpoints" / "latest.pt").write_text("epoch 4")  # kept home while it ran elsewhere
+    (home / "config.yaml").write_text("from home")
+    argv = ["sh", "-c", "cat checkpoints/latest.pt > started.txt"]
+    resume = ["sh", "-c", "cat checkpoints/latest.pt config.yaml > resumed.txt"]
+    job = JobRequest("t1", "s", home, argv, "smoke", token="a1", resume_argv=resume, resume=True)
+    sch = scheduler_for(sshd.spec("cpu"), sshd.host_options(tmp_path / "remote"))
+    try:
+        sch.start(job)
+        remote = tmp_path / "remote" / "s" / "t1"
+        wait_for(lambda: (remote / "resumed.txt").is_file() and (remote / "resumed.txt").read_text())
+        assert (remote / "resumed.txt").read_text() == "epoch 4from home"
+        (tmp_path / "home" / "t2" / "checkpoints").mkdir(parents=True)
+        (tmp_path / "home" / "t2" / "checkpoints" / "latest.pt").write_text("epoch 9")
+        (tmp_path / "remote" / "s" / "t2").mkdir(parents=True)
+        (tmp_path / "remote" / "s" / "t2" / "stdout.log").write_text("an earlier attempt here\n")
+        sch.start(JobRequest("t2", "s", tmp_path / "home" / "t2", argv, "smoke", token="a2",
+                             resume_argv=resume, resume=True))
+        other = tmp_path / "remote" / "s" / "t2"
+        wait_for(lambda: (other / "exit_code").is_file())
+        assert not (other / "resumed.txt").exists() and (other / "attempts" / "1" / "stdout.log").is_file()
+    finally:
+        sch.close()

@@ -7,6 +7,10 @@ summary and the job wrapper's files, so ``imf report``, ``imf ensemble``, ``swan
 ``imf trial --resume`` work on the home folder as on a local one. ``fetch: results`` brings only
 RESULTS and best.pt (a host whose checkpoints are too big to copy; they stay there).
 
+While an attempt runs, each new latest.pt comes home with RESUMABLE (``SshScheduler.poll``),
+so a trial whose host dies resumes from it on another queue (uploaded to another ssh host's
+empty folder by ``SshScheduler.start``).
+
 The tar arrives in a temporary file beside the folder, is unpacked into a temporary folder,
 and only then moved in: a fetch cut short leaves the home folder as it was. Files at home of
 another attempt (a retry on another queue, an earlier attempt on this one) are moved to
@@ -21,11 +25,13 @@ from pathlib import Path
 
 from imf.errors import QueueError
 from imf.scheduler.wrapper import STARTED, read_files
-from imf.store.layout import (BEST, CONFIG, EXIT_CODE, FINAL_EVAL, HOLDOUT, LOGS, PID, STDOUT, SUMMARY,
-                              TRIAL_FILES, RunLayout, checkpoint_name)
+from imf.store.layout import (BEST, CONFIG, EXIT_CODE, FINAL_EVAL, HOLDOUT, LATEST, LOGS, PID, STDOUT,
+                              SUMMARY, TRIAL_FILES, RunLayout, checkpoint_name)
 
 MODES = ("all", "results")
 RESULTS = (SUMMARY, LOGS, STDOUT, CONFIG, EXIT_CODE, PID, checkpoint_name(BEST), FINAL_EVAL, HOLDOUT)
+# what a trial needs to resume elsewhere (imf trial --resume), kept home while it runs
+RESUMABLE = (CONFIG, SUMMARY, LOGS, checkpoint_name(LATEST))
 
 
 def fetch_mode(spec: str, value: object) -> str:

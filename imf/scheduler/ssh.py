@@ -15,20 +15,24 @@ Every remote argument is shell-quoted; the job starts detached and survives the 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import shlex
 import stat
 import subprocess
+import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from imf.errors import QueueError
-from imf.scheduler.base import Handle, JobRequest
+from imf.scheduler.base import Handle, JobRequest, JobStatus
 from imf.scheduler.plugin_check import CHECK_TIMEOUT_S, failure
 from imf.scheduler.wrapped import WrappedScheduler
-from imf.scheduler.fetch import RESULTS, fetch_mode, install, temporary
+from imf.scheduler.fetch import RESULTS, RESUMABLE, fetch_mode, install, temporary
+from imf.scheduler.wrapped import parse_probe
+from imf.store.layout import PID, RunLayout
 from imf.store.summary import read_summary
 
 FETCH_TIMEOUT_S = 6 * 3600.0  # a trial's whole folder may be many checkpoints over a slow link
@@ -40,6 +44,10 @@ CHECK = r'''case $1 in "~/"*) set -- "$HOME/${1#"~/"}";; esac
 command -v "$1" >/dev/null || exit 7
 why=$("$1" -c "import imf.scheduler.wrapper" 2>&1) || { printf '%s\n' "$why" | tail -n 1; exit 8; }
 echo ok
+'''
+SEND = r'''case $1 in "~/"*) d="$HOME/${1#"~/"}";; *) d=$1;; esac
+if [ -d "$d" ] && [ -n "$(ls -A "$d")" ]; then cat >/dev/null; echo kept; exit 0; fi
+mkdir -p "$d" && tar -xf - -C "$d" && echo sent
 '''
 UPLOAD = r'''case $1 in "~/"*) d="$HOME/${1#"~/"}";; *) d=$1;; esac
 mkdir -p "$d" && cat > "$d/$2"
@@ -95,6 +103,7 @@ class SshScheduler(WrappedScheduler):
         self.extra = shlex.split(extra) if isinstance(extra, str) else [str(a) for a in extra]
         self.workdir = str(self.options.get("workdir") or "~/imf-runs").rstrip("/")
         self.fetch_mode = fetch_mode(spec, self.options.get("fetch"))
+        self._synced: dict[str, int] = {}  # job folder -> the latest.pt (mtime) last brought home
         self._home: str | None = None
 
     def _check_target(self) -> None:
@@ -230,9 +239,41 @@ class SshScheduler(WrappedScheduler):
             if rc != 0:
                 raise QueueError(f"queue '{self.spec}': cannot write the config on {self.host}: "
                                  f"{err.strip()}")
+        if job.resume:
+            self._send_checkpoint(job)
         handle = super().start(job)
         handle.extra["host"] = self.target
         return handle
+
+    def _send_checkpoint(self, job: JobRequest) -> None:
+        """A trial resumed here after its host died elsewhere: its latest.pt (kept home while it
+        ran) goes into its folder here, when that folder is empty (else what is there stays)."""
+        home = Path(job.run_dir)
+        if not RunLayout(home).latest.is_file():
+            return
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            for name in RESUMABLE:
+                if (home / name).is_file():
+                    tar.add(home / name, arcname=f"./{name}")
+        rc, _, err = self._sh(SEND, [self.job_dir(job)], timeout=FETCH_TIMEOUT_S, data=buffer.getvalue())
+        if rc != 0:
+            raise QueueError(f"queue '{self.spec}': cannot send {job.trial_id}'s latest.pt to {self.host}: "
+                             f"{err.strip()[-300:]}")
+
+    def poll(self, handle: Handle, offset: int = 0) -> JobStatus:
+        """The job's status; a new latest.pt of a running job comes home (RESUMABLE, ``fetch: all``)."""
+        data = self.probe(handle, offset)
+        status = parse_probe(data, handle.token)
+        latest = data.get("latest")
+        if status.state == "running" and self.fetch_mode == "all" and latest and \
+                self._synced.get(handle.dir) != latest:
+            try:
+                self._receive(handle, ["pack", handle.dir, PID, *RESUMABLE], replace=False)
+                self._synced[handle.dir] = latest
+            except (QueueError, OSError):
+                pass  # tried again at the next poll; the job itself is not affected
+        return status
 
     def fetch(self, handle: Handle) -> None:
         """Bring the ended attempt's folder home (``fetch: all``), or its results and best.pt."""

@@ -138,6 +138,10 @@ class WrappedScheduler(Scheduler):
         return Handle(self.spec, run_dir, str(job.run_dir), job.token, int(fields[0]), fields[1])
 
     def poll(self, handle: Handle, offset: int = 0) -> JobStatus:
+        return parse_probe(self.probe(handle, offset), handle.token)
+
+    def probe(self, handle: Handle, offset: int = 0) -> dict[str, Any]:
+        """The wrapper's ``probe`` object for the job's folder (QueueError when it fails)."""
         rc, out, err = self._wrapper(["probe", handle.dir, str(int(offset)), str(self.log_chunk)])
         try:
             data = json.loads(out) if rc == 0 else None
@@ -146,7 +150,7 @@ class WrappedScheduler(Scheduler):
         if not isinstance(data, dict):
             raise QueueError(f"queue '{self.spec}': probe of {handle.dir} failed (exit {rc}): "
                              f"{err.strip()[-300:] or out[-300:]!r}")
-        return parse_probe(data, handle.token)
+        return data
 
     def revoke(self, handle: Handle) -> bool:
         rc, out, err = self._wrapper(["revoke", handle.dir, handle.token])

@@ -32,8 +32,9 @@ TOKEN names the attempt, so files of an earlier attempt are never read as this o
                                        (exit 0) when the folder's claim is not TOKEN's
     revoke DIR TOKEN                   "started" when TOKEN's pid file is there, else "revoked":
                                        TOKEN's job never runs in DIR (its start may be in flight)
-    probe DIR OFFSET LIMIT             one JSON object: the files, whether the job lives, and
-                                       logs.json.txt from OFFSET (at most LIMIT bytes)
+    probe DIR OFFSET LIMIT             one JSON object: the files, whether the job lives,
+                                       logs.json.txt from OFFSET (at most LIMIT bytes), and when
+                                       checkpoints/latest.pt last changed (``latest``, ns)
     stop DIR GRACE_S TOKEN             SIGTERM to the job's process group, SIGKILL after GRACE_S
                                        (only the attempt TOKEN, revoked if it has not started;
                                        any attempt when TOKEN is "")
@@ -257,7 +258,8 @@ def probe(folder: Path, offset: int, limit: int) -> dict[str, Any]:
         return data
     data.update(pid=files.pid, start_time=files.start_time, token=files.token, alive=files.alive(),
                 exit_code=files.exit_code, exit_token=files.exit_token,
-                log_size=_size(folder / LOGS), out_size=_size(folder / STDOUT), new_log="")
+                log_size=_size(folder / LOGS), out_size=_size(folder / STDOUT), new_log="",
+                latest=_mtime(RunLayout(folder).latest))
     try:
         with open(folder / LOGS, "rb") as f:
             f.seek(offset)
@@ -265,6 +267,13 @@ def probe(folder: Path, offset: int, limit: int) -> dict[str, Any]:
     except OSError:
         pass
     return data
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
 
 
 def _size(path: Path) -> int:
