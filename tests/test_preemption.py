@@ -181,3 +181,19 @@ def test_a_trial_whose_ssh_host_died_resumes_on_another_queue_from_the_latest_pt
     assert "imf: resuming from checkpoints/latest.pt" in out
     resumed_at = int(out.split("resumed at epoch ")[1].split()[0])
     assert resumed_at >= 3 and not (home / "attempts").exists()
+
+
+def test_a_running_remote_trial_whose_latest_pt_came_home_is_reported_running(tmp_path):
+    # its summary.json ("running") is home for a resume elsewhere; its trial.lock is on the host
+    from imf.report.collect import read_sweep
+    from imf.store.summary import RunSummary
+    sweep = tmp_path / "sw"
+    (sweep / "t-ssh").mkdir(parents=True)
+    (sweep / "t-gone").mkdir()
+    RunSummary(id="t-ssh", status="running", epochs_done=2, num_epochs=8).write(sweep / "t-ssh")
+    RunSummary(id="t-gone", status="running", epochs_done=2, num_epochs=8).write(sweep / "t-gone")
+    trials = [{"id": "t-ssh", "state": "running", "queue": "ssh://h/cpu", "handle": {"host": "me@h"}},
+              {"id": "t-gone", "state": "running", "queue": "local:cpu", "handle": {"pid": 1}}]
+    (sweep / "sweep.json").write_text(json.dumps({"trials": trials}))
+    status = {r.row.id: r.row.status for r in read_sweep(sweep, [])}
+    assert status == {"t-ssh": "running", "t-gone": "interrupted"}  # a local one without its lock is gone

@@ -191,7 +191,7 @@ def read_run(run_dir: Path, trial_id: str, sweep: dict[str, dict[str, Any]],
                               or any("test/mean_score" in r for r in rows))
     status = (summary or {}).get("status") or state.get("status")
     status = status or (_dp_status(rows) if dp else "unknown")
-    if summary is not None:
+    if summary is not None and not _remote_and_live(state):
         status = observed_status(str(status), run_dir)  # never "running" for a process that is gone
     config, seed = read_config(run_dir)
     if config is not None and (summary or {}).get("init_from"):  # a warm start is its own cell
@@ -242,6 +242,13 @@ def _metric_notice(metric: Any, notices: list[str]) -> None:
               f"in every ranking; summary.json keeps {name} as written")
     if notice not in notices:
         notices.append(notice)
+
+
+def _remote_and_live(state: dict[str, Any]) -> bool:
+    """The sweep runs the trial on a remote host (its handle names one): its files at home are
+    copies (a latest.pt kept for a resume elsewhere), its lock is there, the sweep's word holds."""
+    handle = state.get("handle") if isinstance(state.get("handle"), dict) else {}
+    return state.get("status") in ("starting", "queued", "running") and bool(handle.get("host"))
 
 
 def _curve(trial_id: str, rollouts: list[Rollout], rows: list[dict[str, Any]],
