@@ -45,6 +45,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.Namespace]:
     fake.add_argument("--disk-full-while", default=None)
     fake.add_argument("--plant", default=None)
     fake.add_argument("--extras", action="store_true")
+    fake.add_argument("--gate", default=None, help="hold before the first epoch until this file exists")
     opts, rest = fake.parse_known_args(argv)
     trial = argparse.ArgumentParser(allow_abbrev=False)
     trial.add_argument("config", nargs="?")
@@ -107,6 +108,12 @@ def main(argv: list[str]) -> int:
     base = 0.5 + params["n_emb"] / 2000 + params["n_layer"] / 100 + (args.seed % 7) / 1000
     best = last = None
     planted = json.loads(Path(opts.plant).read_text()).get(args.id) if opts.plant else None
+    waited = 0
+    while opts.gate and not os.path.exists(opts.gate):  # held (a live job) until the test opens it
+        time.sleep(0.2)
+        waited += 1
+        if waited % 10 == 0:
+            print(f"fake trial {args.id}: waiting for {opts.gate}", flush=True)  # output grows: not a stall
     with open(out / "logs.json.txt", "a") as log:
         for epoch in range(first, args.epochs):
             time.sleep(epoch_s)

@@ -5,6 +5,7 @@ import dataclasses
 import json
 import os
 import shlex
+import threading
 from pathlib import Path
 
 import pytest
@@ -167,14 +168,23 @@ def test_a_host_down_mid_trial_then_resume_runs_every_trial_once_and_stops_the_o
 
     from _sweep_helpers import start_sshd, sweep_controller
     server = start_sshd(tmp_path / "sshd")
-    ledger = tmp_path / "ledger.txt"
+    ledger, gate = tmp_path / "ledger.txt", tmp_path / "gate"
     hosts = server.hosts_file(tmp_path / "hosts.yaml", tmp_path / "remote")
     sweep_dir, remote = tmp_path / "runs" / "s", tmp_path / "remote" / "s"
+    # Every trial is held before its first epoch until the gate opens, so the remote one is alive
+    # when its host goes down however slow this machine is; the gate opens once the resume has
+    # killed the orphan, so the orphan can never finish.
+    def open_gate_after_the_kill() -> None:
+        log = sweep_dir / "sweep.log"
+        wait_for(lambda: "killed the orphan" in log.read_text(), timeout=600)
+        gate.touch()
+    opener = threading.Thread(target=open_gate_after_the_kill, daemon=True)
     try:
-        controller = sweep_controller(tmp_path / "runs", "s", ["--epoch-s", "0.3", "--ledger", str(ledger)],
+        controller = sweep_controller(tmp_path / "runs", "s", ["--epoch-s", "0.3", "--ledger", str(ledger),
+                                                               "--gate", str(gate)],
                                       "--grid", "64x1,2", "--queue", server.spec("cpu"), "--queue",
                                       "local:cpu", "--hosts", str(hosts), "--epochs", "25", "--poll", "0.2",
-                                      "--stall-timeout", "60")
+                                      "--stall-timeout", "300")
         pid_file = wait_for(lambda: next((p for p in remote.glob("*/fake.pid") if p.read_text()), None), timeout=120)
         orphan = int(pid_file.read_text())
         server.kill_sessions()
@@ -185,8 +195,10 @@ def test_a_host_down_mid_trial_then_resume_runs_every_trial_once_and_stops_the_o
         controller.wait()
         assert _alive(orphan)  # the job on the host that went down runs on
         server.restart()
+        opener.start()
         resume_sweep(sweep_dir, lambda s: None)
     finally:
+        gate.touch()
         server.stop()
     assert not _alive(orphan)
     data = json.loads((sweep_dir / "sweep.json").read_text())
