@@ -12,7 +12,7 @@ and registered again. Numbers between ``claims`` markers are not registered: cla
 and checks them from the JSON. Each registered number has a kind:
 
 - ``json``: it equals a field of the committed JSON (benchmarks/learning_results/*.json,
-  benchmarks/grid_cost.json) at the precision printed, and ``--check`` reads that field again;
+  benchmarks/*.json) at the precision printed, and ``--check`` reads that field again;
 - ``date``: a date or a time of day;
 - ``code``: in a code block or a code span (a command's argument, a config key's value, a
   transcript of a command's output);
@@ -97,7 +97,8 @@ def _leaves(value: Any, path: str) -> Iterator[tuple[str, float]]:
 
 def json_values(root: Path) -> dict[str, float]:
     """Every number of the committed JSON a published number may trace to, by its path."""
-    files = sorted((root / "benchmarks" / "learning_results").glob("*.json")) + [root / "benchmarks" / "grid_cost.json"]
+    files = sorted((root / "benchmarks" / "learning_results").glob("*.json")) + sorted(
+        p for p in (root / "benchmarks").glob("*.json") if p.name != REGISTER.name)
     out = {}
     for path in files:
         if path.is_file() and path.name != "holdout_ledger.json":
