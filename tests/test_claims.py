@@ -26,8 +26,10 @@ def checkout(tmp_path):
     shutil.copytree(ROOT / "benchmarks" / "learning_results", tmp_path / "benchmarks" / "learning_results")
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
     shutil.copytree(ROOT / "docs", tmp_path / "docs", ignore=shutil.ignore_patterns("*.png", "report_example"))
-    for name in ("RESULTS.md", "RUNS.md", "published_numbers.json", "grid_cost.json"):
+    for name in ("RESULTS.md", "RUNS.md"):
         shutil.copy(ROOT / "benchmarks" / name, tmp_path / "benchmarks" / name)
+    for path in (ROOT / "benchmarks").glob("*.json"):  # what published numbers trace to
+        shutil.copy(path, tmp_path / "benchmarks" / path.name)
     shutil.copytree(ROOT / "imf" / "configs", tmp_path / "imf" / "configs")  # the presets the passages name
     return tmp_path
 

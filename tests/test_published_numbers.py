@@ -26,8 +26,9 @@ def checkout(tmp_path):
     (tmp_path / "benchmarks").mkdir()
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
     shutil.copytree(ROOT / "docs", tmp_path / "docs", ignore=shutil.ignore_patterns("*.png", "report_example"))
-    for name in ("RESULTS.md", "published_numbers.json", "grid_cost.json"):
-        shutil.copy(ROOT / "benchmarks" / name, tmp_path / "benchmarks" / name)
+    shutil.copy(ROOT / "benchmarks" / "RESULTS.md", tmp_path / "benchmarks" / "RESULTS.md")
+    for path in (ROOT / "benchmarks").glob("*.json"):  # what published numbers trace to
+        shutil.copy(path, tmp_path / "benchmarks" / path.name)
     shutil.copytree(ROOT / "benchmarks" / "learning_results", tmp_path / "benchmarks" / "learning_results")
     return tmp_path
 
