@@ -121,3 +121,13 @@ def test_a_queue_whose_python_cannot_load_the_sweeps_plugins_stops_the_start(tmp
     with pytest.raises(SweepError, match=r"no queue passed its check: local:cpu: .*cannot load imf.masks plugin 'brokenmask'.*ImportError: this host"):
         dry_run(req)
     registry.clear_cache()
+
+
+def test_a_program_trial_without_planned_epochs_shows_its_epoch_alone_and_no_eta():
+    """A command trainer's trial plans no epochs (0): its row says the epochs it logged, never
+    "4/0", and guesses no time left."""
+    from imf.sweep.state import TrialState
+    trial = TrialState("p", [], 1, 0, {}, 1.0, "local:cpu", state="running", epoch=4)
+    trial.elapsed_s = 40.0
+    row = trial_row(trial, time.time())
+    assert row[3] == "4" and row[-1] == "-"

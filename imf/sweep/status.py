@@ -60,10 +60,10 @@ def trial_row(trial: TrialState, now: float, run_dir: Path | None = None, contro
         return _row_from_files(trial, run_dir)
     elapsed = _elapsed(trial, now)
     eta = None
-    if trial.state == "running" and elapsed and trial.epoch:
+    if trial.state == "running" and elapsed and trial.epoch and trial.epochs:
         eta = elapsed / trial.epoch * max(0, trial.epochs - trial.epoch)
     inside = _inside_epoch(run_dir, now) if run_dir is not None and trial.state == "running" else None
-    if inside is not None and not trial.epoch:  # the first epoch: its own rate is all there is
+    if inside is not None and not trial.epoch and trial.epochs:  # the first epoch: its own rate is all there is
         eta = inside[1] + inside[2] * max(0, trial.epochs - 1)
     state = trial.state + (f" ({trial.attempts})" if trial.attempts > 1 else "")
     if inside is not None:
@@ -72,9 +72,14 @@ def trial_row(trial: TrialState, now: float, run_dir: Path | None = None, contro
         state += f": {trial.reason}"  # Slurm's reason: Resources, Priority, ...
     if trial.state in FINAL and trial.exit_code:  # the table of imf/errors.py: 3 diverged, 1 failed...
         state += f" (exit {trial.exit_code})"
-    return [trial.queue, trial.id, state, f"{trial.epoch}/{trial.epochs}", _score(trial.val_mse),
+    return [trial.queue, trial.id, state, _epochs(trial.epoch, trial.epochs), _score(trial.val_mse),
             _score(trial.last_score), _score(trial.best_score),
             "-" if trial.best_success is None else f"{trial.best_success:.2f}", _duration(elapsed), _duration(eta)]
+
+
+def _epochs(done: int, planned: int) -> str:
+    """"3/10"; "3" for a trial that plans no epochs (a command trainer's program)."""
+    return f"{done}/{planned}" if planned else str(done)
 
 
 def _inside_epoch(run_dir: Path, now: float) -> tuple[str, float, float] | None:
@@ -97,7 +102,7 @@ def _row_from_files(trial: TrialState, run_dir: Path) -> list[str]:
     summary = read_summary(run_dir)
     if summary is None:
         return [trial.queue, trial.id, f"{trial.state}? (no summary.json; controller gone)",
-                f"{trial.epoch}/{trial.epochs}", _score(trial.val_mse), _score(trial.last_score),
+                _epochs(trial.epoch, trial.epochs), _score(trial.val_mse), _score(trial.last_score),
                 _score(trial.best_score), "-", _duration(trial.elapsed_s), "-"]
     return [trial.queue, trial.id, f"{summary.status} (its files)", f"{summary.epochs_done}/{summary.num_epochs or trial.epochs}",
             _score(trial.val_mse), _score(summary.last_score), _score(summary.best_score),
