@@ -26,7 +26,7 @@ def test_trials_differing_only_in_seed_form_one_cell(tmp_path):
     cells = {c.label: c for c in report.trends.cells}
     assert sorted(cells) == ["run-a", "run-d"]
     seeds = cells["run-a"]
-    # 0.6, 0.7, 0.8: mean 0.7, sample sd 0.1, SE 0.1 / sqrt(3), min-max 0.6-0.8
+    # 0.6, 0.7, 0.8: mean 0.7, sample sd 0.1, SE 0.1 / sqrt(3), min..max 0.6..0.8
     assert (seeds.trials, seeds.seeds, seeds.n) == (["run-a", "run-b", "run-c"], [1, 2, 3], 3)
     assert seeds.mean == pytest.approx(0.7) and seeds.sd == pytest.approx(0.1)
     assert seeds.se == pytest.approx(0.1 / 3 ** 0.5) and seeds.noise == "seeds"
@@ -36,7 +36,7 @@ def test_trials_differing_only_in_seed_form_one_cell(tmp_path):
     assert {t.id: t.cell for t in report.trials}["run-b"] == "run-a"
     assert {t.id: t.seed for t in report.trials} == {"run-a": 1, "run-b": 2, "run-c": 3, "run-d": 1}
     text = render_text(report)
-    assert "0.7000 ± 0.1000  0.6000-0.8000  0.0577 (seeds)" in text
+    assert "0.7000 ± 0.1000  0.6000..0.8000  0.0577 (seeds)" in text  # ".." reads right for negative scores too
 
 
 def test_an_unreadable_config_is_a_notice(tmp_path):

@@ -108,14 +108,14 @@ def _settings(params: dict[str, Any], keys: list[str]) -> list[str]:
 def cell_rows(report: Report) -> tuple[list[str], list[list[str]]]:
     keys = sorted({k for c in report.trends.cells for k in c.params})
     headers = (["cell", "n_emb", "n_layer"] + (keys if len(keys) <= MAX_SETTING_COLUMNS else ["settings"]) +
-               ["n", "seeds", f"{report.ranked_by.get('short', 'max')}: mean ± sd", "min-max", "SE (from)",
+               ["n", "seeds", f"{report.ranked_by.get('short', 'max')}: mean ± sd", "min..max", "SE (from)",
                 f"last-{report.last_k}", "selection", "success", "selection success"])
     rows = []
     for c in report.trends.cells:
         seeds = ",".join(str(s) for s in c.seeds if s is not None) or "-"
         seeds += f" ({c.unscored} not scored)" if c.unscored else ""
         seeds += f" (same seed again, counted once: {', '.join(c.duplicates)})" if c.duplicates else ""
-        spread = "-" if c.low is None else f"{c.low:.4f}-{c.high:.4f}"
+        spread = "-" if c.low is None else f"{c.low:.4f}..{c.high:.4f}"  # a minus sign is not a dash
         se = "-" if c.se is None else f"{c.se:.4f} ({c.noise})"
         selection = "-" if c.selection is None else pm(c.selection, c.selection_se) + f" (n={c.selection_n})"
         rows.append([c.label, fmt(c.n_emb), fmt(c.n_layer)] + _settings(c.params, keys) +
@@ -264,7 +264,7 @@ def render_markdown(report: Report, figures: list[str]) -> str:
            f"- {NOISE_RULE}", "", "## Ranking", ""]
     out += markdown_table(*ranking_rows(report))
     out += ["", "## Cells", "", "Trials that differ only in `training.seed`: mean ± sd of their "
-            f"{_score(report)} over seeds, n, min-max.", ""]
+            f"{_score(report)} over seeds, n, min..max.", ""]
     out += markdown_table(*cell_rows(report))
     stopped = stopped_lines(report)
     out += ["", "## Stopped early", ""] + [f"- {line}" for line in stopped] if stopped else []
