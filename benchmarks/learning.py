@@ -8,6 +8,7 @@
         --set training.snapshot_every=10 --with image_preset  # equal compute beside the preset's own imf runs
     python benchmarks/learning.py --collect runs/learning/keypoints   # runs already trained: look, record
     python benchmarks/learning.py --collect runs/preset --name image_preset   # another record beside image.json
+    python benchmarks/learning.py --collect runs/more/keypoints --add  # new runs join keypoints.json's, which stay
 
 Each run is a real `imf trial` of the CPU preset (pusht_lowdim_cpu, or pusht_image_cpu for
 --obs image) with `training.time_budget_s` on the cpu clock (CPU seconds / torch threads: the
@@ -114,6 +115,23 @@ def joined_records(names: list[str]) -> list[dict]:
     return records
 
 
+def added_records(name: str, new: list[dict]) -> list[dict]:
+    """--add: the runs of the committed record NAME.json, each marked with the record and commit it
+    came from ("from": its run folder is gone), and the new runs with them; a new run replaces an
+    old one of the same id. Grouped by objective in the order they first appear, then by seed."""
+    path = RESULTS_DIR / f"{name}.json"
+    if not path.is_file():
+        sys.exit(f"learning.py: --add: no record {path} to add to")
+    git = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%h", "--", str(path)],
+                         capture_output=True, text=True)
+    where = f"{name}.json at {git.stdout.strip() or 'uncommitted'}"
+    ids = {r["id"] for r in new}
+    old = [{**r, "from": r.get("from") or where} for r in json.loads(path.read_text()) if r["id"] not in ids]
+    merged = [*old, *new]
+    order = list(dict.fromkeys(r["objective"] for r in merged))
+    return sorted(merged, key=lambda r: (order.index(r["objective"]), r.get("seed") is None, r.get("seed") or 0))
+
+
 def _pm(value: float | None, se: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}" + ("" if se is None else f" ± {se:.{digits}f}")
 
@@ -127,10 +145,13 @@ def table(records: list[dict], obs: str, machine: str | None, name: str) -> list
         sized.append("a run without a budget trained a fixed number of samples (--samples; CPU min: its own CPU "
                      "minutes of training)")
     joined = sorted({r["record"] for r in records if r.get("record")})
+    kept = sorted({r["from"] for r in records if r.get("from")})
     title = f"## Learning, {obs} observations" + (f", {name}" if name != obs else "")
     lines = [f"{title} (benchmarks/learning.py)", "",
              f"`python benchmarks/learning.py --obs {obs}{f' --name {name}' if name != obs else ''}` on {where}"
              + (f" (the runs from {', '.join(joined)} were trained earlier, on their own record's machine)" if joined else "")
+             + (f" (runs marked from {' and '.join(kept)} in the JSON were recorded there before; their run folders "
+                f"are gone)" if kept else "")
              + f"; {'; '.join(sized)}; one torch thread a run, nice'd, beside other work. Best test: the "
              f"rollout (50 test seeds) that chose best.pt, its score ± SE and success. Selection and "
              f"holdout: best.pt on {EPISODES} selection seeds (500000..) and {EPISODES} holdout seeds "
@@ -203,6 +224,9 @@ def main() -> None:
     parser.add_argument("--with", dest="joined", action="append", default=[], metavar="NAME",
                         help="the imf runs of a committed record (learning_results/NAME.json) join this one as "
                         "they are, e.g. the preset's own runs beside ddpm and flow trained to match them")
+    parser.add_argument("--add", action="store_true", help="keep the runs of the committed record this writes "
+                        "(<name>.json), each marked with where it came from; the new runs join them, e.g. a missing "
+                        "seed trained later")
     parser.add_argument("--no-write", action="store_true", help="print the table, leave RESULTS.md and docs/ alone")
     args = parser.parse_args()
     if not args.minutes > 0 or args.parallel < 1:
@@ -228,6 +252,8 @@ def main() -> None:
                                      parse_runs(args.runs)))
     records = [*joined, *(record_of(d, args.threads) for d in run_dirs)]
     name = args.name or records[0]["obs"]
+    if args.add:
+        records = added_records(name, records)
     lines = table(records, records[0]["obs"], args.machine, name)
     print("\n".join(lines))
     if not args.no_write:
