@@ -11,6 +11,8 @@ import pytest
 import yaml
 from imf_process import run_imf
 
+from imf.store.iteration_log import IterationLogStore
+
 pytestmark = pytest.mark.slow
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "trainers"
@@ -117,7 +119,7 @@ def _sweep(project: Path, config: Path) -> None:
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr
 
 
-def test_the_goal_holds_one_grid_with_its_metric_negated_and_goal_flipped_ranks_and_suggests_alike(tmp_path):
+def test_the_goal_holds_one_grid_with_its_metric_negated_and_goal_flipped_ranks_suggests_and_loops_alike(tmp_path):
     low, high = tmp_path / "low", tmp_path / "high"
     _sweep(low, program_config(low / "code", "minimize", 1.0))
     _sweep(high, program_config(high / "code", "maximize", -1.0))
@@ -135,6 +137,29 @@ def test_the_goal_holds_one_grid_with_its_metric_negated_and_goal_flipped_ranks_
     assert suggestions[0] == suggestions[1] and suggestions[0]
     boards = [json.loads((p / "g" / "scoreboard.json").read_text())["best"]["trial"] for p in (low, high)]
     assert boards == ["g-x4-s1", "g-x4-s1"]
+    decisions = [_loop_decisions(project) for project in (low, high)]
+    assert decisions[0] == decisions[1]
+    verdicts = [v for _, v, _ in decisions[0]["outcomes"]]
+    assert verdicts and len(verdicts) == len(decisions[0]["proposals"]), decisions[0]
+    # one run of a program has no noise of its own (no per-episode scores): the loop says so
+    assert set(verdicts) <= {"better", "worse", "no clear difference", "no clear difference (noise unknown)"}
+    (block,) = decisions[0]["log"]
+    assert all(f"{tid}: {verdict}" in block["conclusion"] for tid, verdict, _ in decisions[0]["outcomes"])
+
+
+def _loop_decisions(project: Path) -> dict:
+    """One ``imf loop`` round on the grid: its hypotheses, each run's verdict and difference against
+    the best before (imf's higher-is-better score), and the conclusions it wrote."""
+    done = run_imf("loop", str(project / "g"), "--rounds", "1", "--queue", "local:cpu", "--queue", "local:cpu",
+                   cwd=project)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+    state = json.loads((project / "g" / "loop.json").read_text())
+    (only,) = state["rounds"]
+    blocks = [{key: str(value).replace(str(project), "P") for key, value in block.items() if key != "time"}
+              for block in IterationLogStore(project / "g").hypotheses()]
+    return {"proposals": [(p["id"], p["kind"], p["overrides"], p["seed"]) for p in only["proposals"]],
+            "outcomes": [(o["id"], o["verdict"], round(o["diff"], 9)) for o in only["outcomes"]],
+            "gain": only["gain"], "best_after": only["best_after"], "log": blocks}
 
 
 def test_the_example_trainer_two_queue_sweep_report_and_a_loop_round(tmp_path):
