@@ -22,6 +22,7 @@ from imf.errors import ConfigError
 
 BUILTIN_TRAINER = "imf"
 PLACEHOLDERS = ("out", "seed", "args", "params_file", "init_from", "python")
+EVAL_PLACEHOLDERS = ("out", "seed", "params_file", "python", "checkpoint")  # out: the run's eval/ folder
 ARGS_MODES = ("hydra", "json", "env")
 GOALS = ("minimize", "maximize")
 LINE_PICKS = ("best", "last")
@@ -29,7 +30,7 @@ STDOUT = "stdout"
 # dotted words a sweep adds to every trial that say where it ran, not what it learned
 RUN_ONLY_WORDS = ("sweep.", "training.device=")
 KEYS = ("trainer", "name", "command", "params", "args", "metric", "checkpoint", "init_from",
-        "budget", "stores", "training", "workdir")
+        "budget", "stores", "training", "workdir", "eval")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
 
@@ -50,11 +51,25 @@ class MetricSpec:
     goal: str  # minimize | maximize
     source: str  # a path template ("{out}/summary.json": a JSON key; other files: JSON lines) or "stdout"
     lines: str = "best"  # JSON lines and stdout: the best value by the goal, or the last
+    se: str | None = None  # JSON lines: the key of a line holding its value's standard error
 
     @property
     def sign(self) -> float:
         """+1 when higher is better, -1 when lower is: imf's scores are higher-is-better."""
         return 1.0 if self.goal == "maximize" else -1.0
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    """``eval:``: the program that scores a checkpoint (``imf eval``, ``--final-eval``)."""
+
+    command: list[str]  # argv with {checkpoint}, {out} (the run's eval/ folder), {seed}, {python}, ...
+    metric: MetricSpec
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.metric
+        return {"command": list(self.command),
+                "metric": {"name": m.name, "goal": m.goal, "source": m.source, "lines": m.lines}}
 
 
 @dataclass
@@ -73,16 +88,26 @@ class ProgramConfig:
     stores: list[str] = field(default_factory=lambda: ["scoreboard", "iteration-log"])
     seed: int = 0
     workdir: str = "."  # the program's working folder: the config file's, unless it names one
+    eval: EvalSpec | None = None  # how the program scores a checkpoint, if it can
 
     def to_dict(self) -> dict[str, Any]:
         """config.yaml as a run folder keeps it: the seed under training.seed (run-only)."""
         m = self.metric
         return {"trainer": self.trainer, "name": self.name, "command": list(self.command),
                 "params": copy.deepcopy(self.params), "args": self.args,
-                "metric": {"name": m.name, "goal": m.goal, "source": m.source, "lines": m.lines},
+                "metric": {"name": m.name, "goal": m.goal, "source": m.source, "lines": m.lines,
+                           **({"se": m.se} if m.se else {})},
                 "checkpoint": self.checkpoint, "init_from": list(self.init_from),
                 "budget": {"time_s": self.time_s}, "logging": {"stores": list(self.stores)},
-                "training": {"seed": self.seed}, "workdir": self.workdir}
+                "training": {"seed": self.seed}, "workdir": self.workdir,
+                **({"eval": self.eval.to_dict()} if self.eval else {})}
+
+    def identity_dict(self) -> dict[str, Any]:
+        """What a trial's identity hashes: the config but its eval command (scoring a checkpoint
+        changes nothing the program learns)."""
+        data = self.to_dict()
+        data.pop("eval", None)
+        return data
 
 
 def load_program_config(config: str, dotted: list[str], params_patch: dict[str, Any] | None = None,
@@ -110,6 +135,7 @@ def load_program_config(config: str, dotted: list[str], params_patch: dict[str, 
         time_s=_budget(data.get("budget")), stores=_stores(data),
         seed=_seed(seed if seed is not None else (data.get("training") or {}).get("seed", 0)),
         workdir=_workdir(data.get("workdir"), config))
+    cfg.eval = _eval(data.get("eval"), cfg.metric)
     check_placeholders(cfg)
     return cfg
 
@@ -205,6 +231,11 @@ def check_placeholders(cfg: ProgramConfig) -> None:
                                       f"only for a warm start), found in {word!r}")
                 if name == "args" and (where != "command" or word != "{args}"):
                     raise ConfigError(f"{where}: {{args}} must be a whole word of command, got {word!r}")
+    for word in (cfg.eval.command + [cfg.eval.metric.source]) if cfg.eval else []:
+        for name in _PLACEHOLDER.findall(word):
+            if name not in EVAL_PLACEHOLDERS:
+                raise ConfigError(f"eval: unknown placeholder {{{name}}} in {word!r}; known: "
+                                  + ", ".join(f"{{{p}}}" for p in EVAL_PLACEHOLDERS))
     if cfg.init_from and not any("{init_from}" in w for w in cfg.init_from):
         raise ConfigError(f"init_from: {cfg.init_from!r} has no {{init_from}} for the checkpoint's path")
     joined = " ".join(cfg.command)
@@ -246,9 +277,9 @@ def _words(value: Any, where: str, required: bool = False) -> list[str]:
 def _metric(value: Any) -> MetricSpec:
     if not isinstance(value, dict):
         raise ConfigError(f"metric: required, a mapping {{name, goal, source}}, got {value!r}")
-    unknown = sorted(set(value) - {"name", "goal", "source", "lines"})
+    unknown = sorted(set(value) - {"name", "goal", "source", "lines", "se"})
     if unknown:
-        raise ConfigError(f"metric: unknown key '{unknown[0]}'; keys: name, goal, source, lines")
+        raise ConfigError(f"metric: unknown key '{unknown[0]}'; keys: name, goal, source, lines, se")
     name, goal = value.get("name"), value.get("goal")
     if not isinstance(name, str) or not name:
         raise ConfigError(f"metric.name: expected the metric's name, got {name!r}")
@@ -257,8 +288,31 @@ def _metric(value: Any) -> MetricSpec:
     source = value.get("source", STDOUT)
     if not isinstance(source, str) or not source:
         raise ConfigError(f"metric.source: expected a file path template or 'stdout', got {source!r}")
+    se = value.get("se")
+    if se is not None and (not isinstance(se, str) or not se or source == STDOUT or source.endswith(".json")):
+        raise ConfigError(f"metric.se: expected the key of a JSON-lines log's line that holds the value's "
+                          f"standard error (metric.source a JSON-lines log), got {se!r} with source {source!r}")
     return MetricSpec(name, _choice(goal, "metric.goal", GOALS), source,
-                      _choice(value.get("lines", "best"), "metric.lines", LINE_PICKS))
+                      _choice(value.get("lines", "best"), "metric.lines", LINE_PICKS), se)
+
+
+def _eval(value: Any, metric: MetricSpec) -> EvalSpec | None:
+    """``eval: {command: [...], metric: {name, goal, source}}``; the goal defaults to the
+    training metric's, the source to stdout."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) - {"command", "metric"}:
+        raise ConfigError(f"eval: expected {{command: [argv with {{checkpoint}}], metric: {{name, goal, "
+                          f"source}}}}, got {value!r}")
+    command = _words(value.get("command"), "eval.command", required=True)
+    spec = value.get("metric") or {}
+    if not isinstance(spec, dict):
+        raise ConfigError(f"eval.metric: expected a mapping {{name, goal, source}}, got {spec!r}")
+    try:
+        scored = _metric({"name": metric.name, "goal": metric.goal, **spec})
+    except ConfigError as exc:
+        raise ConfigError(f"eval.{exc}") from None
+    return EvalSpec(command, scored)
 
 
 def _choice(value: Any, where: str, allowed: tuple[str, ...]) -> str:

@@ -24,6 +24,9 @@ NOT_RUN_FOLDERS = {"checkpoints", "wandb", "swanlog", "media", "__pycache__", "n
                    "site-packages", ATTEMPTS}  # attempts/N: a run's earlier attempts, not runs
 SCORE_KEYS = ("test_mean_score", "test/mean_score")
 SUCCESS_KEYS = ("test_success_rate", "test/success_rate")
+# a trainer program's metric as imf's higher-is-better score, in the logs.json.txt rows imf writes
+# for it (imf/train/metric_watch.py); "imf_score_se" its standard error, when the program gives one
+PROGRAM_SCORE = "imf_score"
 _SIZE_RE = re.compile(r"(?:^|[-_])e(?P<emb>\d+)-l(?P<layer>\d+)(?=$|[-_])")
 
 

@@ -30,7 +30,7 @@ from imf.sweep.gpus import free_mib
 from imf.sweep.recovery import Recovery
 from imf.sweep.state import ACTIVE, FINAL, QueueState, SweepState, TrialState
 from imf.store.layout import STDOUT, SWEEP_STATE
-from imf.store.runs import is_epoch_row, parse_log, row_score, row_success
+from imf.store.runs import PROGRAM_SCORE, first_number, is_epoch_row, parse_log, row_score, row_success
 from imf.store.summary import read_summary
 
 __all__ = ["Engine"]
@@ -245,6 +245,7 @@ class Engine(Recovery):
             if isinstance(record.get("val_mse"), (int, float)):
                 trial.val_mse = float(record["val_mse"])
             score = row_score(record)
+            score = first_number(record, (PROGRAM_SCORE,)) if score is None else score  # a program's metric
             if score is not None:
                 trial.last_score = score
                 if trial.best_score is None or score > trial.best_score:

@@ -27,7 +27,7 @@ from typing import Any
 
 from imf.errors import SweepError
 from imf.stats import Z95, difference_se, standard_error
-from imf.store.runs import is_epoch_row, parse_log, row_episode_scores, row_score
+from imf.store.runs import PROGRAM_SCORE, first_number, is_epoch_row, parse_log, row_episode_scores, row_score
 
 from imf.scheduler.base import JobStatus
 from imf.sweep.state import Decision, HalvingState, RungScore, SweepState, TrialState
@@ -85,8 +85,9 @@ class Verdict:
 def rung_score(trial: str, rung: int, row: dict[str, Any]) -> RungScore | None:
     """The trial's score at ``rung`` from its log row for that epoch (None without a score)."""
     score = row_score(row)
-    if score is None:
-        return None
+    if score is None:  # a trainer program's metric, as imf mirrors it (imf/train/metric_watch.py)
+        score = first_number(row, (PROGRAM_SCORE,))
+        return None if score is None else RungScore(trial, rung, score, first_number(row, (f"{PROGRAM_SCORE}_se",)), 0)
     episodes = row_episode_scores(row)
     se = standard_error(episodes) if len(episodes) >= 2 else None
     return RungScore(trial, rung, score, se, len(episodes))
@@ -149,7 +150,7 @@ class Halving:
         stop = hv.stop_of(trial.id)
         if stop is not None:
             return stop.reason
-        if status.done or trial.epoch >= trial.epochs:
+        if status.done or (trial.epochs and trial.epoch >= trial.epochs):  # a program's: unknown (0)
             return None
         for rung in hv.rungs:
             if self._decide(hv, trial, rung) == "stopped":

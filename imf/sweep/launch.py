@@ -26,7 +26,7 @@ from imf.sweep.gpus import GpuVerdict
 from imf.sweep.halving import check_rungs, describe as describe_halving, plan_halving
 from imf.sweep.plan import (Plan, TrialPlan, build_trials, check_one_value, make_plan, parse_seeds,
                              render_plan)
-from imf.sweep.programs import program_trials
+from imf.sweep.programs import check_program_halving, program_trials
 from imf.sweep.probe import check_lines, plugin_names, start_problems
 from imf.sweep.queues import load_hosts, resolve_queues
 from imf.sweep.rerun import Rerun
@@ -126,6 +126,7 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
         retries=req.retries, stall_timeout=req.stall_timeout, poll=req.poll, notify=req.notify)
     state.halving = halving
     state.min_queues = check_min_queues(req.min_queues, len(state.queues))
+    state.halving = halving
     sdir = SweepDir(Path(req.out) / name)
     root = project_root(sdir.path)
     for trial in trials:  # an id the project holds with another config fails the plan
@@ -135,12 +136,14 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
 
 def _plan_program_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
     """``plan_sweep`` for a trainer's program config (imf/sweep/programs.py)."""
-    imf_only = {"--mask": req.mask, "--epochs": req.epochs, "--final-eval": req.final_eval,
-                "--halving": req.halving, "--rungs": req.rungs}
+    imf_only = {"--mask": req.mask, "--epochs": req.epochs, "--final-eval": req.final_eval}
     given = [flag for flag, value in imf_only.items() if value is not None]
     if given:
         raise SweepError(f"{given[0]} is for imf's own trainer; {req.config} runs a program")
     registry.check("imf.trainers", trainer_name(req.config))
+    halving = plan_halving(req.halving, req.rungs)
+    if halving is not None:
+        check_program_halving(load_program_config(req.config, req.overrides), halving)
     base = Config()
     name = req.name if req.name is not None else load_program_config(req.config, req.overrides).name
     trials = program_trials(name, req.config, req.grids, req.overrides, seed=req.seed, seeds=req.seeds)
@@ -153,6 +156,7 @@ def _plan_program_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
                               grid=list(req.grids) + seed_axis, retries=req.retries,
                               stall_timeout=req.stall_timeout, poll=req.poll, notify=req.notify)
     state.min_queues = check_min_queues(req.min_queues, len(state.queues))
+    state.halving = halving
     sdir = SweepDir(Path(req.out) / name)
     root = project_root(sdir.path)
     for trial in trials:

@@ -9,12 +9,29 @@ from __future__ import annotations
 
 import itertools
 
-from imf.config.trainer import ProgramConfig, load_program_config, param_value
+from imf.config.trainer import STDOUT, ProgramConfig, load_program_config, param_value
 from imf.errors import ConfigError, SweepError
 from imf.store.identity import trial_hash
+from imf.store.layout import LOGS
+from imf.store.runs import SCORE_KEYS
 from imf.sweep.plan import NAME_RE, TrialPlan, parse_seeds
+from imf.sweep.state import HalvingState
 
-__all__ = ["parse_seeds", "program_trials"]
+__all__ = ["check_program_halving", "parse_seeds", "program_trials"]
+
+
+def check_program_halving(cfg: ProgramConfig, halving: HalvingState) -> None:
+    """``--halving`` of a program's sweep compares the metric's K-th value (rung K) across trials:
+    the metric must come value after value (imf mirrors it into logs.json.txt, whose rows the
+    rule reads), or be Diffusion Policy's test score in the program's own logs.json.txt."""
+    source = cfg.metric.source
+    rungs = ",".join(map(str, halving.rungs))
+    if source != STDOUT and source.endswith(".json"):
+        raise SweepError(f"--halving {halving.eta} --rungs {rungs}: metric.source {source!r} holds one value; "
+                         "halving compares the metric's K-th value, so name a JSON-lines log or stdout")
+    if source.endswith("/" + LOGS) and cfg.metric.name not in SCORE_KEYS:
+        raise SweepError(f"--halving: metric.source {source!r} is the program's own {LOGS}; halving reads "
+                         f"{' or '.join(SCORE_KEYS)} there, not {cfg.metric.name!r}: log the metric elsewhere")
 
 
 def program_axes(grids: list[str], params: dict) -> list[tuple[str, list[str]]]:
@@ -55,7 +72,7 @@ def program_trials(name: str, config: str, grids: list[str], overrides: list[str
         cfg = load_program_config(config, overrides + own, seed=trial_seed)
         trials.append(TrialPlan(_trial_id(name, own, trial_seed), own, trial_seed, 0,
                                 {k: _value(cfg, k) for k, _ in axes}, 1.0,
-                                trial_hash(cfg.to_dict(), trial_seed, None)))
+                                trial_hash(cfg.identity_dict(), trial_seed, None)))
     return trials
 
 

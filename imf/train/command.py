@@ -20,16 +20,17 @@ from imf.config import parse_json_overrides
 from imf.config.trainer import RUN_ONLY_WORDS, STDOUT, ProgramConfig, flat_params, load_program_config
 from imf.errors import EXIT_SIGNAL_BASE, OUTCOME_EXIT, ConfigError
 from imf.store.identity import cell_hash, checkpoint_hash, default_trial_id, trial_hash
-from imf.store.layout import CONFIG, RunLayout
+from imf.store.layout import CONFIG, LOGS, SUMMARY, RunLayout
 from imf.store.runlock import RunLock
 from imf.store.summary import Checkpoints, RunSummary
 from imf.train import program
+from imf.train.metric_watch import MetricWatch, per_step
 from imf.train.recording import (Identity, archive_earlier, check_before_run, new_run_uid, record,
                                  store_names, store_root)
 from imf.train.trainers import Trainer, TrialRequest
 from imf.version import code_version
 
-_NOT_HERE = {"epochs": "--epochs", "patience": "--patience", "device": "--device", "resume": "--resume",
+_NOT_HERE = {"epochs": "--epochs", "device": "--device", "resume": "--resume",
              "final_eval": "--final-eval", "holdout": "--holdout", "time_steps": "--time-steps"}
 
 
@@ -43,11 +44,13 @@ class CommandTrainer(Trainer):
         given = [flag for key, flag in _NOT_HERE.items() if getattr(request, key)]
         if given:
             raise ConfigError(f"{given[0]} is imf's own trainer's; a program's trial takes key=value "
-                              "params, --seed, --init-from, --note, --overrides, --id, --out, --store")
+                              "params, --seed, --init-from, --patience, --note, --overrides, --id, --out, --store")
         patch = parse_json_overrides(request.overrides) if request.overrides else None
         if request.init_from is not None and not Path(request.init_from).is_file():
             raise ConfigError(f"--init-from: checkpoint {request.init_from} does not exist")
-        return load_program_config(request.config, request.dotted, patch, request.seed)
+        cfg = load_program_config(request.config, request.dotted, patch, request.seed)
+        check_patience(cfg, request.patience)
+        return cfg
 
     def run(self, request: TrialRequest) -> int:
         cfg = self.config_of(request)
@@ -76,8 +79,19 @@ class CommandTrainer(Trainer):
         return exit_code(summary)
 
 
+def check_patience(cfg: ProgramConfig, patience: int | None) -> None:
+    """``--patience N`` needs N >= 1 and a metric that comes value after value."""
+    if patience is None:
+        return
+    if patience < 1:
+        raise ConfigError(f"--patience {patience}: give 1 or more values without a new best")
+    if not per_step(cfg.metric.source):
+        raise ConfigError(f"--patience follows the metric value after value: metric.source "
+                          f"{cfg.metric.source!r} is one JSON object; name a JSON-lines log or stdout")
+
+
 def identity_of(cfg: ProgramConfig, init_from: Path | None) -> Identity:
-    config = cfg.to_dict()
+    config = cfg.identity_dict()
     init_hash = checkpoint_hash(init_from) if init_from is not None else None
     return Identity(trial_hash(config, cfg.seed, init_hash), cell_hash(config, init_hash), init_hash)
 
@@ -126,7 +140,8 @@ def _run(cfg: ProgramConfig, request: TrialRequest, tid: str, run_dir: Path, ide
     argv = argv_for(cfg, run_dir, request.init_from)
     _say(f"trial {tid}: running {argv[0]} in {cfg.workdir} ({len(argv)} words, never a shell)")
     ended = program.run_program(argv, Path(cfg.workdir), program.env_of(cfg, cfg.seed),
-                                run_dir / program.PROGRAM_LOG, cfg.time_s, _say)
+                                run_dir / program.PROGRAM_LOG, cfg.time_s, _say,
+                                _watch(cfg, run_dir, request.patience))
     _conclude(summary, cfg, ended, run_dir)
     summary.write(run_dir)
     _say(f"trial {tid}: {summary.status}" + (f": {summary.reason}" if summary.reason else "")
@@ -135,14 +150,29 @@ def _run(cfg: ProgramConfig, request: TrialRequest, tid: str, run_dir: Path, ide
     return summary
 
 
+def metric_path(cfg: ProgramConfig, run_dir: Path) -> Path | None:
+    """The metric's file (None for stdout), relative paths from the program's folder."""
+    if cfg.metric.source == STDOUT:
+        return None
+    source = Path(program.expand(cfg.metric.source, placeholder_values(cfg, run_dir, None)))
+    return source if source.is_absolute() else Path(cfg.workdir) / source
+
+
+def _watch(cfg: ProgramConfig, run_dir: Path, patience: int | None) -> program.Watch | None:
+    """The metric followed as it comes (imf/train/metric_watch.py), mirrored into logs.json.txt;
+    not a file imf writes itself (summary.json, or logs.json.txt the program writes as its log)."""
+    source = metric_path(cfg, run_dir) or run_dir / program.PROGRAM_LOG
+    own = {(run_dir / SUMMARY).resolve(), (run_dir / LOGS).resolve()}
+    mirror = None if source.resolve() in own else run_dir / LOGS
+    if mirror is None and not patience:
+        return None
+    return MetricWatch(cfg.metric, source, mirror, patience, cfg.metric.se).poll
+
+
 def _conclude(summary: RunSummary, cfg: ProgramConfig, ended: program.Ended, run_dir: Path) -> None:
     """The trial's status, reason, scores and checkpoint from how the program ended."""
     log = run_dir / program.PROGRAM_LOG
-    source = None if cfg.metric.source == STDOUT else Path(program.expand(
-        cfg.metric.source, placeholder_values(cfg, run_dir, None)))
-    if source is not None and not source.is_absolute():
-        source = Path(cfg.workdir) / source
-    read = program.read_metric(cfg.metric, source, log)
+    read = program.read_metric(cfg.metric, metric_path(cfg, run_dir), log)
     summary.elapsed_s, summary.finished, summary.epochs_done = round(ended.elapsed_s, 3), now_iso(), read.count
     sign = cfg.metric.sign
     summary.best_score = None if read.best is None else sign * read.best
@@ -151,7 +181,7 @@ def _conclude(summary: RunSummary, cfg: ProgramConfig, ended: program.Ended, run
                                "last": read.last}
     summary.status, outcome, why = _verdict(cfg, ended, read)
     summary.extra["outcome"] = outcome
-    if summary.status == "interrupted":
+    if summary.status in ("interrupted", "stopped_early"):
         summary.reason = why
     elif summary.status != "completed":
         ends = program.tail(log)
@@ -168,12 +198,14 @@ def _verdict(cfg: ProgramConfig, ended: program.Ended, read: program.MetricRead)
         return "interrupted", "interrupted", ended.signal_name
     if ended.over_budget:
         return "failed", "over budget", f"over budget: ran past budget.time_s {cfg.time_s:g} s and was stopped"
-    if ended.exit_code != 0:
+    if ended.exit_code != 0 and not ended.early_stop:
         return "failed", "program failed", f"program failed: exit code {ended.exit_code}"
     if read.problem and read.problem.startswith("non-finite"):
         return "diverged", "non-finite metric", read.problem
     if read.problem:
         return "failed", read.problem.split(":", 1)[0], read.problem
+    if ended.early_stop:
+        return "stopped_early", "stopped early", ended.early_stop
     return "completed", "completed", ""
 
 
@@ -192,6 +224,6 @@ def exit_code(summary: RunSummary) -> int:
     if summary.status == "interrupted":
         import signal
         return EXIT_SIGNAL_BASE + getattr(signal.Signals, summary.reason or "SIGTERM", signal.SIGTERM).value
-    if summary.status != "completed":
+    if summary.status not in ("completed", "stopped_early"):
         print(f"imf: trial {summary.id} {summary.status}: {summary.reason}", file=sys.stderr, flush=True)
     return OUTCOME_EXIT.get(summary.status, 1)

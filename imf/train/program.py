@@ -29,6 +29,7 @@ class Ended:
     elapsed_s: float
     over_budget: bool = False
     signal_name: str | None = None  # a stop signal imf received and passed on
+    early_stop: str | None = None  # why imf stopped it early (--patience), if it did
 
 
 def param_words(params: dict[str, Any]) -> list[str]:
@@ -67,10 +68,15 @@ def env_of(cfg: ProgramConfig, seed: int) -> dict[str, str]:
     return env
 
 
+Watch = Callable[[], "str | None"]  # called while the program runs: a reason to stop it early, or None
+WATCH_EVERY_S = 0.25
+
+
 def run_program(argv: list[str], cwd: Path, env: dict[str, str], log: Path, time_s: float | None,
-                echo: Callable[[str], None]) -> Ended:
-    """Run ``argv`` in its own session; lines go to ``log`` and ``echo``; past ``time_s`` or on
-    SIGTERM/SIGINT to imf, the program's session is stopped (SIGTERM, then SIGKILL)."""
+                echo: Callable[[str], None], watch: Watch | None = None) -> Ended:
+    """Run ``argv`` in its own session; lines go to ``log`` and ``echo``; past ``time_s``, on
+    SIGTERM/SIGINT to imf, or when ``watch`` gives a reason, the program's session is stopped
+    (SIGTERM, then SIGKILL); ``watch`` is called once more after the program ended."""
     start = time.monotonic()
     with open(log, "a", encoding="utf-8", errors="replace") as out:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -79,14 +85,18 @@ def run_program(argv: list[str], cwd: Path, env: dict[str, str], log: Path, time
         copier.start()
         received: list[str] = []
         handlers = _pass_on_signals(received)
+        early: list[str] = []
         try:
-            over = _wait(proc, start, time_s, received)
+            over = _wait(proc, start, time_s, received, watch, early)
         finally:
             for sig, old in handlers.items():
                 signal.signal(sig, old)
         copier.join(timeout=KILL_GRACE_S)
-    code = None if over or received else proc.returncode
-    return Ended(code, time.monotonic() - start, over, received[0] if received else None)
+    if watch is not None:
+        watch()  # the last values the program wrote
+    code = None if over or received or early else proc.returncode
+    return Ended(code, time.monotonic() - start, over, received[0] if received else None,
+                 early[0] if early and not over and not received else None)
 
 
 def _copy(proc: subprocess.Popen, out: Any, echo: Callable[[str], None]) -> None:
@@ -105,11 +115,18 @@ def _pass_on_signals(received: list[str]) -> dict[int, Any]:
     return {sig: signal.signal(sig, note) for sig in (signal.SIGTERM, signal.SIGINT)}
 
 
-def _wait(proc: subprocess.Popen, start: float, time_s: float | None, received: list[str]) -> bool:
-    """Wait for the program; True when it ran past its budget (and was stopped)."""
+def _wait(proc: subprocess.Popen, start: float, time_s: float | None, received: list[str],
+          watch: Watch | None, early: list[str]) -> bool:
+    """Wait for the program; True when it ran past its budget (and was stopped); a reason
+    ``watch`` gave to stop it goes into ``early``."""
+    watched = time.monotonic()
     while proc.poll() is None:
         over = time_s is not None and time.monotonic() - start > time_s
-        if over or received:
+        if watch is not None and time.monotonic() - watched >= WATCH_EVERY_S:
+            watched = time.monotonic()
+            reason = watch()
+            early += [reason] if reason else []
+        if over or received or early:
             _stop(proc)
             return over
         time.sleep(0.05)
