@@ -137,6 +137,13 @@ def _free_mb(path: Path) -> str:
         return "unknown"
 
 
+class ProgramEvalError(ImfError):
+    """A trainer program's eval command failed, ran past its budget or wrote no metric
+    (imf/train/program_eval.py): exit 1, with the tail of its log."""
+
+    exit_code = EXIT_FAILED
+
+
 class ReportError(ImfError):
     """Nothing to report, or run folders that cannot be read."""
 

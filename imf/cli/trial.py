@@ -252,6 +252,10 @@ def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | No
 
     if (checkpoint is None) == (best is None):
         raise ConfigError("imf eval: give a checkpoint path or --best DIR (one of the two)")
+    if _program_eval(checkpoint if checkpoint is not None else best_checkpoint(best), as_json,
+                     {"--n-test": n_test, "--start-seed": start_seed, "--workers": workers, "--noise-seed": noise_seed,
+                      "--holdout": holdout, "--action-steps": action_steps, "--device": device != "auto"}):
+        return
     episodes = RECOMMENDED_EPISODES if n_test is None else n_test
     if holdout:
         refuse_flags({"--start-seed": start_seed is not None, "--workers": workers is not None,
@@ -262,7 +266,6 @@ def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | No
     else:
         check_options(n_test, start_seed, workers, action_steps)  # the numbers first, then the file
     path = checkpoint if checkpoint is not None else best_checkpoint(best)
-    refuse_program_checkpoint(Path(path))
     if holdout:
         look = holdout_look(path, episodes, device=device, echo=(lambda _: None) if as_json else typer.echo)
         if as_json:
@@ -282,18 +285,25 @@ def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | No
     typer.echo(f"per seed: {scores}")
 
 
-def refuse_program_checkpoint(path: Path) -> None:
-    """``imf eval`` scores imf's own PushT checkpoints: one from another trainer's program (its run
-    folder's config.yaml names the trainer) is refused in one line, before it is loaded."""
-    from imf.config.trainer import BUILTIN_TRAINER, trainer_name
+def _program_eval(path: Path, as_json: bool, imf_flags: dict[str, object]) -> bool:
+    """A trainer program's checkpoint (or run folder) scored by its config's eval command
+    (imf/train/program_eval.py); False for imf's own checkpoints."""
+    from imf.train import program_eval
 
-    for folder in (path.parent, path.parent.parent):
-        if (folder / CONFIG).is_file():
-            name = trainer_name(str(folder / CONFIG))
-            if name != BUILTIN_TRAINER:
-                raise ConfigError(f"imf eval scores imf's own PushT checkpoints; {path} was written by "
-                                  f"trainer '{name}' (run folder {folder}); score it with its own program")
-            return
+    run = program_eval.program_run_of(Path(path))
+    if run is None:
+        return False
+    refuse_flags({k: v is not None and v is not False for k, v in imf_flags.items()},
+                 f"{run} is a program's run: its eval command takes no imf eval settings")
+    program_eval.run_config(run)  # refused in one line when it names no eval command
+    if Path(path).is_dir():
+        summary = RunSummary.from_dict(read_json_object(run / SUMMARY)) if (run / SUMMARY).is_file() else None
+        if summary is None or not summary.checkpoints.best or not (run / summary.checkpoints.best).is_file():
+            raise ConfigError(f"imf eval: the run {run} has no checkpoint (its summary.json names none)")
+        path = run / summary.checkpoints.best
+    result = program_eval.evaluate(Path(path), run, (lambda _: None) if as_json else typer.echo)
+    typer.echo(json.dumps(result, indent=2) if as_json else program_eval.line(result))
+    return True
 
 
 def _epoch_shown(epoch: int | None) -> str:

@@ -23,7 +23,8 @@ RUN_ONLY = ("training.seed", "training.device", "training.resume", "training.num
             "training.grad_accum", "training.init_partial",
             "eval.n_workers", "data.cache_dir", "name", "logging.", "sweep.", "multi_run.",
             "hydra.", "checkpoint.", "dataloader.num_workers", "val_dataloader.num_workers",
-            "workdir")  # workdir: where a trainer's program ran (imf/config/trainer.py)
+            "workdir", "eval.command", "eval.metric.")  # where a trainer's program ran, how it scores a
+# checkpoint (imf/config/trainer.py)
 ID_HASH_CHARS = 6  # in a default trial id: 16.7M values, plenty for one project's trials
 HASH_CHARS = 12  # in summary.json and the stores
 _CHUNK = 1 << 20
