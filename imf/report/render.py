@@ -53,12 +53,31 @@ def _vs_best(tied: bool | None, rank: int | None) -> str:
     return "?" if tied is None else "tied" if tied else "lower"
 
 
+MODEL_COLUMNS = ("n_emb", "n_layer")
+
+
+def model_columns(items: list[Any]) -> list[str]:
+    """The model-size columns some row has a value in (a trainer program's trials have none)."""
+    return [k for k in MODEL_COLUMNS if any(getattr(i, k, None) is not None for i in items)]
+
+
+def setting_headers(keys: list[str]) -> list[str]:
+    """The varying settings' columns (a program's params without their "params." prefix)."""
+    return [k.removeprefix("params.") for k in keys] if len(keys) <= MAX_SETTING_COLUMNS else ["settings"]
+
+
 def ranking_rows(report: Report) -> tuple[list[str], list[list[str]]]:
+    """One row per trial; without model sizes (a program's trials), the settings the trials vary
+    (a sweep's grid keys) stand where n_emb and n_layer would."""
     holdout = any(t.holdout_looks for t in report.trials)
-    headers = (["rank", "trial", "status", "n_emb", "n_layer", "seed", "final epoch", "max ± SE",
+    model = model_columns(report.trials)
+    keys = [] if model else sorted({k for c in report.trends.cells for k in c.params})
+    params = {c.label: c.params for c in report.trends.cells}
+    headers = (["rank", "trial", "status", *model, *(setting_headers(keys) if keys else []), "seed", "final epoch", "max ± SE",
                 "best epoch", f"last-{report.last_k} mean", "selection ± SE", "success", "selection success"]
                + (["holdout ± SE", "holdout success"] if holdout else []) + ["vs #1"])
-    rows = [[fmt(t.rank), t.id, t.status, fmt(t.n_emb), fmt(t.n_layer), fmt(t.seed),
+    rows = [[fmt(t.rank), t.id, t.status, *(fmt(getattr(t, k)) for k in model),
+             *(_settings(params.get(t.cell, {}), keys) if keys else []), fmt(t.seed),
              fmt(t.final_epoch), _max(t), fmt(t.best_epoch),
              _last_k(t, report.last_k), _rescored(t.selection, t.selection_se, t.selection_episodes),
              fmt(t.success_rate, 3), fmt(t.selection_success, 3)]
@@ -102,12 +121,13 @@ def _settings(params: dict[str, Any], keys: list[str]) -> list[str]:
     """One column per varying setting; past MAX_SETTING_COLUMNS, one column of key=value."""
     if len(keys) <= MAX_SETTING_COLUMNS:
         return [fmt(params.get(k)) for k in keys]
-    return [", ".join(f"{k}={fmt(params.get(k))}" for k in keys)]
+    return [", ".join(f"{k.removeprefix('params.')}={fmt(params.get(k))}" for k in keys)]
 
 
 def cell_rows(report: Report) -> tuple[list[str], list[list[str]]]:
     keys = sorted({k for c in report.trends.cells for k in c.params})
-    headers = (["cell", "n_emb", "n_layer"] + (keys if len(keys) <= MAX_SETTING_COLUMNS else ["settings"]) +
+    model = model_columns(report.trends.cells)
+    headers = (["cell", *model] + setting_headers(keys) +
                ["n", "seeds", f"{report.ranked_by.get('short', 'max')}: mean ± sd", "min..max", "SE (from)",
                 f"last-{report.last_k}", "selection", "success", "selection success"])
     rows = []
@@ -118,7 +138,7 @@ def cell_rows(report: Report) -> tuple[list[str], list[list[str]]]:
         spread = "-" if c.low is None else f"{c.low:.4f}..{c.high:.4f}"  # a minus sign is not a dash
         se = "-" if c.se is None else f"{c.se:.4f} ({c.noise})"
         selection = "-" if c.selection is None else pm(c.selection, c.selection_se) + f" (n={c.selection_n})"
-        rows.append([c.label, fmt(c.n_emb), fmt(c.n_layer)] + _settings(c.params, keys) +
+        rows.append([c.label, *(fmt(getattr(c, k)) for k in model)] + _settings(c.params, keys) +
                     [str(c.n), seeds, pm(c.mean, c.sd), spread, se, fmt(c.last_k), selection,
                      fmt(c.success, 3), fmt(c.selection_success, 3)])
     return headers, rows
