@@ -76,13 +76,17 @@ def trial_command(args: list[str], **kwargs) -> None:
     """The config's trainer (``trainer:``; imf's own without it) runs the trial, found through
     the ``imf.trainers`` plugins; its return value is the exit code."""
     from imf import registry
-    from imf.config.trainer import trainer_name
+    from imf.config.trainer import BUILTIN_TRAINER, trainer_name
     from imf.train.trainers import TrialRequest
 
     preset, dotted = split_config_args(args)
     request = TrialRequest(config=preset or "pusht_image_imf", dotted=dotted, **kwargs)
     request.extra["args"] = list(args)
-    trainer = registry.get("imf.trainers", trainer_name(preset))()
+    name = trainer_name(preset)
+    if request.resume and preset is None and request.out is not None:  # the run folder's trainer resumes it
+        name = trainer_name(str(request.out / CONFIG)) if (request.out / CONFIG).is_file() else name
+        request.config = str(request.out / CONFIG) if name != BUILTIN_TRAINER else request.config
+    trainer = registry.get("imf.trainers", name)()
     trainer.check(request)
     code = trainer.run(request)
     if code:

@@ -140,6 +140,17 @@ def load_program_config(config: str, dotted: list[str], params_patch: dict[str, 
     return cfg
 
 
+def check_final_eval(cfg: ProgramConfig, final_eval: int | None, where: str | Path) -> None:
+    """``--final-eval N`` runs the config's eval command once (N >= 1; it has no episodes of imf's)."""
+    if final_eval is None:
+        return
+    if final_eval < 1:
+        raise ConfigError(f"--final-eval {final_eval}: give 1 or more")
+    if cfg.eval is None:
+        raise ConfigError(f"--final-eval: trainer '{cfg.trainer}' of {where} names no eval command; add "
+                          "eval.command to its config")
+
+
 def set_param(params: dict[str, Any], word: str) -> None:
     """``model.hidden=128`` (or ``params.model.hidden=128``) into ``params``: the key must be one
     the config's params already hold, the value of a compatible kind."""

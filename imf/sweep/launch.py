@@ -17,7 +17,7 @@ import yaml
 from imf import registry
 from imf.atomic import atomic_write_text
 from imf.config import Config, load_config, load_preset_dict
-from imf.config.trainer import BUILTIN_TRAINER, load_program_config, trainer_name
+from imf.config.trainer import BUILTIN_TRAINER, check_final_eval, load_program_config, trainer_name
 from imf.errors import SweepError
 from imf.config.eval_seeds import final_eval_seeds
 from imf.scheduler.base import GROUP as SCHEDULERS, scheduler_for, scheme_of
@@ -136,7 +136,7 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
 
 def _plan_program_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
     """``plan_sweep`` for a trainer's program config (imf/sweep/programs.py)."""
-    imf_only = {"--mask": req.mask, "--epochs": req.epochs, "--final-eval": req.final_eval}
+    imf_only = {"--mask": req.mask, "--epochs": req.epochs}
     given = [flag for flag, value in imf_only.items() if value is not None]
     if given:
         raise SweepError(f"{given[0]} is for imf's own trainer; {req.config} runs a program")
@@ -144,6 +144,7 @@ def _plan_program_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
     halving = plan_halving(req.halving, req.rungs)
     if halving is not None:
         check_program_halving(load_program_config(req.config, req.overrides), halving)
+    check_final_eval(load_program_config(req.config, req.overrides), req.final_eval, req.config)
     base = Config()
     name = req.name if req.name is not None else load_program_config(req.config, req.overrides).name
     trials = program_trials(name, req.config, req.grids, req.overrides, seed=req.seed, seeds=req.seeds)
@@ -153,7 +154,7 @@ def _plan_program_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
     queues = resolve_queues(req.queues or base.sweep.queues, load_hosts(req.hosts))
     seed_axis = [f"seed={','.join(map(str, req.seeds))}"] if len(req.seeds or []) > 1 else []
     state, plan = sweep_state(name, req.config, trials, queues, base, overrides=list(req.overrides),
-                              grid=list(req.grids) + seed_axis, retries=req.retries,
+                              grid=list(req.grids) + seed_axis, retries=req.retries, final_eval=req.final_eval,
                               stall_timeout=req.stall_timeout, poll=req.poll, notify=req.notify)
     state.min_queues = check_min_queues(req.min_queues, len(state.queues))
     state.halving = halving

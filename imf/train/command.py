@@ -17,8 +17,9 @@ from imf import registry
 from imf.atomic import atomic_write_json, atomic_write_text
 from imf.clock import now_iso
 from imf.config import parse_json_overrides
-from imf.config.trainer import RUN_ONLY_WORDS, STDOUT, ProgramConfig, flat_params, load_program_config
-from imf.errors import EXIT_SIGNAL_BASE, OUTCOME_EXIT, ConfigError
+from imf.config.trainer import (RUN_ONLY_WORDS, STDOUT, ProgramConfig, check_final_eval, flat_params,
+                                load_program_config)
+from imf.errors import EXIT_SIGNAL_BASE, OUTCOME_EXIT, ConfigError, ImfError
 from imf.store.identity import cell_hash, checkpoint_hash, default_trial_id, trial_hash
 from imf.store.layout import CONFIG, LOGS, SUMMARY, RunLayout
 from imf.store.runlock import RunLock
@@ -30,29 +31,34 @@ from imf.train.recording import (Identity, archive_earlier, check_before_run, ne
 from imf.train.trainers import Trainer, TrialRequest
 from imf.version import code_version
 
-_NOT_HERE = {"epochs": "--epochs", "device": "--device", "resume": "--resume",
-             "final_eval": "--final-eval", "holdout": "--holdout", "time_steps": "--time-steps"}
+_NOT_HERE = {"epochs": "--epochs", "device": "--device", "holdout": "--holdout", "time_steps": "--time-steps"}
+FINAL_EVAL_ENDS = ("completed", "stopped_early", "diverged")  # a trial with a result to re-score
 
 
 class CommandTrainer(Trainer):
     """Runs the config's ``command`` (argv, never a shell) as one trial."""
 
     def check(self, request: TrialRequest) -> None:
-        self.config_of(request)
+        if request.resume:
+            from imf.train.program_resume import resume_plan
+            resume_plan(request)
+        else:
+            self.config_of(request)
 
     def config_of(self, request: TrialRequest) -> ProgramConfig:
-        given = [flag for key, flag in _NOT_HERE.items() if getattr(request, key)]
-        if given:
-            raise ConfigError(f"{given[0]} is imf's own trainer's; a program's trial takes key=value "
-                              "params, --seed, --init-from, --patience, --note, --overrides, --id, --out, --store")
+        refuse_imf_flags(request)
         patch = parse_json_overrides(request.overrides) if request.overrides else None
         if request.init_from is not None and not Path(request.init_from).is_file():
             raise ConfigError(f"--init-from: checkpoint {request.init_from} does not exist")
         cfg = load_program_config(request.config, request.dotted, patch, request.seed)
         check_patience(cfg, request.patience)
+        check_final_eval(cfg, request.final_eval, request.config)
         return cfg
 
     def run(self, request: TrialRequest) -> int:
+        if request.resume:
+            from imf.train.program_resume import resume
+            return resume(request)
         cfg = self.config_of(request)
         if request.init_from is not None and not cfg.init_from:
             raise ConfigError(f"--init-from: {request.config} has no init_from: words to pass the "
@@ -71,12 +77,34 @@ class CommandTrainer(Trainer):
             return 0
         with RunLock.acquire(run_dir, tid):
             files = RunLayout(run_dir)
-            archive_earlier(files, root, stores, _say)
+            archive_earlier(files, root, stores, say)
             summary = _run(cfg, request, tid, run_dir, identity, stores)
-            if stores and summary.status != "interrupted":
-                record(root, stores, summary, run_dir)
-                _say(f"recorded in {', '.join(stores)} under {root}")
+            finish(summary, run_dir, root, request.final_eval)
         return exit_code(summary)
+
+
+def refuse_imf_flags(request: TrialRequest) -> None:
+    given = [flag for key, flag in _NOT_HERE.items() if getattr(request, key)]
+    if given:
+        raise ConfigError(f"{given[0]} is imf's own trainer's; a program's trial takes key=value params, --seed, "
+                          "--init-from, --patience, --note, --overrides, --id, --out, --store, --resume, --final-eval")
+
+
+def finish(summary: RunSummary, run_dir: Path, root: Path, final_eval: int | None) -> None:
+    """Record the ended trial in its stores, then (``--final-eval``) score its checkpoint with the
+    eval command; a failed eval leaves the trial standing."""
+    if summary.stores and summary.status != "interrupted":
+        record(root, summary.stores, summary, run_dir)
+        say(f"recorded in {', '.join(summary.stores)} under {root}")
+    ckpt = summary.checkpoints.best
+    if not final_eval or summary.status not in FINAL_EVAL_ENDS or not ckpt:
+        return
+    from imf.train import program_eval
+    try:
+        say(program_eval.line(program_eval.final_eval(run_dir, run_dir / ckpt, say)))
+    except ImfError as exc:
+        print(f"imf: final eval of {run_dir} failed, the trial itself is complete: {exc}; rerun it with "
+              "imf eval", file=sys.stderr, flush=True)
 
 
 def check_patience(cfg: ProgramConfig, patience: int | None) -> None:
@@ -120,7 +148,7 @@ def argv_for(cfg: ProgramConfig, run_dir: Path, init_from: Path | None) -> list[
     return program.argv_of(cfg, placeholder_values(cfg, run_dir, init_from), init_from is not None)
 
 
-def _say(line: str) -> None:
+def say(line: str) -> None:
     print(line, flush=True)
 
 
@@ -136,18 +164,24 @@ def _run(cfg: ProgramConfig, request: TrialRequest, tid: str, run_dir: Path, ide
                          config_hash=identity.config_hash, cell=identity.cell, init_hash=identity.init_hash,
                          run_uid=request.extra.get("run_uid") or new_run_uid(), hypothesis=request.hypothesis,
                          stores=stores, extra={"trainer": cfg.trainer})
+    execute(cfg, summary, run_dir, request.init_from, watch_of(cfg, run_dir, request.patience))
+    return summary
+
+
+def execute(cfg: ProgramConfig, summary: RunSummary, run_dir: Path, init_from: Path | None,
+            watch: program.Watch | None) -> None:
+    """Run the program for ``summary``'s trial (warm from ``init_from``) and conclude it."""
     summary.write(run_dir)
-    argv = argv_for(cfg, run_dir, request.init_from)
-    _say(f"trial {tid}: running {argv[0]} in {cfg.workdir} ({len(argv)} words, never a shell)")
+    argv = argv_for(cfg, run_dir, init_from)
+    tid = summary.id
+    say(f"trial {tid}: running {argv[0]} in {cfg.workdir} ({len(argv)} words, never a shell)")
     ended = program.run_program(argv, Path(cfg.workdir), program.env_of(cfg, cfg.seed),
-                                run_dir / program.PROGRAM_LOG, cfg.time_s, _say,
-                                _watch(cfg, run_dir, request.patience))
+                                run_dir / program.PROGRAM_LOG, cfg.time_s, say, watch)
     _conclude(summary, cfg, ended, run_dir)
     summary.write(run_dir)
-    _say(f"trial {tid}: {summary.status}" + (f": {summary.reason}" if summary.reason else "")
+    say(f"trial {tid}: {summary.status}" + (f": {summary.reason}" if summary.reason else "")
          + (f", {cfg.metric.name} {summary.extra['metric']['value']:g} ({cfg.metric.goal})"
             if summary.extra.get("metric", {}).get("value") is not None else "") + f" ({run_dir})")
-    return summary
 
 
 def metric_path(cfg: ProgramConfig, run_dir: Path) -> Path | None:
@@ -158,7 +192,7 @@ def metric_path(cfg: ProgramConfig, run_dir: Path) -> Path | None:
     return source if source.is_absolute() else Path(cfg.workdir) / source
 
 
-def _watch(cfg: ProgramConfig, run_dir: Path, patience: int | None) -> program.Watch | None:
+def watch_of(cfg: ProgramConfig, run_dir: Path, patience: int | None, resumed: bool = False) -> program.Watch | None:
     """The metric followed as it comes (imf/train/metric_watch.py), mirrored into logs.json.txt;
     not a file imf writes itself (summary.json, or logs.json.txt the program writes as its log)."""
     source = metric_path(cfg, run_dir) or run_dir / program.PROGRAM_LOG
@@ -166,7 +200,10 @@ def _watch(cfg: ProgramConfig, run_dir: Path, patience: int | None) -> program.W
     mirror = None if source.resolve() in own else run_dir / LOGS
     if mirror is None and not patience:
         return None
-    return MetricWatch(cfg.metric, source, mirror, patience, cfg.metric.se).poll
+    watch = MetricWatch(cfg.metric, source, mirror, patience, cfg.metric.se)
+    if resumed:
+        watch.skip_earlier()  # an earlier attempt's values are mirrored already
+    return watch.poll
 
 
 def _conclude(summary: RunSummary, cfg: ProgramConfig, ended: program.Ended, run_dir: Path) -> None:

@@ -38,6 +38,20 @@ class MetricWatch:
         self.best_at = 0
         self.seen: tuple[int, int] | None = None  # the source's (size, mtime_ns) at the last poll
 
+    def skip_earlier(self) -> None:
+        """A resumed trial: the source's values so far are an earlier attempt's, mirrored already;
+        the new ones are numbered on from the rows there."""
+        try:
+            self.offset = self.source.stat().st_size if per_step(self.spec.source) else 0
+        except OSError:
+            self.offset = 0
+        try:
+            rows = self.mirror.read_text(encoding="utf-8", errors="replace").splitlines() if self.mirror else []
+        except OSError:
+            rows = []
+        self.count = sum('"epoch"' in row for row in rows)
+        self.best_at = self.count
+
     def poll(self) -> str | None:
         """Take in what the program wrote since the last poll; the reason to stop it (patience), or None."""
         stepwise = per_step(self.spec.source)
