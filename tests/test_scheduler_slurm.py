@@ -284,3 +284,26 @@ def test_a_real_smoke_trial_runs_as_a_slurm_job(slurm, tmp_path):
     assert (run / summary["checkpoints"]["best"]).is_file()
     assert f"trial {trial['id']}: completed" in (run / "stdout.log").read_text()
     assert "rank" in proc.stdout
+
+
+def test_a_trainer_programs_two_trial_sweep_runs_as_slurm_jobs_onto_the_scoreboard(slurm, tmp_path, monkeypatch):
+    """A command trainer (docs/trainers.md) on a Slurm queue: each trial of the example program
+    is a job of its own, and the controller records each by the metric's goal."""
+    monkeypatch.delenv("IMF_TRIAL_COMMAND", raising=False)
+    toy = Path(__file__).resolve().parents[1] / "examples" / "trainers" / "toy.yaml"
+    req = SweepRequest(config=str(toy), grids=["optim.lr=0.02,0.1"], overrides=["optim.steps=100"],
+                       queues=["slurm://debug?slots=2"], name="toy", out=tmp_path / "runs", poll=0.5,
+                       stall_timeout=300)
+    start_sweep(req, lambda s: None)
+    sweep_dir = tmp_path / "runs" / "toy"
+    data = sweep_json(sweep_dir)
+    assert all(t["state"] == "completed" and t["attempts"] == 1 for t in data["trials"]), data["trials"]
+    assert len({t["handle"]["job_id"] for t in data["trials"]}) == 2
+    records = {r["id"]: r for r in ScoreboardStore(sweep_dir).read()}
+    assert sorted(records) == ["toy-lr0.02-s0", "toy-lr0.1-s0"]
+    for tid, record in records.items():
+        summary = json.loads((sweep_dir / tid / "summary.json").read_text())
+        assert record["score"] == summary["best_score"] == -summary["metric"]["value"] < 0  # goal minimize
+        assert (sweep_dir / tid / "best.pt").is_file()
+    board = json.loads((sweep_dir / "scoreboard.json").read_text())
+    assert board["best"]["value"] == max(r["score"] for r in records.values())

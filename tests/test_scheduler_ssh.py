@@ -392,3 +392,26 @@ def test_a_plugin_is_checked_on_the_host_with_the_hosts_env(sshd, tmp_path, monk
             dry_run(req)
     finally:
         registry.clear_cache()
+
+
+def test_a_trainer_programs_two_trial_sweep_runs_over_ssh_onto_the_scoreboard(sshd, tmp_path, monkeypatch):
+    """A command trainer (docs/trainers.md) on an SSH queue: the example program runs in the
+    remote folders, its files come home, the controller records each trial by the metric's goal."""
+    monkeypatch.delenv("IMF_TRIAL_COMMAND", raising=False)
+    remote = tmp_path / "remote"
+    hosts = sshd.hosts_file(tmp_path / "hosts.yaml", remote, [sshd.spec("cpu")])
+    toy = Path(__file__).resolve().parents[1] / "examples" / "trainers" / "toy.yaml"
+    req = SweepRequest(config=str(toy), grids=["optim.lr=0.02,0.1"], overrides=["optim.steps=100"],
+                       hosts=str(hosts), name="toy", out=tmp_path / "runs", poll=0.2, stall_timeout=120)
+    start_sweep(req, lambda s: None)
+    sweep_dir = tmp_path / "runs" / "toy"
+    data = json.loads((sweep_dir / "sweep.json").read_text())
+    assert all(t["state"] == "completed" and t["queue"].startswith("ssh://") for t in data["trials"]), data["trials"]
+    records = {r["id"]: r for r in ScoreboardStore(sweep_dir).read()}
+    assert sorted(records) == ["toy-lr0.02-s0", "toy-lr0.1-s0"]
+    for tid, record in records.items():
+        summary = json.loads((sweep_dir / tid / "summary.json").read_text())
+        assert record["score"] == summary["best_score"] == -summary["metric"]["value"] < 0  # goal minimize
+        assert (remote / "toy" / tid / "best.pt").is_file() and (sweep_dir / tid / "best.pt").is_file()
+    board = json.loads((sweep_dir / "scoreboard.json").read_text())
+    assert board["best"]["value"] == max(r["score"] for r in records.values())
