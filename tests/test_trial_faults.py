@@ -71,9 +71,24 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 def test_a_second_trial_a_resume_and_a_final_eval_into_a_live_run_folder_are_refused(cache, tmp_path):
     run = tmp_path / "runs" / "r4"
-    first = _start("trial", "smoke", *TINY, f"data.cache_dir={cache}", "training.num_epochs=40",
+    first = _start("trial", "smoke", *TINY, f"data.cache_dir={cache}", "training.num_epochs=3",
                    "--out", str(run), "--id", "r4", cwd=tmp_path)
     _wait_epochs(run, 1, first)
+    os.kill(first.pid, signal.SIGSTOP)  # live, holding its folder, for as long as the refusals take
+    try:
+        _refused_while_live(run, first, cache, tmp_path)
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    assert first.wait(timeout=600) == 0, first.communicate()
+    assert _epochs(run) == list(range(3))  # one run's epochs, once each, in order
+    records = ScoreboardStore(run.parent).read()
+    assert [r["id"] for r in records] == ["r4"] and records[0]["epochs"] == 3
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["epochs_done"] == 3
+    assert not (run / "trial.lock").exists()
+
+
+def _refused_while_live(run: Path, first: subprocess.Popen, cache: Path, tmp_path: Path) -> None:
     for args in (["trial", "smoke", *TINY, f"data.cache_dir={cache}", "training.num_epochs=2",
                   "--out", str(run), "--id", "r4"],
                  ["trial", "--resume", "--out", str(run)],
@@ -85,23 +100,18 @@ def test_a_second_trial_a_resume_and_a_final_eval_into_a_live_run_folder_are_ref
         assert len(lines) == 1 and lines[0].startswith("imf: error: run folder"), second.stderr
         assert f"pid {first.pid} on " in lines[0] and "since 20" in lines[0]
         assert not (run / "attempts").exists()
-    assert first.wait(timeout=600) == 0, first.communicate()
-    assert _epochs(run) == list(range(40))  # one run's epochs, once each, in order
-    records = ScoreboardStore(run.parent).read()
-    assert [r["id"] for r in records] == ["r4"] and records[0]["epochs"] == 40
-    summary = json.loads((run / "summary.json").read_text())
-    assert summary["status"] == "completed" and summary["epochs_done"] == 40
-    assert not (run / "trial.lock").exists()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_stop_signal_ends_the_trial_interrupted_and_resume_completes_it(cache, tmp_path, sig):
     run = tmp_path / "r5"
-    proc = _start("trial", "smoke", *TINY, f"data.cache_dir={cache}", "training.num_epochs=30",
+    proc = _start("trial", "smoke", *TINY, f"data.cache_dir={cache}", "training.num_epochs=10",
                   "training.checkpoint_every=3", "--out", str(run), "--id", "r5", "--store", "none",
                   cwd=tmp_path, ignore_sigint=True)
     _wait_epochs(run, 4, proc)
+    os.kill(proc.pid, signal.SIGSTOP)  # held after epoch 4, so the signal lands well before epoch 10
     os.kill(proc.pid, sig)
+    os.kill(proc.pid, signal.SIGCONT)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 128 + sig, err
     summary = json.loads((run / "summary.json").read_text())
@@ -109,12 +119,12 @@ def test_a_stop_signal_ends_the_trial_interrupted_and_resume_completes_it(cache,
     assert summary["finished"] and not (run / "trial.lock").exists()
     assert f"{sig.name}: stopped after" in out and "--resume" in out
     done = summary["epochs_done"]
-    assert done < 30 and _epochs(run) == list(range(done))
+    assert done < 10 and _epochs(run) == list(range(done))
     import torch
     assert torch.load(run / "checkpoints" / "latest.pt", weights_only=False)["epoch"] == done - 1
     again = _run("trial", "--resume", "--out", str(run), cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    assert _epochs(run) == list(range(30))  # never an epoch twice
+    assert _epochs(run) == list(range(10))  # never an epoch twice
     assert json.loads((run / "summary.json").read_text())["status"] == "completed"
 
 
