@@ -70,6 +70,7 @@ def test_a_float_setting_is_an_axis_and_flags_or_names_are_not(tmp_path):
 @pytest.mark.slow
 def test_a_real_sweep_over_demo_episodes_reports_its_trend(tmp_path, demo_cache):
     proc = run_imf("sweep", "smoke", f"data.cache_dir={demo_cache}", "logging.trackers=none",
+                   "training.max_train_steps=2", "eval.n_test=2", "eval.n_train=0", "eval.max_steps=8",
                    "--grid", "data.demo_episodes=4,8", "--epochs", "1", "--queue", "local:cpu",
                    "--name", "data", "--out", str(tmp_path), "--poll", "1", "--stall-timeout", "600")
     assert proc.returncode == 0, proc.stderr[-2000:]
