@@ -1,5 +1,5 @@
-"""Every number in the published text (README.md, docs/*.md, benchmarks/RESULTS.md), tables and
-code included, with what it is, in benchmarks/published_numbers.json:
+"""Every number in the published text (README.md, docs/*.md, benchmarks/RESULTS.md and RUNS.md),
+tables and code included, with what it is, in benchmarks/published_numbers.json:
 
     python benchmarks/published_numbers.py --check      # exit 1 naming each number the register does not hold
     python benchmarks/published_numbers.py --register   # after reviewing a change: register the text's numbers again
@@ -16,9 +16,10 @@ and checks them from the JSON. Each registered number has a kind:
 - ``date``: a date or a time of day;
 - ``code``: in a code block or a code span (a command's argument, a config key's value, a
   transcript of a command's output);
-- ``constant``, ``argument``, ``count``, ``quoted`` (another project's number), ``measured`` (a
-  measurement without JSON behind it yet), each with a ``why``: a reviewer's word, kept by
-  ``--register`` while the number stands;
+- ``constant``, ``argument``, ``count``, ``quoted`` (another project's number), ``derived`` (computed
+  by the script that wrote it from committed JSON fields: a mean over seeds, a difference, a unit
+  change; not one field itself), ``measured`` (a measurement without JSON behind it yet), each with
+  a ``why``: a reviewer's word, kept by ``--register`` while the number stands;
 - ``unreviewed``: none of these yet. ``--summary`` counts them; they are registered, so an edit
   to one still fails the check.
 
@@ -44,7 +45,8 @@ PASSAGE = re.compile(r"<!-- claims:([\w-]+) -->\n.*?<!-- /claims:\1 -->", re.S)
 
 
 def published(root: Path) -> list[Path]:
-    return [root / "README.md", *sorted((root / "docs").glob("*.md")), root / "benchmarks" / "RESULTS.md"]
+    return [root / "README.md", *sorted((root / "docs").glob("*.md")), root / "benchmarks" / "RESULTS.md",
+            root / "benchmarks" / "RUNS.md"]
 
 
 def _blank(text: str, pattern: re.Pattern[str]) -> str:
@@ -147,7 +149,7 @@ def _key(file: str, n: dict[str, Any]) -> str:
 
 
 # What a reviewer may say a number is, with a "why": kept by --register while the number stands.
-REVIEWED = ("constant", "argument", "count", "quoted", "measured")
+REVIEWED = ("constant", "argument", "count", "quoted", "derived", "measured")
 
 
 def register(root: Path) -> dict[str, Any]:
