@@ -32,14 +32,14 @@ def trial(
     seed: int = typer.Option(None, "--seed", help="Seed for torch, numpy and random (training.seed)."),
     epochs: int = typer.Option(None, "--epochs", help="Number of epochs (training.num_epochs)."),
     init_from: Path = typer.Option(None, "--init-from", help="Warm start from this checkpoint (strict=False)."),
-    patience: int = typer.Option(None, "--patience", help="Stop after N rollouts without a new best."),
+    patience: int = typer.Option(None, "--patience", help="Stop after N rollouts without a new best (a program's trial: N values of its metric, by its goal)."),
     note: str = typer.Option("", "--note", help="A note kept in the summary and the result stores."),
     overrides: str = typer.Option(None, "--overrides", help="JSON object deep-merged into the config."),
     device: str = typer.Option(None, "--device", help="auto, cpu, cuda or cuda:N (training.device)."),
     store: list[str] = typer.Option(None, "--store", help="Result store to record in (repeatable); 'none' for none.",
                                    autocompletion=complete_store),
-    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its latest.pt."),
-    final_eval: int = typer.Option(None, "--final-eval", help="After training, re-score best.pt on N selection episodes (seeds 500000..; 200 recommended) into final_eval.json."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its latest.pt (a program's run: its program again, from the checkpoint it wrote)."),
+    final_eval: int = typer.Option(None, "--final-eval", help="After training, re-score best.pt on N selection episodes (seeds 500000..; 200 recommended) into final_eval.json (a program's trial: its config's eval command, once)."),
     holdout: bool = typer.Option(False, "--holdout", help="With --final-eval N: also score best.pt on N holdout seeds (900000..; for claims), one look appended to holdout.json."),
     hypothesis: str = typer.Option(None, "--hypothesis", help="The iteration log's hypothesis this trial tests (H3): kept in its records; imf log conclude cites it."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved config, its difference from the preset, the parameter count and the id; run nothing."),
@@ -55,7 +55,7 @@ def trial(
 
 @app.command("eval", cls=Command)
 def eval_(
-    checkpoint: Path = typer.Argument(None, help="A checkpoint (.pt) to score."),
+    checkpoint: Path = typer.Argument(None, help="A checkpoint (.pt) to score (a program's: by its config's eval command)."),
     best: Path = typer.Option(None, "--best", help="Score the best checkpoint of the scoreboard in this folder."),
     n_test: int = typer.Option(None, "--n-test", help="Number of test episodes (default: the checkpoint's eval.n_test)."),
     start_seed: int = typer.Option(None, "--start-seed", help="First test seed (default 100000)."),

@@ -107,6 +107,8 @@ def _fill_scores(row: TrialRow, rollouts: list[Rollout], summary: dict[str, Any]
             row.last_k_se = sum(r.se for r in tail) / len(tail)
     elif first_number(summary, ("best_score",)) is not None:
         row.best_score, row.best_epoch = float(summary["best_score"]), _counted(summary.get("best_epoch"))
+        metric = summary.get("metric")  # a trainer program's metric with the SE its log gave (metric.se)
+        row.best_se = first_number(metric, ("se",)) if isinstance(metric, dict) else None
     if row.success_rate is None:
         row.success_rate = first_number(summary, ("best_success_rate",))
 

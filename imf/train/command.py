@@ -215,7 +215,7 @@ def _conclude(summary: RunSummary, cfg: ProgramConfig, ended: program.Ended, run
     summary.best_score = None if read.best is None else sign * read.best
     summary.last_score = None if read.last is None else sign * read.last
     summary.extra["metric"] = {"name": cfg.metric.name, "goal": cfg.metric.goal, "value": read.best,
-                               "last": read.last}
+                               "last": read.last, **({"se": read.se} if cfg.metric.se else {})}
     summary.status, outcome, why = _verdict(cfg, ended, read)
     summary.extra["outcome"] = outcome
     if summary.status in ("interrupted", "stopped_early"):

@@ -152,6 +152,7 @@ class MetricRead:
     last: float | None = None
     count: int = 0  # values seen
     problem: str | None = None  # "no metric", "non-finite metric", "garbage metric": with what was seen
+    se: float | None = None  # the standard error the picked value's line gives (metric.se), if any
 
 
 def read_metric(spec: MetricSpec, source: Path | None, log: Path) -> MetricRead:
@@ -172,7 +173,21 @@ def read_metric(spec: MetricSpec, source: Path | None, log: Path) -> MetricRead:
             return MetricRead(count=len(raw), problem=f"non-finite metric: {spec.name} = {value} in {where}")
         values.append(float(value))
     pick = values[-1] if spec.lines == "last" else (max if spec.goal == "maximize" else min)(values)
-    return MetricRead(pick, values[-1], len(values))
+    return MetricRead(pick, values[-1], len(values), se=_se_of(spec, source, pick) if spec.se else None)
+
+
+def _se_of(spec: MetricSpec, source: Path, pick: float) -> float | None:
+    """The ``metric.se`` key of the (last) JSON line whose metric is ``pick``."""
+    found = None
+    for line in source.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        value, se = _key(row, spec.name), _key(row, spec.se)
+        if value == pick and isinstance(se, (int, float)) and not isinstance(se, bool) and math.isfinite(se):
+            found = float(se)
+    return found
 
 
 def _values(spec: MetricSpec, source: Path | None, log: Path) -> list[Any]:
