@@ -1,7 +1,7 @@
 """The slurm scheduler against a real private single-node Slurm cluster (tests/slurm_cluster.py).
 
 Slow (a time-limit test alone takes two minutes: Slurm counts limits in whole minutes and
-checks them every 30 s), but mostly waiting: under README's `pytest -n 3` this module starts
+checks them every 30 s), but mostly waiting: under README's `pytest -n 4` this module starts
 first on a worker of its own while the others run the rest; ``pytest -m slurm`` runs it alone.
 """
 from __future__ import annotations
