@@ -18,6 +18,7 @@ from imf.report.basis import RANK_BY, X_AXES, basis_of, check_rank_by, default_x
 from imf.report.collect import check_folder, collect
 from imf.report.compare import (Comparison, compare_reports, render_compare_text,
                                 write_compare_files)
+from imf.report.metric_terms import report_terms, terms_of
 from imf.report.figures import MATPLOTLIB_MISSING, write_curves, write_heatmap
 from imf.report.model import LAST_K, METRIC, AxisTrend, Cell, Curve, Group, Report, TrialRow, Trends
 from imf.report.render import (CSV_FIELDS, heatmap_text, render_csv, render_markdown, render_text,
@@ -54,11 +55,12 @@ def build_report(paths: list[Path], last_k: int = LAST_K, x_axis: str | None = N
     score_rows(rows, ranking)
     cells = build_cells(trained)
     rank_trials(rows)
-    trends = compute_trends(cells, [r.row for r in trained], ranking)
+    terms = terms_of(rows)  # a program's metric as written, or imf's score
+    trends = compute_trends(cells, [r.row for r in trained], ranking, terms)
     x_axis = x_axis or default_x(basis_of(r.row for r in trained))
     return Report(trials=rows, trends=trends, sources=[str(Path(p)) for p in paths], notices=notices,
                   last_k=last_k, curves=[r.curve for r in runs], config=shared_config(runs), x_axis=x_axis,
-                  ranked_by=ranking.to_dict())
+                  ranked_by=ranking.to_dict() | terms.to_dict())
 
 
 def is_comparison(paths: list[Path], compare: bool | None) -> bool:
@@ -119,10 +121,12 @@ def write_files(report: Report, out_dir: Path) -> list[Path]:
     if out_dir.exists() and not out_dir.is_dir():
         raise ReportError(f"--out {out_dir} is a file; give a folder")
     out_dir.mkdir(parents=True, exist_ok=True)
-    figures = []
+    figures, drawn = [], []
     score = report.ranked_by.get("name", f"max {METRIC}")
-    for name, notice in (("heatmap.png", write_heatmap(report.trends, out_dir / "heatmap.png", score)),
-                         ("curves.png", write_curves(report.curves, out_dir / "curves.png", report.x_axis))):
+    if not report_terms(report.ranked_by).program:  # a program's trials have no model size to map
+        drawn.append(("heatmap.png", write_heatmap(report.trends, out_dir / "heatmap.png", score)))
+    drawn.append(("curves.png", write_curves(report.curves, out_dir / "curves.png", report.x_axis)))
+    for name, notice in drawn:
         if notice is None:
             figures.append(name)
         elif notice not in report.notices:

@@ -9,6 +9,7 @@ from typing import Any
 from imf.report.axes import axis_trends, combined_se, effect_of, groups_by
 from imf.report.basis import Basis, Ranking, basis_of, reach_words, with_basis
 from imf.report.collect import SEED_IN_ID, WARM_START, RunRead, config_key
+from imf.report.metric_terms import IMF, Terms
 from imf.store.identity import ID_HASH_CHARS
 from imf.report.model import Cell, Group, TrialRow, Trends
 from imf.stats import Z95, mean_sd, tied_within_noise
@@ -175,11 +176,11 @@ def _against_selection(ensembles: list[TrialRow], trials: list[TrialRow]) -> Non
 
 # trends -----------------------------------------------------------------------
 def _effect(groups: list[Group], kind: str, key: str, rows: list[TrialRow], basis: Basis,
-            noun: str) -> dict[str, Any] | None:
+            noun: str, sign: int) -> dict[str, Any] | None:
     """How the mean score moves from the smallest to the largest n_emb or n_layer."""
     what = "width" if key == "n_emb" else "depth"
     return effect_of(groups, kind, key, basis, lambda value: _rows_of(rows, key, value),
-                     (f"{kind} helps", f"{kind} hurts", what), noun)
+                     (f"{kind} helps", f"{kind} hurts", what), noun, sign)
 
 
 def _rows_of(rows: list[TrialRow], key: str, value: int) -> list[TrialRow]:
@@ -244,16 +245,16 @@ def _pm(value: float, se: float | None) -> str:
     return f"{value:.4f}" if se is None else f"{value:.4f} ± {se:.4f}"
 
 
-def compute_trends(cells: list[Cell], rows: list[TrialRow], ranking: Ranking) -> Trends:
+def compute_trends(cells: list[Cell], rows: list[TrialRow], ranking: Ranking, terms: Terms = IMF) -> Trends:
     """Mean score (the ranking's, set by ``score_rows``) by n_emb, by n_layer and by every other
     numeric setting that varies between cells; the best cell; the width, depth and other
-    settings' effects."""
-    basis = basis_of(rows)
+    settings' effects, worded in ``terms`` (a program's metric as written, or imf's score)."""
+    basis, noun = basis_of(rows), terms.noun(ranking.noun)
     trends = Trends(by_n_emb=groups_by(cells, rows, lambda c: c.n_emb),
                     by_n_layer=groups_by(cells, rows, lambda c: c.n_layer),
                     cells=cells, best_cell=_best_cell(cells, rows, basis), selection=selection_words(rows),
                     holdout=holdout_words(rows), basis=basis.to_dict(),
-                    axes=axis_trends(cells, rows, basis, ranking.noun))
-    trends.width = _effect(trends.by_n_emb, "width", "n_emb", rows, basis, ranking.noun)
-    trends.depth = _effect(trends.by_n_layer, "depth", "n_layer", rows, basis, ranking.noun)
+                    axes=axis_trends(cells, rows, basis, noun, terms))
+    trends.width = _effect(trends.by_n_emb, "width", "n_emb", rows, basis, noun, terms.sign)
+    trends.depth = _effect(trends.by_n_layer, "depth", "n_layer", rows, basis, noun, terms.sign)
     return trends

@@ -8,6 +8,7 @@ import math
 from typing import Any, Callable
 
 from imf.report.basis import Basis, reach_words, reached, with_basis
+from imf.report.metric_terms import IMF, Terms
 from imf.report.model import AxisTrend, Cell, Group, TrialRow
 from imf.stats import clear_difference
 
@@ -47,21 +48,24 @@ def groups_by(cells: list[Cell], rows: list[TrialRow], value_of: Callable[[Cell]
     return result
 
 
-def effect_words(delta: float, se: float | None, better: str, worse: str, none: str) -> str:
-    """"helps +0.05 ± 0.01" when the effect is beyond the noise, else why no claim is made."""
+def effect_words(delta: float, se: float | None, better: str, worse: str, none: str, sign: int = 1) -> str:
+    """"helps +0.05 ± 0.01" when the effect is beyond the noise, else why no claim is made; the
+    difference of scores ``delta`` is shown times ``sign`` (-1: a goal-minimize metric as written)."""
+    shown = sign * delta
     if se is None:
-        return f"{none}: {delta:+.4f}, noise unknown (no per-episode scores and one seed), no claim"
+        return f"{none}: {shown:+.4f}, noise unknown (no per-episode scores and one seed), no claim"
     if clear_difference(delta, se, 0.0, 0.0):
-        return f"{better if delta > 0 else worse}: {delta:+.4f} ± {se:.4f}"
-    return f"{none}: no clear effect ({delta:+.4f} ± {se:.4f})"
+        return f"{better if delta > 0 else worse}: {shown:+.4f} ± {se:.4f}"
+    return f"{none}: no clear effect ({shown:+.4f} ± {se:.4f})"
 
 
 def effect_of(groups: list[Group], kind: str, key: str, basis: Basis,
               rows_at: Callable[[int | float], list[TrialRow]], more: tuple[str, str, str],
-              noun: str = "score") -> dict[str, Any] | None:
+              noun: str = "score", sign: int = 1) -> dict[str, Any] | None:
     """How the mean score moves from the smallest to the largest ``key``; ``more``: the words
     for better, worse, and what the steps would compare besides the setting; ``noun``: what
-    the mean is of (the report's ranking: "score" for the max, "selection score")."""
+    the mean is of (the report's ranking: "score" for the max, "selection score"); ``sign``: -1
+    shows the difference as a goal-minimize metric's."""
     if not groups:
         return None
     low, high = groups[0], groups[-1]
@@ -72,7 +76,7 @@ def effect_of(groups: list[Group], kind: str, key: str, basis: Basis,
     se = math.hypot(high.se, low.se) if high.se is not None and low.se is not None else None
     clear = se is not None and clear_difference(delta, se, 0.0, 0.0)
     better, worse, what = more
-    words = effect_words(delta, se, better, worse, kind)
+    words = effect_words(delta, se, better, worse, kind, sign)
     sides = [(f"{key} {shown(g.value)}", rows_at(g.value)) for g in (high, low)]
     text = with_basis(f"{words}; mean {noun} at {key} {shown(high.value)} minus {key} {shown(low.value)}",
                       basis, reach_words(sides, what))
@@ -85,7 +89,8 @@ def axis_keys(cells: list[Cell]) -> list[str]:
     return [k for k in keys if len({c.params.get(k) for c in cells if is_number(c.params.get(k))}) > 1]
 
 
-def axis_trends(cells: list[Cell], rows: list[TrialRow], basis: Basis, noun: str = "score") -> list[AxisTrend]:
+def axis_trends(cells: list[Cell], rows: list[TrialRow], basis: Basis, noun: str = "score",
+                terms: Terms = IMF) -> list[AxisTrend]:
     """One trend per varying numeric setting, e.g. "data.demo_episodes: more helps: +0.05 ± 0.01"."""
     trends = []
     for key in axis_keys(cells):
@@ -93,6 +98,7 @@ def axis_trends(cells: list[Cell], rows: list[TrialRow], basis: Basis, noun: str
             labels = {c.label for c in cells if is_number(c.params.get(key)) and c.params[key] == value}
             return [r for r in rows if r.cell in labels and r.score is not None]
         groups = groups_by(cells, rows, lambda c, key=key: c.params.get(key))
-        more = (f"{key}: more helps", f"{key}: more hurts", key)
-        trends.append(AxisTrend(key, groups, effect_of(groups, key, key, basis, rows_at, more, noun)))
+        name = terms.key(key)  # as the text shows it
+        more = (f"{name}: more helps", f"{name}: more hurts", name)
+        trends.append(AxisTrend(key, groups, effect_of(groups, name, name, basis, rows_at, more, noun, terms.sign)))
     return trends

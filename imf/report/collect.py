@@ -240,8 +240,8 @@ def _metric_notice(metric: Any, notices: list[str]) -> None:
     if label is None:
         return
     name = metric.get("name")
-    notice = (f"score = {label} (the trainer's metric, goal {metric['goal']}): higher is better "
-              f"in every ranking; summary.json keeps {name} as written")
+    notice = (f"score = {label} (the trainer's metric, goal {metric['goal']}): imf's higher-is-better score in "
+              f"report.json, report.csv, the scoreboard, suggest and imf loop; summary.json keeps {name} as written")
     if notice not in notices:
         notices.append(notice)
 

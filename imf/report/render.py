@@ -8,6 +8,7 @@ import numpy as np
 
 from imf.report.attempts import attempt_lines
 from imf.report.axes import combined_se, shown
+from imf.report.metric_terms import IMF, Terms, imf_label, report_terms
 from imf.report.model import METRIC, Report, Trends
 from imf.tables import csv_text, table, to_text
 
@@ -56,9 +57,20 @@ def _vs_best(tied: bool | None, rank: int | None) -> str:
 MODEL_COLUMNS = ("n_emb", "n_layer")
 
 
-def model_columns(items: list[Any]) -> list[str]:
-    """The model-size columns some row has a value in (a trainer program's trials have none)."""
-    return [k for k in MODEL_COLUMNS if any(getattr(i, k, None) is not None for i in items)]
+def model_columns(items: list[Any], keys: tuple[str, ...] = MODEL_COLUMNS) -> list[str]:
+    """The model-size columns (or other ``keys``) some row has a value in (a trainer program's
+    trials have no model size)."""
+    return [k for k in keys if any(getattr(i, k, None) is not None for i in items)]
+
+
+def _filled(headers: list[str], rows: list[list[str]], items: list[Any], optional: dict[str, str],
+            terms: Terms) -> tuple[list[str], list[list[str]]]:
+    """A program's table without the ``optional`` columns (header: attribute) no item fills."""
+    if not terms.program:
+        return headers, rows
+    empty = {h for h, key in optional.items() if not model_columns(items, (key,))}
+    keep = [i for i, h in enumerate(headers) if h not in empty]
+    return [headers[i] for i in keep], [[row[i] for i in keep] for row in rows]
 
 
 def setting_headers(keys: list[str]) -> list[str]:
@@ -70,34 +82,39 @@ def ranking_rows(report: Report) -> tuple[list[str], list[list[str]]]:
     """One row per trial; without model sizes (a program's trials), the settings the trials vary
     (a sweep's grid keys) stand where n_emb and n_layer would."""
     holdout = any(t.holdout_looks for t in report.trials)
+    terms = report_terms(report.ranked_by)
     model = model_columns(report.trials)
     keys = [] if model else sorted({k for c in report.trends.cells for k in c.params})
     params = {c.label: c.params for c in report.trends.cells}
-    headers = (["rank", "trial", "status", *model, *(setting_headers(keys) if keys else []), "seed", "final epoch", "max ± SE",
-                "best epoch", f"last-{report.last_k} mean", "selection ± SE", "success", "selection success"]
+    headers = (["rank", "trial", "status", *model, *(setting_headers(keys) if keys else []), "seed", "final epoch",
+                f"{terms.name} ({terms.direction})" if terms.program else "max ± SE", "best epoch",
+                f"last-{report.last_k} mean", "selection ± SE", "success", "selection success"]
                + (["holdout ± SE", "holdout success"] if holdout else []) + ["vs #1"])
     rows = [[fmt(t.rank), t.id, t.status, *(fmt(getattr(t, k)) for k in model),
              *(_settings(params.get(t.cell, {}), keys) if keys else []), fmt(t.seed),
-             fmt(t.final_epoch), _max(t), fmt(t.best_epoch),
-             _last_k(t, report.last_k), _rescored(t.selection, t.selection_se, t.selection_episodes),
+             fmt(t.final_epoch), _max(t, terms), fmt(t.best_epoch),
+             _last_k(t, report.last_k, terms),
+             _rescored(terms.value(t.selection), t.selection_se, t.selection_episodes),
              fmt(t.success_rate, 3), fmt(t.selection_success, 3)]
             + ([_holdout(t), fmt(t.holdout_success, 3)] if holdout else [])
             + [t.vs_selection if t.is_ensemble else _vs_best(t.tied, t.rank)]
             for t in report.trials]
-    return headers, rows
+    optional = {"best epoch": "best_epoch", f"last-{report.last_k} mean": "last_k", "selection ± SE": "selection",
+                "success": "success_rate", "selection success": "selection_success"}
+    return _filled(headers, rows, report.trials, optional, terms)
 
 
-def _max(t: Any) -> str:
+def _max(t: Any, terms: Terms = IMF) -> str:
     if t.is_ensemble:
         return "-"
     if t.best_score is None and not t.rollouts:
         return "no rollout yet"
-    return pm(t.best_score, t.best_se)
+    return pm(terms.value(t.best_score), t.best_se)
 
 
-def _last_k(t: Any, k: int) -> str:
+def _last_k(t: Any, k: int, terms: Terms = IMF) -> str:
     """The last-K mean, with its n when the run had fewer than K rollouts."""
-    text = pm(t.last_k, t.last_k_se)
+    text = pm(terms.value(t.last_k), t.last_k_se)
     return text + (f" (n={t.last_k_n})" if t.last_k is not None and t.last_k_n < k else "")
 
 
@@ -127,21 +144,25 @@ def _settings(params: dict[str, Any], keys: list[str]) -> list[str]:
 def cell_rows(report: Report) -> tuple[list[str], list[list[str]]]:
     keys = sorted({k for c in report.trends.cells for k in c.params})
     model = model_columns(report.trends.cells)
+    terms = report_terms(report.ranked_by)
+    short = terms.score_name(report.ranked_by) if terms.program else report.ranked_by.get("short", "max")
     headers = (["cell", *model] + setting_headers(keys) +
-               ["n", "seeds", f"{report.ranked_by.get('short', 'max')}: mean ± sd", "min..max", "SE (from)",
+               ["n", "seeds", f"{short}: mean ± sd", "min..max", "SE (from)",
                 f"last-{report.last_k}", "selection", "success", "selection success"])
     rows = []
     for c in report.trends.cells:
         seeds = ",".join(str(s) for s in c.seeds if s is not None) or "-"
         seeds += f" ({c.unscored} not scored)" if c.unscored else ""
         seeds += f" (same seed again, counted once: {', '.join(c.duplicates)})" if c.duplicates else ""
-        spread = "-" if c.low is None else f"{c.low:.4f}..{c.high:.4f}"  # a minus sign is not a dash
         se = "-" if c.se is None else f"{c.se:.4f} ({c.noise})"
-        selection = "-" if c.selection is None else pm(c.selection, c.selection_se) + f" (n={c.selection_n})"
+        selection = ("-" if c.selection is None
+                     else pm(terms.value(c.selection), c.selection_se) + f" (n={c.selection_n})")
         rows.append([c.label, *(fmt(getattr(c, k)) for k in model)] + _settings(c.params, keys) +
-                    [str(c.n), seeds, pm(c.mean, c.sd), spread, se, fmt(c.last_k), selection,
-                     fmt(c.success, 3), fmt(c.selection_success, 3)])
-    return headers, rows
+                    [str(c.n), seeds, pm(terms.value(c.mean), c.sd), terms.spread(c.low, c.high), se,
+                     fmt(terms.value(c.last_k)), selection, fmt(c.success, 3), fmt(c.selection_success, 3)])
+    optional = {f"last-{report.last_k}": "last_k", "selection": "selection", "success": "success",
+                "selection success": "selection_success"}
+    return _filled(headers, rows, report.trends.cells, optional, terms)
 
 
 def markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
@@ -150,27 +171,38 @@ def markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
 
 
-def trend_lines(trends: Trends) -> list[str]:
-    """The trends in words, one finding a line."""
+def trend_lines(trends: Trends, terms: Terms = IMF) -> list[str]:
+    """The trends in words, one finding a line; ``terms``: a program's metric as written."""
     axes = [("n_emb", trends.by_n_emb), ("n_layer", trends.by_n_layer)]
-    axes += [(a.key, a.groups) for a in trends.axes]
+    axes += [(terms.key(a.key), a.groups) for a in trends.axes]
     lines = [] if any(groups for _, groups in axes) else [NO_SIZES]
     for key, groups in axes:
         for g in groups:
-            lines.append(f"{key} {shown(g.value)}: mean {pm(g.mean, g.se)} over {g.cells} cell(s), "
-                         f"{g.trials} trial(s); best {pm(g.best, g.best_se)} ({g.best_trial})")
+            lines.append(f"{key} {shown(g.value)}: {terms.mean_of()}{pm(terms.value(g.mean), g.se)} over "
+                         f"{g.cells} cell(s), {g.trials} trial(s); "
+                         f"best {pm(terms.value(g.best), g.best_se)} ({g.best_trial})")
     if trends.best_cell:
         c = trends.best_cell
         tied = (f"tied within noise: {', '.join(c['tied_with'])}" if c["tied_with"]
                 else "no other cell tied within noise" if c["se"] is not None
                 else "noise unknown, ties not checked")
-        lines.append(f"best cell: {c['label']} (n_emb {fmt(c['n_emb'])} x n_layer {fmt(c['n_layer'])}), "
-                     f"mean {pm(c['mean'], c['se'])} over {c['n']} seed(s), best {c['best']:.4f}; {tied}"
+        lines.append(f"best cell: {c['label']} ({_cell_words(trends, c, terms)}), {terms.mean_of()}"
+                     f"{pm(terms.value(c['mean']), c['se'])} over {c['n']} seed(s), "
+                     f"best {terms.value(c['best']):.4f}; {tied}"
                      + (f"; {c['basis']}" if c.get("basis") else ""))
     effects = [trends.width, trends.depth] + [a.effect for a in trends.axes]
     lines += [effect["text"] for effect in effects if effect]
     lines += [text for text in (trends.selection, trends.holdout) if text]
     return lines
+
+
+def _cell_words(trends: Trends, best: dict[str, Any], terms: Terms) -> str:
+    """"n_emb 256 x n_layer 8", or a program's varied settings: "optim.lr 0.1"."""
+    if not terms.program:
+        return f"n_emb {fmt(best['n_emb'])} x n_layer {fmt(best['n_layer'])}"
+    params = next(c.params for c in trends.cells if c.label == best["label"])
+    return ", ".join(f"{terms.key(k)} {shown(v) if isinstance(v, (int, float)) else fmt(v)}"
+                     for k, v in params.items()) or "no setting varies"
 
 
 def heat_grid(trends: Trends) -> tuple[list[int], list[int], np.ndarray, np.ndarray, np.ndarray]:
@@ -243,11 +275,15 @@ def counts(report: Report) -> str:
 
 def _ranked_by(report: Report) -> str:
     """"ranked by selection score (200 selection episodes)": the score that ranks the trials."""
+    terms = report_terms(report.ranked_by)
+    if terms.program:
+        return terms.ranked_text(report.ranked_by)
     return report.ranked_by.get("text", f"ranked by max {METRIC}")
 
 
 def _score(report: Report) -> str:
-    return report.ranked_by.get("name", f"max {METRIC}")
+    terms = report_terms(report.ranked_by)
+    return terms.score_name(report.ranked_by) if terms.program else report.ranked_by.get("name", f"max {METRIC}")
 
 
 def render_text(report: Report) -> str:
@@ -264,24 +300,20 @@ def render_text(report: Report) -> str:
     out += ["", "failed:"] + [f"  {line}" for line in failed] if failed else []
     tries = attempt_lines(report.trials)
     out += ["", "attempts (sweep.json):"] + [f"  {line}" for line in tries] if tries else []
-    out += ["", "trends:"] + [f"  {line}" for line in trend_lines(report.trends)]
-    out += ["", heatmap_text(report.trends, _score(report))]
+    terms = report_terms(report.ranked_by)
+    out += ["", "trends:"] + [f"  {line}" for line in trend_lines(report.trends, terms)]
+    out += [] if terms.program else ["", heatmap_text(report.trends, _score(report))]
     return "\n".join(out) + "\n"
 
 
 def render_markdown(report: Report, figures: list[str]) -> str:
     """report.md: the terminal's content as markdown, with the PNGs in ``figures`` embedded."""
+    terms = report_terms(report.ranked_by)
     out = ["# imf report", "",
-           f"{counts(report)}, from {', '.join(report.sources)} ({report.created}); {_ranked_by(report)}.", "",
-           f"- **max**: max {METRIC} over the evaluated epochs (the headline; optimistic: a maximum "
-           "of noisy rollouts), ± the SE of that rollout from its per-episode scores",
-           f"- **last-{report.last_k} mean**: mean of the last {report.last_k} rollouts",
-           "- **selection**: best.pt re-scored on the selection seeds (500000.., final_eval.json), which no "
-           "rollout during training saw; they choose between runs (the ranking by them, suggest, imf loop)",
-           "- **holdout**: the latest look at the holdout seeds (900000.., holdout.json), kept for claims; "
-           "every look is counted, and the best of several runs on the holdout is a selection again",
-           f"- {ENSEMBLE_RULE}",
-           f"- {NOISE_RULE}", "", "## Ranking", ""]
+           f"{counts(report)}, from {', '.join(report.sources)} ({report.created}); {_ranked_by(report)}.", ""]
+    out += _legend(report) if not terms.program else terms.legend(
+        imf_label(report.ranked_by), any(t.selection is not None for t in report.trials), NOISE_RULE)
+    out += ["", "## Ranking", ""]
     out += markdown_table(*ranking_rows(report))
     out += ["", "## Cells", "", "Trials that differ only in `training.seed`: mean ± sd of their "
             f"{_score(report)} over seeds, n, min..max.", ""]
@@ -292,17 +324,35 @@ def render_markdown(report: Report, figures: list[str]) -> str:
     out += ["", "## Failed", ""] + [f"- {line}" for line in failed] if failed else []
     tries = attempt_lines(report.trials)
     out += ["", "## Attempts", ""] + [f"- {line}" for line in tries] if tries else []
-    out += ["", "## Trends", ""] + [f"- {line}" for line in trend_lines(report.trends)]
-    out += ["", "## Heatmap", ""]
-    if "heatmap.png" in figures:
-        out += [f"![mean over seeds of {_score(report)} by n_emb and n_layer](heatmap.png)", ""]
-    out += ["```text", heatmap_text(report.trends, _score(report)), "```"]
+    out += ["", "## Trends", ""] + [f"- {line}" for line in trend_lines(report.trends, terms)]
+    out += [] if terms.program else _heatmap(report, figures)
     if "curves.png" in figures:
-        out += ["", "## Curves", "", f"![test_mean_score and val loss against {report.x_axis}](curves.png)", "",
+        what = terms.name if terms.program else METRIC
+        out += ["", "## Curves", "", f"![{what} and val loss against {report.x_axis}](curves.png)", "",
                 f"x-axis: {report.x_axis} (`imf report --x epoch|steps|samples|minutes`)"]
     if report.notices:
         out += ["", "## Notices", ""] + [f"- {n}" for n in report.notices]
     return "\n".join(out) + "\n"
+
+
+def _heatmap(report: Report, figures: list[str]) -> list[str]:
+    out = ["", "## Heatmap", ""]
+    if "heatmap.png" in figures:
+        out += [f"![mean over seeds of {_score(report)} by n_emb and n_layer](heatmap.png)", ""]
+    return out + ["```text", heatmap_text(report.trends, _score(report)), "```"]
+
+
+def _legend(report: Report) -> list[str]:
+    """report.md's legend for imf's trials."""
+    return [f"- **max**: max {METRIC} over the evaluated epochs (the headline; optimistic: a maximum "
+           "of noisy rollouts), ± the SE of that rollout from its per-episode scores",
+           f"- **last-{report.last_k} mean**: mean of the last {report.last_k} rollouts",
+           "- **selection**: best.pt re-scored on the selection seeds (500000.., final_eval.json), which no "
+           "rollout during training saw; they choose between runs (the ranking by them, suggest, imf loop)",
+           "- **holdout**: the latest look at the holdout seeds (900000.., holdout.json), kept for claims; "
+           "every look is counted, and the best of several runs on the holdout is a selection again",
+           f"- {ENSEMBLE_RULE}",
+           f"- {NOISE_RULE}"]
 
 
 def render_csv(report: Report) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 
 from imf.errors import ReportError
 from imf.report import build_report
+from imf.report.metric_terms import IMF, Terms, report_terms
 from imf.report.model import Report
 from imf.report.render import pm
 from imf.store.iteration_log import IterationLogStore
@@ -39,6 +40,7 @@ class Suggestions:
     proposals: list[Proposal] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     logged: dict[str, str] = field(default_factory=dict)  # proposal id -> hypothesis that has it
+    terms: Terms = IMF  # how the best line shows its score: a program's metric as written, or imf's
 
 
 def _prefix(folder: Path, report: Any) -> str:
@@ -76,7 +78,8 @@ def suggest(folder: Path) -> Suggestions:
     more_seeds(ctx, best)
     ensemble(ctx, best)
     curriculum(ctx, best)
-    result = Suggestions(root, best_cell(report) or {}, ctx.proposals, ctx.notes)
+    result = Suggestions(root, best_cell(report) or {}, ctx.proposals, ctx.notes,
+                         terms=report_terms(report.ranked_by))
     for block in ctx.tried.hypotheses:
         for proposal in result.proposals:
             if proposal.id in (block.get("command") or "").split() and proposal.id not in result.logged:
@@ -104,7 +107,8 @@ def command_text(proposal: Proposal) -> str:
 def _best_line(s: Suggestions) -> str:
     b = s.best
     noise = {"seeds": "SE over seeds", "episodes": "SE from the episodes"}.get(b["noise"], "noise unknown")
-    return (f"best cell {b['label']}: {pm(b['mean'], b['se'])} ({noise}, n {b['n']}), "
+    name = f"{s.terms.name} " if s.terms.program else ""
+    return (f"best cell {b['label']}: {name}{pm(s.terms.value(b['mean']), b['se'])} ({noise}, n {b['n']}), "
             f"best run {b['trial']}")
 
 
