@@ -79,3 +79,15 @@ def test_suggests_best_line_shows_the_metric_as_written(tmp_path):
 
     first = suggest_text(suggest(_program_sweep(tmp_path, MSE, "val_mse", "minimize"))).splitlines()[0]
     assert first.startswith("best cell toy-lr0.1: val_mse 0.0114 ± "), first
+
+
+def test_suggest_loop_and_sweep_words_print_a_programs_metric_as_written_and_imfs_score_as_today():
+    from imf.report.metric_terms import IMF, Terms, summary_terms
+    low = Terms("val_mse", "minimize")
+    assert low.pm(-0.0114, 0.0005) == "val_mse 0.0114 ± 0.0005" and IMF.pm(0.8, 0.02) == "0.8000 ± 0.0200"
+    assert low.within(-0.012, -0.010) == "val_mse within 0.010..0.012" and IMF.within(0.5, 0.7) == "within 0.500..0.700"
+    assert low.gap(-0.002, 0.001) == "val_mse 0.002 ± 0.001 higher" and low.gap(0.002, None, named=False) == "0.002 lower"
+    assert IMF.gap(0.05, 0.01) == "+0.050 ± 0.010" and IMF.gap(-0.05, None) == "-0.050"
+    assert (low.better, IMF.better, Terms("reward").better, low.what, IMF.what) == ("lower", "higher", "higher", "val_mse", "score")
+    assert summary_terms({"name": "val_mse", "goal": "minimize", "value": 0.01}) == low
+    assert summary_terms(None) == IMF and summary_terms({"name": "x"}) == IMF

@@ -4,6 +4,7 @@ and the example trainer's two-queue sweep, report and loop."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -122,6 +123,8 @@ def _sweep(project: Path, config: Path) -> None:
 
 
 def test_the_goal_holds_one_grid_with_its_metric_negated_and_goal_flipped_ranks_suggests_and_loops_alike(tmp_path):
+    """Both sides decide alike (rank, proposals, verdicts, the best, gains' sizes); each prints its
+    metric as written, so the goal-minimize side shows positive losses, never imf's negated score."""
     low, high = tmp_path / "low", tmp_path / "high"
     for project, goal, sign in ((low, "minimize", 1.0), (high, "maximize", -1.0)):  # each run's noise known
         metric = {"name": "loss", "goal": goal, "source": "{out}/m.jsonl", "se": "loss_se"}
@@ -132,21 +135,55 @@ def test_the_goal_holds_one_grid_with_its_metric_negated_and_goal_flipped_ranks_
         assert report.returncode == 0, report.stderr
         ranked.append([row["id"] for row in json.loads(report.stdout)["trials"]])
     assert ranked[0] == ranked[1] and ranked[0][:3] == ["g-x4-s1", "g-x4-s2", "g-x2-s1"]
-    suggestions = []
+    suggestions, reasons = [], []
     for project in (low, high):
         done = run_imf("suggest", str(project / "g"), "--json", cwd=project)
         assert done.returncode == 0, done.stderr
-        suggestions.append([(p["kind"], p["id"], p["changes"], p["seed"], p["reason"].replace(str(project), "P")) for p in json.loads(done.stdout)])
+        proposals = json.loads(done.stdout)
+        suggestions.append([(p["kind"], p["id"], p["changes"], p["seed"], p["command"].replace(str(project), "P"))
+                            for p in proposals])
+        reasons.append([p["reason"] for p in proposals])
     assert suggestions[0] == suggestions[1] and suggestions[0]
+    assert [_magnitudes(r) for r in reasons[0]] == [_magnitudes(r) for r in reasons[1]]
+    _speaks_the_loss(reasons[0])
+    assert any("(loss 0.6" in r and " ± " in r for r in reasons[0]), reasons[0]  # the best cell g-x4: loss 0.65
+    assert any("(loss -0.6" in r for r in reasons[1]), reasons[1]  # maximize: -loss as the program wrote it
     boards = [json.loads((p / "g" / "scoreboard.json").read_text())["best"]["trial"] for p in (low, high)]
     assert boards == ["g-x4-s1", "g-x4-s1"]
     decisions = [_loop_decisions(project) for project in (low, high)]
+    texts = [d.pop("log") for d in decisions]
+    terms = [{k: d["best_after"].pop(k) for k in ("metric", "goal")} for d in decisions]
+    assert terms == [{"metric": "loss", "goal": "minimize"}, {"metric": "loss", "goal": "maximize"}]
     assert decisions[0] == decisions[1]
     verdicts = [v for _, v, _ in decisions[0]["outcomes"]]
     assert verdicts and len(verdicts) == len(decisions[0]["proposals"]), decisions[0]
     assert set(verdicts) <= {"better", "worse", "no clear difference"} and {"better", "worse"} & set(verdicts), verdicts
-    (block,) = decisions[0]["log"]
-    assert all(f"{tid}: {verdict}" in block["conclusion"] for tid, verdict, _ in decisions[0]["outcomes"])
+    for side in texts:
+        (block,) = side
+        assert all(f"{tid}: {verdict}" in block["conclusion"] for tid, verdict, _ in decisions[0]["outcomes"])
+    (lows,), (highs,) = texts
+    for key in ("hypothesis", "expectation", "result", "conclusion"):
+        assert _magnitudes(lows[key]) == _magnitudes(highs[key]), key
+    _speaks_the_loss([lows[key] for key in ("hypothesis", "expectation", "result", "conclusion")])
+    assert "a gain is a loss below the best's" in lows["expectation"], lows["expectation"]
+    assert "a gain is a loss above the best's" in highs["expectation"], highs["expectation"]
+    assert "the best stays g-x4 loss 0.6" in lows["conclusion"] or "the best is now" in lows["conclusion"], lows
+    worse = [tid for tid, verdict, _ in decisions[0]["outcomes"] if verdict == "worse"]
+    assert all(re.search(rf"{tid}: loss [0-9.]+ ± [0-9.]+ \(completed\); loss [0-9.]+ ± [0-9.]+ higher", lows["result"])
+               for tid in worse), lows["result"]
+
+
+def _magnitudes(text: str) -> list[str]:
+    """A text's numbers without their signs, in order of size: a goal's two sides print the same
+    sizes (a range's ends swap with the sign)."""
+    return sorted(re.findall(r"\d+\.\d+", text))
+
+
+def _speaks_the_loss(texts: list[str]) -> None:
+    """The goal-minimize side prints its loss as the program wrote it (positive), never negated."""
+    joined = "\n".join(texts)
+    assert "loss " in joined and "-0.0" not in joined and not re.search(r"loss -\d", joined), joined
+    assert not re.search(r"(?<![\w.])-\d+\.\d", joined), joined
 
 
 def _loop_decisions(project: Path) -> dict:

@@ -25,6 +25,7 @@ from imf.loop.state import LOOP_FILE, LoopState, Outcome, Planned, Round, load_l
 from imf.loop.sweep import round_sweep, run_round_sweep
 from imf.report import build_report
 from imf.report.basis import basis_of, reach_words
+from imf.report.metric_terms import IMF, Terms, report_terms
 from imf.report.model import Report, TrialRow
 from imf.report.render import pm
 from imf.stats import Z95, clear_difference, difference_se
@@ -136,9 +137,14 @@ def _finish(folder: Path, state: LoopState, why: str, echo: Echo) -> LoopState:
     state.status, state.stop_reason = "finished", why
     save_loop(folder, state)
     best = state.rounds[-1].best_after if state.rounds else {}
-    echo(f"loop finished: {why}" + (f"; best cell {best['label']} {pm(best['mean'], best['se'])}"
+    echo(f"loop finished: {why}" + (f"; best cell {best['label']} {_pm(best)}"
                                     f" ({best['trial']})" if best else ""))
     return state
+
+
+def _pm(best: dict) -> str:
+    """A best cell's mean ± SE in the terms it was ranked in (its metric and goal, when a program's)."""
+    return report_terms(best).pm(best["mean"], best["se"])
 
 
 # planning --------------------------------------------------------------------
@@ -193,13 +199,17 @@ def trial_command(folder: Path, current: Round, planned: Planned) -> str:
 
 # the log ---------------------------------------------------------------------
 def _expected(best: dict) -> str:
+    terms = report_terms(best)
     if best.get("se") is None:
-        return (f"the best cell {best['label']} scores {best['mean']:.3f} with unknown noise; a run "
-                "is better when its score is higher by more than 1.96 SE of the difference")
+        scores = f"scores {best['mean']:.3f}" if not terms.program else f"has {terms.name} {terms.value(best['mean']):.3f}"
+        return (f"the best cell {best['label']} {scores} with unknown noise; a run is better when its "
+                f"{terms.what} is {terms.better} by more than 1.96 SE of the difference")
     low, high = best["mean"] - Z95 * best["se"], best["mean"] + Z95 * best["se"]
-    return (f"without a real change a run scores within {low:.3f}..{high:.3f} (the best cell "
-            f"{best['label']} {pm(best['mean'], best['se'])}, 1.96 SE); a gain is a score above the "
-            "best by more than 1.96 SE of the difference")
+    gain = "a score above the best" if not terms.program else \
+        f"a {terms.name} {'below' if terms.better == 'lower' else 'above'} the best's"
+    return (f"without a real change a run scores {terms.within(low, high)} (the best cell "
+            f"{best['label']} {_pm(best)}, 1.96 SE); a gain is {gain} "
+            "by more than 1.96 SE of the difference")
 
 
 def log_round_hypothesis(folder: Path, current: Round) -> str:
@@ -250,15 +260,15 @@ def conclude_round(folder: Path, current: Round) -> None:
                         for p in current.proposals]
     current.gain = any(o.verdict == "better" for o in current.outcomes)
     current.best_after = after
-    result = "\n".join(_result_line(o) for o in current.outcomes)
+    result = "\n".join(_result_line(o, report_terms(best)) for o in current.outcomes)
     moved = after["label"] != best["label"] or after["trial"] != best["trial"]
     conclusion = "\n".join(
         [f"{o.id}: {o.verdict}" for o in current.outcomes] + _seed_cells(report, current)
         + _doublings(report, folder, current)
         + [_basis_line(report, current, best)]
         + [("gain beyond noise; " if current.gain else "no gain beyond noise; ")
-           + (f"the best is now {after['label']} {pm(after['mean'], after['se'])} ({after['trial']})"
-              if moved else f"the best stays {after['label']} {pm(after['mean'], after['se'])}")])
+           + (f"the best is now {after['label']} {_pm(after)} ({after['trial']})"
+              if moved else f"the best stays {after['label']} {_pm(after)}")])
     IterationLogStore(folder).conclude(current.hypothesis or "", result, conclusion)
     current.status = "concluded"
 
@@ -280,7 +290,8 @@ def _seed_cells(report: Report, current: Round) -> list[str]:
     kinds = {p.id: p.kind for p in current.proposals}
     labels = dict.fromkeys(o.cell for o in current.outcomes if kinds[o.id] == "seeds" and o.cell)
     cells = {c.label: c for c in report.trends.cells if c.mean is not None}
-    return [f"cell {label} over {cells[label].n} seeds: {pm(cells[label].mean, cells[label].se)}"
+    terms = report_terms(current.best_before)
+    return [f"cell {label} over {cells[label].n} seeds: {terms.pm(cells[label].mean, cells[label].se)}"
             for label in labels if label in cells]
 
 
@@ -304,26 +315,27 @@ def _doublings(report: Report, folder: Path, current: Round) -> list[str]:
     return lines
 
 
-def _result_line(o: Outcome) -> str:
+def _result_line(o: Outcome, terms: Terms = IMF) -> str:
     if o.score is None:
         return f"{o.id}: no score ({o.status})"
     success = "" if o.success is None else f", success {o.success:.0%}"
-    diff = "" if o.diff is None else f"; {o.diff:+.3f}" + (f" ± {o.diff_se:.3f}" if o.diff_se is not None else "")
-    return f"{o.id}: {pm(o.score, o.se)}{success} ({o.status}){diff} against the best before"
+    diff = "" if o.diff is None else f"; {terms.gap(o.diff, o.diff_se)}"
+    return f"{o.id}: {terms.pm(o.score, o.se)}{success} ({o.status}){diff} against the best before"
 
 
 def render_round(current: Round) -> str:
     rows = [f"round {current.number} ({current.sweep}, {current.hypothesis}) against "
-            f"{current.best_before['label']} {pm(current.best_before['mean'], current.best_before['se'])}:"]
+            f"{current.best_before['label']} {_pm(current.best_before)}:"]
+    terms = report_terms(current.best_before)
     width = max(len(p.id) for p in current.proposals)
     kinds = {p.id: p.kind for p in current.proposals}
     kind_width = max(9, *(len(k) for k in kinds.values()))
     for o in current.outcomes:
-        score = "-" if o.score is None else pm(o.score, o.se)
-        diff = "-" if o.diff is None else f"{o.diff:+.3f}" + (f" ± {o.diff_se:.3f}" if o.diff_se is not None else "")
+        score = "-" if o.score is None else pm(terms.value(o.score), o.se)
+        diff = "-" if o.diff is None else terms.gap(o.diff, o.diff_se, named=False)
         rows.append(f"  {o.id:<{width}}  {kinds[o.id]:<{kind_width}}  {score:<15}  {diff:<16}  {o.verdict}")
     after = current.best_after
-    rows.append(f"  best now: {after['label']} {pm(after['mean'], after['se'])} ({after['trial']})")
+    rows.append(f"  best now: {after['label']} {_pm(after)} ({after['trial']})")
     return "\n".join(rows)
 
 
@@ -337,7 +349,7 @@ def dry_run(folder: Path, queues: list[str], per_round: int = 3, hosts: str | No
     sdir, sweep, _ = round_sweep(folder, state, current)
     lines = [f"round {current.number} in {sdir.path} on {', '.join(q.name for q in sweep.queues)} "
              f"(against {current.best_before['label']} "
-             f"{pm(current.best_before['mean'], current.best_before['se'])}):"]
+             f"{_pm(current.best_before)}):"]
     for p in current.proposals:
         lines += [f"- {p.id} ({p.kind}): {p.reason}", f"  {trial_command(folder, current, p)}"]
     return "\n".join(lines)

@@ -72,6 +72,38 @@ class Terms:
                          "(final_eval.json, `--final-eval`)")
         return lines + [f"- {noise_rule}"]
 
+    def pm(self, score: float | None, se: float | None, digits: int = 4) -> str:
+        """imf's score ± SE as today, or the metric as written with its name: "val_mse 0.0114 ± 0.0005"."""
+        from imf.report.render import pm  # render imports this module
+        return f"{self.name} {pm(self.value(score), se, digits)}" if self.program else pm(score, se, digits)
+
+    def within(self, low: float, high: float, digits: int = 3) -> str:
+        """A range of scores: "within 0.5..0.7", or "val_mse within 0.010..0.012"."""
+        if not self.program:
+            return f"within {low:.{digits}f}..{high:.{digits}f}"
+        a, b = sorted((self.value(low), self.value(high)))
+        return f"{self.name} within {a:.{digits}f}..{b:.{digits}f}"
+
+    def gap(self, diff: float, se: float | None, digits: int = 3, named: bool = True) -> str:
+        """A difference of scores: "+0.050 ± 0.010"; a program's metric as written, its way in words:
+        "val_mse 0.001 ± 0.000 lower" ("0.001 ± 0.000 lower" unnamed)."""
+        noise = f" ± {se:.{digits}f}" if se is not None else ""
+        if not self.program:
+            return f"{diff:+.{digits}f}{noise}"
+        change = self.sign * diff
+        way = "lower" if change < 0 else "higher" if change > 0 else "the same"
+        return ((f"{self.name} " if named else "") + f"{abs(change):.{digits}f}{noise} {way}")
+
+    @property
+    def what(self) -> str:
+        """What a run is judged by: "score", or the metric's name."""
+        return self.name if self.program else "score"
+
+    @property
+    def better(self) -> str:
+        """The way a gain goes: "higher", or "lower" for a goal-minimize metric."""
+        return "lower" if self.program and self.goal == "minimize" else "higher"
+
     def to_dict(self) -> dict[str, str]:
         """Into the report's ranked_by: nothing for imf's score, so imf's reports keep theirs."""
         return {"metric": self.name, "goal": self.goal} if self.program else {}
@@ -88,6 +120,13 @@ def terms_of(rows: Iterable[TrialRow]) -> Terms:
         return IMF
     label = labels.pop()
     return Terms(label[1:], "minimize") if label.startswith("-") else Terms(label, "maximize")
+
+
+def summary_terms(metric: Any) -> Terms:
+    """A run's summary.json ``metric`` (a trainer program's name and goal) as terms; IMF without one."""
+    if not isinstance(metric, dict) or metric.get("goal") not in ("minimize", "maximize") or not metric.get("name"):
+        return IMF
+    return Terms(str(metric["name"]), metric["goal"])
 
 
 def report_terms(ranked_by: dict[str, Any]) -> Terms:

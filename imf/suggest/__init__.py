@@ -71,15 +71,15 @@ def suggest(folder: Path) -> Suggestions:
     best = max(cells, key=lambda c: c.mean)
     # Given one run folder, new runs go beside it (where its stores are), never inside it.
     root = folder.resolve().parent if is_run_dir(folder) else folder  # Path(".").parent is "."
-    ctx = Context(root, report, read_tried(root, report.trials), _prefix(root, report))
+    ctx = Context(root, report, read_tried(root, report.trials), _prefix(root, report),
+                  terms=report_terms(report.ranked_by))
     continuation(ctx, best)
     more_data(ctx, best)
     neighbours(ctx, best)
     more_seeds(ctx, best)
     ensemble(ctx, best)
     curriculum(ctx, best)
-    result = Suggestions(root, best_cell(report) or {}, ctx.proposals, ctx.notes,
-                         terms=report_terms(report.ranked_by))
+    result = Suggestions(root, best_cell(report) or {}, ctx.proposals, ctx.notes, terms=ctx.terms)
     for block in ctx.tried.hypotheses:
         for proposal in result.proposals:
             if proposal.id in (block.get("command") or "").split() and proposal.id not in result.logged:
@@ -89,7 +89,8 @@ def suggest(folder: Path) -> Suggestions:
 
 def best_cell(report: Report) -> dict[str, Any] | None:
     """The report's best cell (the first of equal means) and its best run: label, mean, se, n,
-    noise, trial, n_emb, n_layer; None when no cell has a score."""
+    noise, trial, n_emb, n_layer, and a program's metric and goal (how it prints: metric_terms);
+    None when no cell has a score."""
     cells = [c for c in report.trends.cells if c.mean is not None]
     if not cells:
         return None
@@ -97,7 +98,8 @@ def best_cell(report: Report) -> dict[str, Any] | None:
     top = max((t for t in report.trials if t.cell == best.label and t.best_score is not None),
               key=lambda t: t.best_score)
     return {"label": best.label, "mean": best.mean, "se": best.se, "n": best.n,
-            "noise": best.noise, "trial": top.id, "n_emb": best.n_emb, "n_layer": best.n_layer}
+            "noise": best.noise, "trial": top.id, "n_emb": best.n_emb, "n_layer": best.n_layer,
+            **report_terms(report.ranked_by).to_dict()}
 
 
 def command_text(proposal: Proposal) -> str:
@@ -107,8 +109,7 @@ def command_text(proposal: Proposal) -> str:
 def _best_line(s: Suggestions) -> str:
     b = s.best
     noise = {"seeds": "SE over seeds", "episodes": "SE from the episodes"}.get(b["noise"], "noise unknown")
-    name = f"{s.terms.name} " if s.terms.program else ""
-    return (f"best cell {b['label']}: {name}{pm(s.terms.value(b['mean']), b['se'])} ({noise}, n {b['n']}), "
+    return (f"best cell {b['label']}: {s.terms.pm(b['mean'], b['se'])} ({noise}, n {b['n']}), "
             f"best run {b['trial']}")
 
 
@@ -148,10 +149,12 @@ def write_hypothesis(s: Suggestions) -> str:
                           f"{', '.join(ids)} of {s.folder}/ITERATION_LOG.md; nothing written")
     kinds = sorted({p.kind for p in fresh})
     text = "\n".join([f"The next runs ({', '.join(kinds)}) beat or separate from the best cell "
-                      f"{s.best['label']} ({pm(s.best['mean'], s.best['se'])})."]
+                      f"{s.best['label']} ({s.terms.pm(s.best['mean'], s.best['se'])})."]
                      + [f"- {p.id}: {p.reason}" for p in fresh])
     margin = " by more than its noise (1.96 x SE of the difference)" if s.best["se"] is not None else ""
-    expect = (f"a proposed run scores above {pm(s.best['mean'], s.best['se'])}{margin}, or the cells "
+    beats = "scores above" if not s.terms.program else \
+        f"has a {s.terms.name} {'below' if s.terms.better == 'lower' else 'above'}"
+    expect = (f"a proposed run {beats} {s.terms.pm(s.best['mean'], s.best['se'])}{margin}, or the cells "
               "tied with the best separate once they have more seeds")
     command = "\n".join(command_text(p) for p in fresh)
     return IterationLogStore(s.folder).add_hypothesis(text, expect, command)

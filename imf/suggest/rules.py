@@ -17,6 +17,7 @@ from typing import Any
 from imf.config import load_config
 from imf.config.trainer import BUILTIN_TRAINER, load_program_config, trainer_name
 from imf.errors import ConfigError
+from imf.report.metric_terms import IMF, Terms
 from imf.report.model import Cell, Curve, Report, TrialRow
 from imf.report.render import pm
 from imf.stats import clear_difference, difference_se, standard_error, tied_within_noise
@@ -51,6 +52,7 @@ class Context:
     report: Report
     tried: Tried
     prefix: str
+    terms: Terms = IMF  # how reasons print a score: a program's metric as written, or imf's
     proposals: list[Proposal] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -70,9 +72,9 @@ def unique_id(base: str, taken: set[str]) -> str:
     return unique
 
 
-def cell_words(cell: Cell) -> str:
+def cell_words(cell: Cell, terms: Terms = IMF) -> str:
     seeds = f"{cell.n} seed{'s' if cell.n != 1 else ''}"
-    return f"{cell.label} ({pm(cell.mean, cell.se)}, {seeds})"
+    return f"{cell.label} ({terms.pm(cell.mean, cell.se)}, {seeds})"
 
 
 def _safe(text: str) -> str:
@@ -156,7 +158,7 @@ def more_seeds(ctx: Context, best: Cell) -> None:
     tied_labels = (ctx.report.trends.best_cell or {}).get("tied_with") or []
     tied = sorted((c for c in scored if c.label in tied_labels), key=lambda c: -c.mean)
     if best.se is None:
-        reasons = {best.label: f"the best cell {cell_words(best)} has no noise estimate yet"}
+        reasons = {best.label: f"the best cell {cell_words(best, ctx.terms)} has no noise estimate yet"}
         targets = [best]
     elif not tied:
         return
@@ -165,10 +167,10 @@ def more_seeds(ctx: Context, best: Cell) -> None:
             ctx.notes.append(f"{len(tied) - MAX_TIED} more cell(s) tied with the best get no seeds "
                              f"here (the {MAX_TIED} highest do)")
         targets = [best, *tied[:MAX_TIED]]
-        reasons = {best.label: f"the best cell {cell_words(best)} is tied within noise with "
+        reasons = {best.label: f"the best cell {cell_words(best, ctx.terms)} is tied within noise with "
                                f"{', '.join(c.label for c in tied)}"}
-        reasons.update({c.label: f"{cell_words(c)} is tied within noise with the best "
-                                 f"{cell_words(best)}" for c in tied[:MAX_TIED]})
+        reasons.update({c.label: f"{cell_words(c, ctx.terms)} is tied within noise with the best "
+                                 f"{cell_words(best, ctx.terms)}" for c in tied[:MAX_TIED]})
     for cell in targets:
         base = base_run(ctx, cell)
         if base is None:
@@ -245,7 +247,7 @@ def neighbours(ctx: Context, best: Cell) -> None:
             where = f"the best is {edge} of {name} tried ({', '.join(map(_value_text, tried_values))})"
             for seed in seeds:
                 propose(ctx, "neighbour", base, {key: candidate}, seed,
-                         f"neighbour of the best {cell_words(best)}: {name} {_value_text(candidate)} "
+                         f"neighbour of the best {cell_words(best, ctx.terms)}: {name} {_value_text(candidate)} "
                          f"instead of {_value_text(value)}; {where}")
 
 

@@ -31,6 +31,7 @@ from imf.sweep.recovery import Recovery
 from imf.sweep.state import ACTIVE, FINAL, QueueState, SweepState, TrialState
 from imf.store.layout import STDOUT, SWEEP_STATE
 from imf.store.runs import PROGRAM_SCORE, first_number, is_epoch_row, parse_log, row_score, row_success
+from imf.report.metric_terms import summary_terms
 from imf.store.summary import read_summary
 
 __all__ = ["Engine"]
@@ -283,6 +284,7 @@ class Engine(Recovery):
             trial.epoch = summary.epochs_done or trial.epoch
             if summary.best_score is not None:
                 trial.best_score = summary.best_score
+                self.metric_of[trial.id] = summary_terms(summary.extra.get("metric"))
                 trial.best_success = summary.best_success_rate
             self._attempt_over(trial, verdict, status.exit_code, "")
             return

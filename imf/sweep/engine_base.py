@@ -16,6 +16,7 @@ from typing import Callable
 from imf import drill
 from imf.clock import now_iso
 from imf.errors import ImfError
+from imf.report.metric_terms import IMF, Terms
 from imf.scheduler.base import Handle, JobRequest, JobStatus, Scheduler, scheduler_for
 from imf.scheduler.claim import new_token
 from imf.sweep.finish import record_trial
@@ -42,6 +43,7 @@ class EngineBase:
         self.report_text: str | None = None
         self._written = ""
         self.halving = Halving(state)  # successive halving's scores and decisions (or none)
+        self.metric_of: dict[str, Terms] = {}  # trial id -> a program's metric, for its end's line
         # every token sweep.json holds, read before recovery drops any: a new one is later
         handles = [h for t in state.trials for h in [t.handle, *(o.handle for o in t.orphans)] if h]
         self._newest_token = new_token([h.token for h in handles if h.token])
@@ -98,7 +100,9 @@ class EngineBase:
         else:
             trial.move("ended", "failed" if outcome in ("timeout", "lost") else outcome)
             trial.finished = now_iso()
-            score = "" if trial.best_score is None else f", best {trial.best_score:.4f}"
+            terms = self.metric_of.get(trial.id, IMF)  # a program's metric as written, else imf's score
+            score = "" if trial.best_score is None else \
+                f", best {terms.name + ' ' if terms.program else ''}{terms.value(trial.best_score):.4f}"
             self.log(f"{outcome} {trial.id} after {trial.attempts} attempt(s){score}"
                      + (f": {reason}" if reason else ""))
             # The end first: a controller killed while recording finds the trial ended (not
