@@ -146,10 +146,13 @@ def test_a_job_cancelled_with_scancel_is_retried(slurm, tmp_path, monkeypatch):
 
 
 def test_a_job_requeued_by_slurm_resumes_in_the_same_job(slurm, tmp_path, monkeypatch):
-    # scontrol requeue is what a preemption with PreemptMode=REQUEUE does to a job.
-    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "1"))
+    # scontrol requeue is what a preemption with PreemptMode=REQUEUE does to a job. A busy
+    # controller once never saw the job waiting: the job's restart count tells it then
+    # (tests/test_slurm_requeue_seen.py).
+    poll, epoch_s, epochs = 0.5, 1, 8
+    monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", str(epoch_s)))
     req = SweepRequest(config="smoke", grids=["64x1"], queues=["slurm://debug"], name="rq",
-                       out=tmp_path, epochs=8, poll=0.5, stall_timeout=300, retries=0)
+                       out=tmp_path, epochs=epochs, poll=poll, stall_timeout=300, retries=0)
     thread, errors = run_in_thread(req)
     job_id = running_jobs(tmp_path / "rq")[0]["handle"]["job_id"]
     wait_for(lambda: (tmp_path / "rq").glob("*/checkpoints/latest.pt"), timeout=120)
@@ -168,8 +171,8 @@ def test_a_job_requeued_by_slurm_resumes_in_the_same_job(slurm, tmp_path, monkey
     out = (run / "stdout.log").read_text()
     assert "Slurm requeued this job; resuming from checkpoints/latest.pt" in out and "resumed at epoch" in out
     assert not (run / "attempts").exists()  # resumed in place, not started over
-    epochs = [json.loads(line)["epoch"] for line in (run / "logs.json.txt").read_text().splitlines()]
-    assert epochs == sorted(epochs) and epochs[-1] == 7 and trial["epoch"] == len(epochs)  # read again from 0
+    logged = [json.loads(line)["epoch"] for line in (run / "logs.json.txt").read_text().splitlines()]
+    assert logged == sorted(logged) and logged[-1] == epochs - 1 and trial["epoch"] == len(logged)  # read again from 0
     assert f"preempted {trial['id']}" in (tmp_path / "rq" / "sweep.log").read_text()
 
 

@@ -101,6 +101,7 @@ class JobStatus:
     resume: bool = False  # ended by a time limit or a preemption: the retry resumes the trial
     requeued: bool = False  # "queued" in a batch queue it may have run from already (a requeue or a
     #                        preemption puts it back; not a suspension): its next run resumes the trial
+    restarts: int = 0  # times the batch system restarted the job, as the job itself wrote it
 
     @property
     def done(self) -> bool:

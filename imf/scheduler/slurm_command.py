@@ -14,6 +14,8 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from imf.atomic import atomic_write_json
+from imf.scheduler.slurm_status import RESTARTS
 from imf.scheduler.wrapper import run_attempt
 from imf.store.layout import LATEST, RunLayout, checkpoint_name
 
@@ -28,7 +30,10 @@ class TrialCommand:
     env: dict[str, str] = field(default_factory=dict)
 
     def chosen_argv(self, say) -> list[str]:
-        restarted = int(os.environ.get("SLURM_RESTART_COUNT") or 0) > 0
+        restarts = int(os.environ.get("SLURM_RESTART_COUNT") or 0)
+        restarted = restarts > 0
+        if restarted:  # the controller may never have seen the job back in the queue: it reads this
+            atomic_write_json(Path(self.run_dir) / RESTARTS, {"token": self.token, "restarts": restarts})
         if not (self.resume or restarted):
             return self.argv
         why = "Slurm requeued this job" if restarted else "Slurm stopped the previous attempt"

@@ -6,6 +6,7 @@ preemption, cancel, node failure, out of memory), which no file of the trial can
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ RUNNING = ("RUNNING", "COMPLETING", "SIGNALING", "STAGE_OUT", "RESIZING")
 # ended by Slurm or its node, not by the trial: the retry resumes it from its latest.pt (on the
 # shared file system); NODE_FAIL: the host died under it
 RESUMABLE = ("TIMEOUT", "PREEMPTED", "NODE_FAIL")
+RESTARTS = "slurm_restarts.json"  # written by a requeued job: its token and SLURM_RESTART_COUNT
 
 
 @dataclass
@@ -28,6 +30,15 @@ class Progress:
     log_size: int
     out_size: int
     new_log: str
+    restarts: int = 0  # how often Slurm requeued this attempt's job, as the job wrote it
+
+
+def restarts_of(run_dir: Path, token: str) -> int:
+    try:
+        data = json.loads((run_dir / RESTARTS).read_text())
+    except (OSError, ValueError):
+        return 0
+    return int(data.get("restarts") or 0) if isinstance(data, dict) and data.get("token") == token else 0
 
 
 def _size(path: Path) -> int:
@@ -46,12 +57,14 @@ def read_progress(run_dir: Path, offset: int, token: str, limit: int = 1 << 20) 
             new_log = f.read(limit).decode(errors="replace")
     except OSError:
         pass
-    return Progress(exit_code, _size(run_dir / LOGS), _size(run_dir / STDOUT), new_log)
+    return Progress(exit_code, _size(run_dir / LOGS), _size(run_dir / STDOUT), new_log,
+                    restarts_of(run_dir, token))
 
 
 def slurm_status(job_id: str | None, state: str | None, reason: str, p: Progress) -> JobStatus:
     """One trial's JobStatus from Slurm's state of its job (None: Slurm does not know it)."""
-    status = JobStatus("running", log_size=p.log_size, out_size=p.out_size, new_log=p.new_log)
+    status = JobStatus("running", log_size=p.log_size, out_size=p.out_size, new_log=p.new_log,
+                       restarts=p.restarts)
     if job_id is None:
         status.state = "absent"  # never submitted (or submitted and forgotten without a trace)
     elif state in QUEUED:

@@ -204,8 +204,10 @@ class Engine(Recovery):
             self._contact_failed(queue, status)
             return
         self.failures[queue.name] = 0
-        if status.state == "queued" and status.requeued and trial.state == "running" and trial.log_offset:
-            self._preempted(trial, status)  # it ran, and is back in the queue
+        if trial.state == "running" and self._requeued(trial, status):
+            self._preempted(trial, status)  # it ran, and is back in the queue (or already ran again)
+            if status.state != "queued":
+                return  # its next run's log: the next poll reads it from the start
         if status.state == "queued":  # waiting for the batch system: no progress, no stall
             trial.move("waiting")
             trial.reason = status.reason

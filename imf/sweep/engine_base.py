@@ -114,6 +114,20 @@ class EngineBase:
         drill.point("attempt-noted")
         self.save()
 
+    @staticmethod
+    def _requeued(trial: TrialState, status: JobStatus) -> bool:
+        """Its job went back to the batch queue since the last poll: seen waiting there, or, where
+        a poll missed that (a busy controller, a quick restart), told by the job's restart count."""
+        seen_waiting = status.state == "queued" and status.requeued and bool(trial.log_offset)
+        if seen_waiting:
+            trial.restarts_seen += 1
+        elif status.restarts > trial.restarts_seen:
+            trial.restarts_seen = status.restarts
+            status.reason = status.reason or f"restart {status.restarts}, seen after it ran again"
+        else:
+            return False
+        return True
+
     def _preempted(self, trial: TrialState, status: JobStatus) -> None:
         """The batch system put the running job back in its queue (``scontrol requeue``, a
         preemption with PreemptMode=REQUEUE): the attempt ended, the same job runs again as the

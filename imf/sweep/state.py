@@ -81,6 +81,7 @@ class TrialState:
     best_success: float | None = None  # success rate of the rollout with the best score
     val_mse: float | None = None  # the last epoch's; the validation number people read
     log_offset: int = 0
+    restarts_seen: int = 0  # the batch system's requeues of its job already counted as attempts
     started_unix: float | None = None
     elapsed_s: float | None = None
     recorded: bool = False
