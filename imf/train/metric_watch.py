@@ -105,29 +105,30 @@ class MetricWatch:
     def _values(self, line: str) -> tuple[list[Any], float | None]:
         if self.spec.source == STDOUT:
             pattern = rf"(?:^|[\s,;]){re.escape(self.spec.name)}\s*=\s*(\S+)"
-            return [_number(m.group(1).rstrip(",;")) for m in re.finditer(pattern, line)], None
+            return [number_or_text(m.group(1).rstrip(",;")) for m in re.finditer(pattern, line)], None
         try:
             row = json.loads(line)
         except ValueError:
             return [], None
-        value = _key(row, self.spec.name)
-        se = _key(row, self.se_key) if self.se_key else None
+        value = metric_key(row, self.spec.name)
+        se = metric_key(row, self.se_key) if self.se_key else None
         se = float(se) if isinstance(se, (int, float)) and not isinstance(se, bool) and math.isfinite(se) else None
         return ([] if value is None else [value]), se
 
 
-def _key(row: Any, name: str) -> Any:
-    node = row
-    if isinstance(node, dict) and name in node:
-        return node[name]
+def metric_key(data: Any, name: str, missing: Any = None) -> Any:
+    """``data[name]``, or along a dotted path (``val.mean_ratio``); ``missing`` where it is not."""
+    if isinstance(data, dict) and name in data:
+        return data[name]
+    node = data
     for part in name.split("."):
         if not isinstance(node, dict) or part not in node:
-            return None
+            return missing
         node = node[part]
     return node
 
 
-def _number(text: str) -> Any:
+def number_or_text(text: str) -> Any:
     try:
         return float(text)
     except ValueError:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from imf.config.trainer import STDOUT, MetricSpec, ProgramConfig, flat_params
+from imf.train.metric_watch import metric_key, number_or_text
 
 PROGRAM_LOG = "program.log"  # the program's stdout and stderr, beside imf's own stdout.log
 PARAMS_FILE = "params.json"  # the params, for args: json ({params_file}) and for people
@@ -194,7 +195,7 @@ def _values(spec: MetricSpec, source: Path | None, log: Path) -> list[Any]:
     if source is None:
         pattern = re.compile(rf"(?:^|[\s,;]){re.escape(spec.name)}\s*=\s*(\S+)")
         text = log.read_text(encoding="utf-8", errors="replace")
-        return [_number(m.group(1).rstrip(",;")) for m in pattern.finditer(text)]
+        return [number_or_text(m.group(1).rstrip(",;")) for m in pattern.finditer(text)]
     text = source.read_text(encoding="utf-8", errors="replace")
     if source.suffix == ".json":
         try:
@@ -219,22 +220,7 @@ _MISSING = object()
 
 
 def _key(data: Any, name: str) -> Any:
-    """``data[name]``, or along a dotted path (``val.mean_ratio``)."""
-    if isinstance(data, dict) and name in data:
-        return data[name]
-    node = data
-    for part in name.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return _MISSING
-        node = node[part]
-    return node
-
-
-def _number(text: str) -> Any:
-    try:
-        return float(text)
-    except ValueError:
-        return text
+    return metric_key(data, name, _MISSING)
 
 
 def tail(path: Path, lines: int = 3, width: int = 300) -> str:
