@@ -54,31 +54,51 @@ def _blank(text: str, pattern: re.Pattern[str]) -> str:
     return pattern.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
-def numbers(text: str) -> Iterator[dict[str, Any]]:
-    """Each number outside the claims passages: its section, its text, whether it is in code or a
-    date, and its place among the same number in its section."""
+def sections(text: str) -> Iterator[tuple[str, int, str]]:
+    """Each section of ``text`` (claims passages blanked): its heading line ("" before the first),
+    the offset where it starts, and its text. Sections are independent: a heading inside a code
+    fence is not one, so each section starts outside a fence."""
     plain = _blank(text, PASSAGE)
-    section, seen, fenced = "", Counter(), False
-    offset = 0
+    heading, start, offset, fenced = "", 0, 0, False
     for line in plain.splitlines(keepends=True):
-        stripped = line.strip()
-        if stripped.startswith("```"):
+        if line.strip().startswith("```"):
             fenced = not fenced
         elif not fenced and re.match(r"#{1,3} ", line):
-            section, seen = line.strip(), Counter()
+            if offset > start or heading:
+                yield heading, start, plain[start:offset]
+            heading, start = line.strip(), offset
+        offset += len(line)
+    yield heading, start, plain[start:]
+
+
+def section_numbers(heading: str, chunk: str, offset: int = 0) -> Iterator[dict[str, Any]]:
+    """Each number of one section's text (as ``sections`` gives it); ``at`` counts from ``offset``."""
+    seen, fenced = Counter(), False
+    for line in chunk.splitlines(keepends=True):
+        stripped = line.strip()
+        is_heading = not fenced and re.match(r"#{1,3} ", line) is not None
+        if stripped.startswith("```"):
+            fenced = not fenced
         code_line = fenced or line.startswith("    ") or stripped.startswith("```")
         spans = [(m.start(), m.end()) for m in re.finditer(r"`[^`\n]*`", line)]
         dates = [(m.start(), m.end()) for m in DATE.finditer(line)]
         for m in NUMBER.finditer(line):
-            if re.match(r"#{1,3} ", line) and not fenced and m.start() < len(line.split(" ", 1)[0]):
+            if is_heading and m.start() < len(line.split(" ", 1)[0]):
                 continue
             token = m.group(0)
             seen[token] += 1
             inside = lambda ranges: any(a <= m.start() and m.end() <= b for a, b in ranges)  # noqa: E731
             kind = "code" if code_line or inside(spans) else "date" if inside(dates) else None
-            yield {"section": section, "number": token, "nth": seen[token], "kind": kind,
+            yield {"section": heading, "number": token, "nth": seen[token], "kind": kind,
                    "at": offset + m.start(), "line": line.rstrip("\n"), "unit": line[m.end():m.end() + 1]}
         offset += len(line)
+
+
+def numbers(text: str) -> Iterator[dict[str, Any]]:
+    """Each number outside the claims passages: its section, its text, whether it is in code or a
+    date, and its place among the same number in its section."""
+    for heading, start, chunk in sections(text):
+        yield from section_numbers(heading, chunk, start)
 
 
 SKIP = ("curve", "per_seed", "per_seed_success")  # long arrays: a coincidence, not a source
@@ -178,30 +198,50 @@ def _load(root: Path) -> dict[str, Any]:
     return json.loads(path.read_text())["numbers"] if path.is_file() else {}
 
 
+def _problems(file: str, found: Iterator[dict[str, Any]], entries: dict[str, Any],
+              values: dict[str, float]) -> list[str]:
+    """What ``found`` (numbers of ``file``) and ``entries`` (the register's, for the same text)
+    disagree on; one line each."""
+    problems, keys = [], set()
+    for n in found:
+        key = _key(file, n)
+        keys.add(key)
+        entry = entries.get(key)
+        where = f"{file}, {n['section'] or 'top'}: {n['number']} in {n['line'].strip()[:100]!r}"
+        if entry is None:
+            problems.append(f"{where}: not in the register; review it, then `python benchmarks/published_numbers.py --register`")
+        elif entry["kind"] == "json" and not (entry["json"] in values
+                                              and _shows(n["number"], values[entry["json"]], n["unit"])):
+            problems.append(f"{where}: the JSON field {entry['json']} no longer prints as it")
+    for key in sorted(set(entries) - keys):
+        problems.append(f"{key}: registered, no longer in the text; `python benchmarks/published_numbers.py --register`")
+    return problems
+
+
 def check(root: Path = ROOT, files: list[Path] | None = None, values: dict[str, float] | None = None) -> list[str]:
     """Each published number the register does not hold (or holds as a JSON field that no longer
     prints as it), and each registered number no longer in the text; one line each. ``files``:
     only these (all published files by default); ``values``: the JSON's numbers, if read already."""
-    entries, problems, found = _load(root), [], set()
+    entries, problems = _load(root), []
     values = json_values(root) if values is None else values
-    files = published(root) if files is None else files
-    names = {p.relative_to(root).as_posix() for p in files}
-    entries = {k: v for k, v in entries.items() if k.split(" | ", 1)[0] in names}
-    for path in files:
+    for path in published(root) if files is None else files:
         file = path.relative_to(root).as_posix()
-        for n in numbers(path.read_text()):
-            key = _key(file, n)
-            found.add(key)
-            entry = entries.get(key)
-            where = f"{file}, {n['section'] or 'top'}: {n['number']} in {n['line'].strip()[:100]!r}"
-            if entry is None:
-                problems.append(f"{where}: not in the register; review it, then `python benchmarks/published_numbers.py --register`")
-            elif entry["kind"] == "json" and not (entry["json"] in values
-                                                  and _shows(n["number"], values[entry["json"]], n["unit"])):
-                problems.append(f"{where}: the JSON field {entry['json']} no longer prints as it")
-    for key in sorted(set(entries) - found):
-        problems.append(f"{key}: registered, no longer in the text; `python benchmarks/published_numbers.py --register`")
+        mine = {k: v for k, v in entries.items() if k.split(" | ", 1)[0] == file}
+        text = path.read_text()
+        twice = [h for h, n in Counter(h for h, _, _ in sections(text)).items() if n > 1]
+        problems += [f"{file}: two sections headed {h!r}; the register tells numbers apart by their "
+                     "section, so give each heading its own words" for h in twice]
+        problems += _problems(file, numbers(text), mine, values)
     return problems
+
+
+def check_section(file: str, heading: str, chunk: str, entries: dict[str, Any],
+                  values: dict[str, float]) -> list[str]:
+    """``check`` for one section's text (as ``sections`` gives it), against a register already
+    read: sections are counted apart, so a change inside one shows in its own check."""
+    prefix = f"{file} | {heading} | "
+    return _problems(file, section_numbers(heading, chunk),
+                     {k: v for k, v in entries.items() if k.startswith(prefix)}, values)
 
 
 def main() -> None:
