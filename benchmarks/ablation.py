@@ -1,7 +1,7 @@
 """What buys learning per CPU-second: one change at a time against the same baseline and budget.
 
     python benchmarks/ablation.py run NAME [key=value ...] [--obs image] [--minutes 30 | --samples 6e5]
-                                 [--threads 1] [--out DIR]
+                                 [--threads 1] [--nice 10] [--out DIR]
     python benchmarks/ablation.py table DIR [--baseline NAME] [--name image_samples] [--no-write]
 
 `run` trains one `imf trial` of a preset (--obs keypoints: pusht_lowdim_cpu, the default; --obs
@@ -9,7 +9,7 @@ image: pusht_image_cpu; or --preset NAME) with the overrides, for a
 budget on the cpu clock (CPU seconds / torch threads), or with --samples for a fixed number of
 training samples: the cpu clock makes runs equal in CPU time, not in samples, which the machine
 and the load beside a run move by a quarter or more (benchmarks/RUNS.md, "Ablations, image:
-what they say"); a change's own cost per sample is image_step.py's to measure. Nice'd; it
+what they say"); a change's own cost per sample is image_step.py's to measure. Nice'd (--nice); it
 re-scores its best.pt on 200 selection seeds (500000..). A run's best checkpoint is chosen on the
 50 test seeds (its rollouts); a change is adopted on the selection seeds. The holdout
 (900000..) is never looked at here: a preset chosen by this table is claimed by
@@ -48,14 +48,15 @@ UNFINISHED = ("running", "interrupted")  # still training, or its process is gon
 HOLDOUT_FIELDS = ("holdout_score", "holdout_score_se", "holdout_success", "holdout_success_se")
 
 
-def run(name: str, overrides: list[str], sized: list[str], threads: int, out: Path, preset: str) -> int:
+def run(name: str, overrides: list[str], sized: list[str], threads: int, out: Path, preset: str,
+        nice: int = 10) -> int:
     cmd = [sys.executable, "-m", "imf", "trial", preset, *sized, "logging.trackers=none", *overrides,
            "--out", str(out / name), "--id", name, "--store", "none", "--final-eval", str(SELECTION)]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     out.mkdir(parents=True, exist_ok=True)
     with open(out / f"{name}.out", "w") as log:
         print("$ " + " ".join(cmd[1:]), flush=True)
-        return subprocess.call(["nice", "-n", "10", *cmd], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+        return subprocess.call(["nice", "-n", str(nice), *cmd], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
 
 
 def read_run(folder: Path) -> dict | None:
@@ -143,6 +144,7 @@ def main() -> None:
     size.add_argument("--samples", type=float, default=None,
                       help="training samples instead (e.g. 6e5): equal across machines and loads")
     r.add_argument("--threads", type=int, default=1)
+    r.add_argument("--nice", type=int, default=10, help="the run's niceness (0: the load a test run is measured beside)")
     r.add_argument("--obs", choices=sorted(PRESETS), default="keypoints")
     r.add_argument("--preset", help="a preset instead of --obs's")
     r.add_argument("--out", type=Path, default=ROOT / "runs" / "ablations")
@@ -157,7 +159,7 @@ def main() -> None:
     if args.what == "run":
         preset = args.preset or PRESETS[args.obs]
         sized = sizing("ablation.py", preset, args.overrides, args.minutes, args.samples)
-        sys.exit(run(args.name, args.overrides, sized, args.threads, args.out, preset))
+        sys.exit(run(args.name, args.overrides, sized, args.threads, args.out, preset, args.nice))
     print(table(args.folder, args.baseline, not args.no_write, args.only, args.name))
 
 
