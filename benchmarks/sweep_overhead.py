@@ -11,11 +11,13 @@ Slurm installed a Slurm poll on a private single-node cluster (tests/slurm_clust
 
     python benchmarks/sweep_overhead.py [--unit 0.25] [--polls 0.1,0.5] [--no-write]
 
-Writes its section of benchmarks/RESULTS.md.
+Writes benchmarks/sweep_overhead.json (every figure of the run) and its section of
+benchmarks/RESULTS.md from that JSON.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -35,6 +37,7 @@ from imf.sweep.engine import Engine  # noqa: E402
 from imf.sweep.launch import SweepRequest, plan_sweep  # noqa: E402
 
 SECTION = "## Sweep (benchmarks/sweep_overhead.py)"
+OUT = ROOT / "benchmarks" / "sweep_overhead.json"
 EPOCHS = 4
 
 
@@ -86,7 +89,9 @@ def run_once(folder: Path, unit: float, poll: float) -> dict:
             "measured": TimedEngine.poll_s / busy * 60, "at_5s": per_poll * 60 / 5}
 
 
-def ssh_poll_ms(folder: Path, n: int = 20) -> float | None:
+def ssh_poll(folder: Path, n: int = 20) -> dict | None:
+    """Milliseconds of one ssh poll through the shared connection, and the controller's seconds
+    per trial-minute at a 5 s poll (12 polls a minute)."""
     if not os.path.exists(SSHD):
         return None
     server = start_sshd(folder / "sshd")
@@ -99,13 +104,14 @@ def ssh_poll_ms(folder: Path, n: int = 20) -> float | None:
             sch.poll(handle)
         per = (time.perf_counter() - t0) / n
         sch.stop(handle)
-        return per * 1e3
+        return {"poll_ms": per * 1e3, "per_trial_minute_at_5s": per * 12}
     finally:
         server.stop()
 
 
-def slurm_poll_ms(folder: Path, jobs: int = 4, n: int = 20) -> tuple[float, int] | None:
-    """Milliseconds of one batched Slurm poll of ``jobs`` jobs (2 run, the rest wait)."""
+def slurm_poll(folder: Path, jobs: int = 4, n: int = 20) -> dict | None:
+    """Milliseconds of one batched Slurm poll of ``jobs`` jobs (2 run, the rest wait), per poll
+    and per trial, and the controller's seconds per trial-minute at a 5 s poll."""
     if missing_binaries():
         return None
     cluster = SlurmCluster(folder / "slurm").start()
@@ -122,7 +128,8 @@ def slurm_poll_ms(folder: Path, jobs: int = 4, n: int = 20) -> tuple[float, int]
         per = (time.perf_counter() - t0) / n
         for handle in handles:
             sch.stop(handle)
-        return per * 1e3, jobs
+        return {"jobs": jobs, "poll_ms": per * 1e3, "per_trial_ms": per * 1e3 / jobs,
+                "per_trial_minute_at_5s": per / jobs * 12}
     finally:
         cluster.stop()
 
@@ -154,15 +161,20 @@ def plan_seconds(folder: Path, n: int) -> dict:
     out = subprocess.run([sys.executable, "-c", _PLAN, str(n), str(folder / f"plan{n}")],
                          capture_output=True, text=True, check=True)
     imp, plan, save, total = map(float, out.stdout.split())
-    return {"n": n, "import": imp, "plan": plan, "save": save, "total": total}
+    return {"n": n, "import": imp, "plan": plan, "save": save, "total": total,
+            "ms_per_trial": 1e3 * (plan + save) / n}
 
 
-def render(rows: list[dict], ssh_ms: float | None, unit: float,
-           slurm: tuple[float, int] | None = None, plans: list[dict] | None = None) -> str:
+def render(result: dict) -> str:
+    """The RESULTS.md section, from what the run wrote to sweep_overhead.json."""
+    rows, ssh, slurm, plans = result["runs"], result["ssh"], result["slurm"], result["plans"]
+    load = result["load_average"]
     lines = [SECTION, "",
-             f"Seed grid (9 stand-in trials, {EPOCHS} epochs of {unit:g} s x cost factor) on 3 "
-             f"local:cpu slots; `python benchmarks/sweep_overhead.py`; {time.strftime('%Y-%m-%d')}, "
-             f"{os.cpu_count()} cores.", "",
+             f"Seed grid (9 stand-in trials, {result['epochs']} epochs of {result['unit']:g} s x cost factor) "
+             f"on 3 local:cpu slots; `python benchmarks/sweep_overhead.py` (benchmarks/sweep_overhead.json); "
+             f"{result['date']}, {result['cores']} cores, shared: load average {load['start']:.1f} at the start, "
+             f"{load['end']:.1f} at the end, so other work shared the cores and every time here is an upper "
+             "bound on an idle machine's. All figures below are from this one run.", "",
              "| poll s | sweep wall s | ideal (plan) s | LPT bound s | gap s | gap per trial s | "
              "poll ms | poll s per trial-minute (measured) | at 5 s poll |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -170,27 +182,26 @@ def render(rows: list[dict], ssh_ms: float | None, unit: float,
         lines.append(f"| {r['poll']:g} | {r['wall']:.2f} | {r['ideal']:.2f} | {r['bound']:.2f} | "
                      f"{r['gap']:.2f} | {r['per_trial']:.3f} | {r['per_poll_ms']:.1f} | "
                      f"{r['measured']:.3f} | {r['at_5s']:.4f} |")
-    if ssh_ms is not None:
-        lines += ["", f"ssh poll through the shared connection (sshd on 127.0.0.1): {ssh_ms:.1f} ms, "
-                      f"i.e. {ssh_ms / 1e3 * 12:.3f} s of controller time per trial-minute at a 5 s poll."]
+    if ssh is not None:
+        lines += ["", f"ssh poll through the shared connection (sshd on 127.0.0.1): {ssh['poll_ms']:.1f} ms, "
+                      f"i.e. {ssh['per_trial_minute_at_5s']:.3f} s of controller time per trial-minute at a 5 s poll."]
     if slurm is not None:
-        ms, jobs = slurm
-        lines += ["", f"Slurm poll (one `squeue` for all {jobs} jobs of the sweep, plus their run "
-                      f"folders; private single-node cluster): {ms:.1f} ms per poll, {ms / jobs:.1f} ms "
-                      f"per trial, i.e. {ms / jobs / 1e3 * 12:.3f} s of controller time per "
-                      f"trial-minute at a 5 s poll."]
+        lines += ["", f"Slurm poll (one `squeue` for all {slurm['jobs']} jobs of the sweep, plus their run "
+                      f"folders; private single-node cluster): {slurm['poll_ms']:.1f} ms per poll, "
+                      f"{slurm['per_trial_ms']:.1f} ms per trial, i.e. {slurm['per_trial_minute_at_5s']:.3f} s "
+                      "of controller time per trial-minute at a 5 s poll."]
     if plans:
         lines += ["", "Planning (`plan_sweep` of the smoke preset: a 10 x 10 size grid, x 10 learning "
                       "rates, x 10 seeds, on 4 local:cpu slots, then sweep.json written; one fresh "
-                      f"interpreter per size; load average {os.getloadavg()[0]:.1f} at the end, so other "
-                      "work may have shared the cores):", "",
+                      "interpreter per size):", "",
                   "| trials | import s | plan s | write sweep.json s | total s | ms per trial |",
                   "|---|---|---|---|---|---|"]
         lines += [f"| {p['n']} | {p['import']:.2f} | {p['plan']:.2f} | {p['save']:.2f} | "
-                  f"{p['total']:.2f} | {1e3 * (p['plan'] + p['save']) / p['n']:.2f} |" for p in plans]
+                  f"{p['total']:.2f} | {p['ms_per_trial']:.2f} |" for p in plans]
     lines += ["", "The gap is launch latency (half a poll on average per trial, plus process start) "
-                  "and is paid once per trial; the poll cost is one `sh` (or one ssh round trip) per "
-                  "running trial per poll (on Slurm one `squeue` per poll for all of them).", ""]
+                  "and is paid once per trial; a local slot's poll is the job wrapper's probe run in the "
+                  "controller's own process, an ssh queue's one ssh round trip per running trial per poll, "
+                  "and Slurm's one `squeue` per poll for all of them.", ""]
     return "\n".join(lines)
 
 
@@ -200,18 +211,29 @@ def main() -> None:
     parser.add_argument("--polls", default="0.1,0.5", help="poll intervals to measure")
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument("--plan-only", action="store_true", help="only the planning rows (printed)")
+    parser.add_argument("--render", action="store_true",
+                        help="write the RESULTS.md section from the committed JSON, measuring nothing")
     args = parser.parse_args()
+    if args.render:
+        write_section(SECTION, render(json.loads(OUT.read_text())))
+        return
+    result = {"date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "unit": args.unit,
+              "epochs": EPOCHS, "load_average": {"start": os.getloadavg()[0]}}
     with tempfile.TemporaryDirectory() as tmp:
-        plans = [plan_seconds(Path(tmp), n) for n in PLAN_SIZES]
+        result["plans"] = [plan_seconds(Path(tmp), n) for n in PLAN_SIZES]
         if args.plan_only:
-            print(render([], None, args.unit, None, plans))
+            result.update(runs=[], ssh=None, slurm=None)
+            result["load_average"]["end"] = os.getloadavg()[0]
+            print(render(result))
             return
-        rows = [run_once(Path(tmp), args.unit, float(p)) for p in args.polls.split(",")]
-        ssh_ms = ssh_poll_ms(Path(tmp))
-        slurm = slurm_poll_ms(Path(tmp))
-    text = render(rows, ssh_ms, args.unit, slurm, plans)
+        result["runs"] = [run_once(Path(tmp), args.unit, float(p)) for p in args.polls.split(",")]
+        result["ssh"] = ssh_poll(Path(tmp))
+        result["slurm"] = slurm_poll(Path(tmp))
+    result["load_average"]["end"] = os.getloadavg()[0]
+    text = render(result)
     print(text)
     if not args.no_write:
+        OUT.write_text(json.dumps(result, indent=1) + "\n")
         write_section(SECTION, text)
 
 
