@@ -2,13 +2,17 @@
 workers), expert demos per minute, and the scripted expert's success on 200 reset seeds.
 
     python benchmarks/env_speed.py [--workers 1,2,4] [--expert-seeds 200] [--steps-only]
+    python benchmarks/env_speed.py --expert-json
 
 Writes its section of benchmarks/RESULTS.md (other sections are kept); --steps-only measures
-just the state vs image control steps and prints them (nothing is written).
+just the state vs image control steps and prints them (nothing is written); --expert-json runs
+only the scripted expert on its three seed sets (reset seeds 0..199, the demo seeds from
+1,000,000, the legacy test seeds from 100000) and writes benchmarks/expert_quality.json.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import platform
@@ -23,6 +27,8 @@ from imf.pusht.scorer import score_policy
 from results_file import write_section  # benchmarks/results_file.py (the script's folder)
 
 SECTION = "## PushT environment (benchmarks/env_speed.py)"
+EXPERT_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "expert_quality.json")
+EXPERT_SETS = {"reset": (0, 200, False), "demo": (1_000_000, 100, False), "legacy_test": (100000, 50, True)}
 
 
 def expert_action_sequences(seeds) -> list[tuple[int, np.ndarray]]:
@@ -79,6 +85,22 @@ def expert_quality(n_seeds: int) -> dict[str, float]:
             "seconds": np.mean([e.seconds for e in episodes])}
 
 
+def expert_sets() -> dict:
+    """The scripted expert on each seed set of EXPERT_SETS (success is coverage > 0.95 within
+    its max steps); seconds are wall time on whatever machine ran it."""
+    out = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpus": os.cpu_count(),
+           "load_average_start": os.getloadavg()[0], "sets": {}}
+    for name, (first, n, legacy) in EXPERT_SETS.items():
+        episodes = [run_expert_episode(seed, legacy=legacy) for seed in range(first, first + n)]
+        out["sets"][name] = {"first_seed": first, "episodes": n, "legacy": legacy,
+                             "successes": int(sum(e.success for e in episodes)),
+                             "mean_max_coverage": float(np.mean([e.max_coverage for e in episodes])),
+                             "mean_steps": float(np.mean([e.steps for e in episodes])),
+                             "mean_seconds": float(np.mean([e.seconds for e in episodes]))}
+    out["load_average_end"] = os.getloadavg()[0]
+    return out
+
+
 def demos_per_minute(n: int = 10) -> float:
     started = time.perf_counter()
     for seed in range(1000, 1000 + n):
@@ -91,7 +113,15 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--expert-seeds", type=int, default=200)
     parser.add_argument("--steps-only", action="store_true", help="only state vs image steps; print them")
+    parser.add_argument("--expert-json", action="store_true",
+                        help="only the expert's seed sets; write benchmarks/expert_quality.json")
     args = parser.parse_args()
+    if args.expert_json:
+        result = expert_sets()
+        with open(EXPERT_JSON, "w") as f:
+            f.write(json.dumps(result, indent=1) + "\n")
+        print(json.dumps(result, indent=1))
+        return
     workers = [int(w) for w in args.workers.split(",")]
 
     sequences = expert_action_sequences(range(500, 510))
