@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -19,6 +20,8 @@ import pytest
 from _sweep_helpers import fake_command, sweep_controller, wait_for
 from slurm_cluster import SlurmCluster, missing_binaries
 
+from imf.scheduler.base import JobRequest
+from imf.scheduler.slurm import SlurmScheduler
 from imf.sweep.launch import SweepRequest, resume_sweep, start_sweep
 from imf.store.scoreboard import ScoreboardStore
 
@@ -145,6 +148,42 @@ def test_a_job_cancelled_with_scancel_is_retried(slurm, tmp_path, monkeypatch):
     assert (tmp_path / "sc" / trial["id"] / "attempts" / "1" / "stdout.log").is_file()  # kept aside
 
 
+def requeue_and_release(job_id: str) -> None:
+    """``scontrol requeue``, then let the job start again now instead of after the begin time
+    Slurm holds it back for, once its node has put the last run away and a whole second has
+    passed: a restart launched while slurmd still holds the revoked credential (issued in the
+    same second) is killed as non-startable and ends FAILED, a real failure the engine records."""
+    subprocess.run(["scontrol", "requeue", job_id], check=True, timeout=60)
+    requeued_at = time.time()
+    wait_for(lambda: [r for r in squeue("%i", "%T") if r == [job_id, "PENDING"]], timeout=120)
+    wait_for(lambda: time.time() > requeued_at + 2 and subprocess.run(
+        ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=60).stdout.split() == ["idle"],
+        timeout=120)
+    subprocess.run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], check=True, timeout=60)
+
+
+def test_a_requeued_job_read_at_random_moments_is_never_taken_for_ended(slurm, tmp_path):
+    """Drill: a running job is requeued at a random moment and polled at random moments until it
+    runs again; no poll reads it as ended (exited, lost) and the restart is reported. (A restart
+    released in the requeue's second is killed by Slurm and ends FAILED, a real failure: 2 of 25
+    such releases in a probe; ``requeue_and_release`` waits that out.)"""
+    queue, rng = SlurmScheduler("slurm://debug"), random.Random(7)
+    for rep in range(4):
+        run = tmp_path / f"r{rep}"
+        handle = queue.start(JobRequest(trial_id=f"t{rep}", sweep="drill", run_dir=run,
+                                        argv=["sleep", "600"], config="smoke", token=f"tok{rep}"))
+        wait_for(lambda: (run / "pid").is_file() and queue.poll(handle).state == "running", timeout=120)
+        time.sleep(rng.uniform(0, 1))
+        requeue_and_release(handle.extra["job_id"])
+        seen = []
+        while not (seen and seen[-1] == ("running", 1)):
+            status = queue.poll(handle)
+            seen.append((status.state, status.restarts))
+            assert status.state in ("queued", "running"), (rep, seen, status.reason)
+            time.sleep(rng.uniform(0, 0.5))
+        queue.stop(handle)
+
+
 def test_a_job_requeued_by_slurm_resumes_in_the_same_job(slurm, tmp_path, monkeypatch):
     # scontrol requeue is what a preemption with PreemptMode=REQUEUE does to a job. A busy
     # controller once never saw the job waiting: the job's restart count tells it then
@@ -156,10 +195,7 @@ def test_a_job_requeued_by_slurm_resumes_in_the_same_job(slurm, tmp_path, monkey
     thread, errors = run_in_thread(req)
     job_id = running_jobs(tmp_path / "rq")[0]["handle"]["job_id"]
     wait_for(lambda: (tmp_path / "rq").glob("*/checkpoints/latest.pt"), timeout=120)
-    subprocess.run(["scontrol", "requeue", job_id], check=True, timeout=60)
-    # Slurm holds a requeued job back for minutes (its begin time); let it start now.
-    wait_for(lambda: [r for r in squeue("%i", "%T") if r == [job_id, "PENDING"]], timeout=120)
-    subprocess.run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], check=True, timeout=60)
+    requeue_and_release(job_id)
     thread.join(600)
     assert not thread.is_alive() and not errors, errors
     trial = sweep_json(tmp_path / "rq")["trials"][0]
