@@ -204,8 +204,9 @@ class Engine(Recovery):
             self._contact_failed(queue, status)
             return
         self.failures[queue.name] = 0
-        if trial.state == "running" and self._requeued(trial, status):
-            self._preempted(trial, status)  # it ran, and is back in the queue (or already ran again)
+        requeue = self._note_requeue(trial, status) if trial.state == "running" else None
+        if requeue is not None:
+            self._preempted(trial, requeue)  # it ran, and is back in the queue (or already ran again)
             if status.state != "queued":
                 return  # its next run's log: the next poll reads it from the start
         if status.state == "queued":  # waiting for the batch system: no progress, no stall

@@ -115,25 +115,24 @@ class EngineBase:
         self.save()
 
     @staticmethod
-    def _requeued(trial: TrialState, status: JobStatus) -> bool:
-        """Its job went back to the batch queue since the last poll: seen waiting there, or, where
-        a poll missed that (a busy controller, a quick restart), told by the job's restart count."""
-        seen_waiting = status.state == "queued" and status.requeued and bool(trial.log_offset)
-        if seen_waiting:
+    def _note_requeue(trial: TrialState, status: JobStatus) -> str | None:
+        """Why its job is a new run of the same job since the last poll, or None: seen waiting in
+        the batch queue again, or, where a poll missed that (a busy controller, a quick restart),
+        told by the job's restart count. Counts the restart in ``trial.restarts_seen``, once."""
+        if status.state == "queued" and status.requeued and trial.log_offset:
             trial.restarts_seen += 1
-        elif status.restarts > trial.restarts_seen:
+            return status.reason
+        if status.restarts > trial.restarts_seen:
             trial.restarts_seen = status.restarts
-            status.reason = status.reason or f"restart {status.restarts}, seen after it ran again"
-        else:
-            return False
-        return True
+            return status.reason or f"restart {status.restarts}, seen after it ran again"
+        return None
 
-    def _preempted(self, trial: TrialState, status: JobStatus) -> None:
+    def _preempted(self, trial: TrialState, why: str) -> None:
         """The batch system put the running job back in its queue (``scontrol requeue``, a
         preemption with PreemptMode=REQUEUE): the attempt ended, the same job runs again as the
         next attempt (same token), resuming from its latest.pt; its log is read again from the
         start (the resume cuts what came after that checkpoint)."""
-        reason = f"{trial.handle.label() if trial.handle else 'its job'} was requeued ({status.reason})"
+        reason = f"{trial.handle.label() if trial.handle else 'its job'} was requeued ({why})"
         trial.note_attempt("preempted", f"{reason}; it resumes from its latest checkpoint")
         trial.move("preempted")
         trial.started, trial.started_unix, trial.log_offset, trial.epoch = now_iso(), None, 0, 0
