@@ -13,7 +13,7 @@ from imf.registry.options import resolve
 from imf.objectives.base import MeanFlowOptions, expand, sample_t_r
 from imf.objectives.ddpm import DdpmObjective, make_betas
 
-CASES = [("imf", "boundary"), ("imf", "v_head"), ("meanflow", "boundary"), ("flow", "boundary"),
+CASES = [("imf", "boundary"), ("imf", "v_head"), ("imf", "shared"), ("meanflow", "boundary"), ("flow", "boundary"),
          ("ddpm", "boundary")]
 
 

@@ -98,12 +98,18 @@ def sample_t_r(n: int, opts: MeanFlowOptions, like: torch.Tensor, generator: tor
     A fixed count (round(ratio * n)) instead of a coin per row keeps the r = t rows as one
     contiguous block, so only the r < t block pays for the JVP.
     """
-    a = logit_normal(n, opts.time_mu, opts.time_sigma, like, generator)
-    b = logit_normal(n, opts.time_mu, opts.time_sigma, like, generator)
-    t, r = torch.maximum(a, b), torch.minimum(a, b)
+    t, r = draw_t_r(n, opts, like, generator)  # (n,) each
     n_eq = int(round(opts.equal_time_ratio * n))
     r = torch.cat([t[:n_eq], r[n_eq:]])
     return t, r, n_eq
+
+
+def draw_t_r(n: int, opts: TimeOptions, like: torch.Tensor, generator: torch.Generator | None
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(t, r), each (n,): the max and min of two logit-normal draws, no row set to r = t yet."""
+    a = logit_normal(n, opts.time_mu, opts.time_sigma, like, generator)
+    b = logit_normal(n, opts.time_mu, opts.time_sigma, like, generator)
+    return torch.maximum(a, b), torch.minimum(a, b)
 
 
 def draw_mean_flow_batch(x: torch.Tensor, opts: MeanFlowOptions, generator: torch.Generator | None
@@ -116,6 +122,36 @@ def draw_mean_flow_batch(x: torch.Tensor, opts: MeanFlowOptions, generator: torc
     e = randn(x.shape, x, generator)
     t, r, n_eq = sample_t_r(x.shape[0], opts, x, generator)
     return interpolate(x, e, t), e - x, t, r, n_eq  # z, v (B, H, A); t, r (B,)
+
+
+def draw_paired_batch(x: torch.Tensor, opts: MeanFlowOptions, generator: torch.Generator | None
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """(z_t, v, t, r, n_eq) as ``draw_mean_flow_batch``, but each r < t row a copy of an r = t row
+    (iMF's ``tangent=shared``): row n_eq + j has the x, e and t of row j, and r < t.
+
+    Why: the tangent of an r < t row is u(z_t, t, t), which is exactly what the r = t block's
+    forward computes for its row j. With the rows paired, that forward (detached) is the
+    tangent, and the extra no-grad forward of the boundary tangent is gone. The price: the
+    batch holds n_eq distinct (x, e, t) draws, not B; rows n_eq.. of ``x`` go unused
+    (the caller gathers its condition with ``paired_rows(cond, n_eq)``).
+
+    n_eq = max(round(ratio * B), ceil(B / 2)), so every r < t row has a partner (``ImfOptions``
+    refuses ratios under 0.5 with this tangent; the ceil only moves one row of an odd batch at
+    0.5). The generator is advanced exactly as by ``draw_mean_flow_batch`` (e, then two times,
+    for all B rows), so whatever draws next sees the same state whichever tangent drew.
+    """
+    n = x.shape[0]
+    e = randn(x.shape, x, generator)  # (B, H, A)
+    t, r = draw_t_r(n, opts, x, generator)  # (B,) each
+    n_eq = max(int(round(opts.equal_time_ratio * n)), (n + 1) // 2)
+    x, e, t = (paired_rows(y, n_eq) for y in (x, e, t))
+    r = torch.cat([t[:n_eq], r[: n - n_eq]])  # r = t on the first n_eq rows, the draw's min after
+    return interpolate(x, e, t), e - x, t, r, n_eq  # z, v (B, H, A); t, r (B,)
+
+
+def paired_rows(y: torch.Tensor, n_eq: int) -> torch.Tensor:
+    """Rows [0, n_eq) then [0, B - n_eq) of y: the batch layout of ``draw_paired_batch``."""
+    return torch.cat([y[:n_eq], y[: y.shape[0] - n_eq]])
 
 
 def to_metrics(stats: dict[str, torch.Tensor]) -> Metrics:

@@ -11,6 +11,13 @@ Tangent sources (``objective.options.tangent``):
   output is the tangent, and it comes from the same pass as u: the written-out JVP runs its
   value pass (u and v_theta, with their graphs), then the tangent pass from that pass's
   tape (imf/model/tangent.py), so this tangent costs no forward of its own.
+- ``shared``: the boundary tangent u(z_t, t, t) without its extra forward. Each r < t row is
+  drawn as a copy of an r = t row (same x, e, t, condition; ``draw_paired_batch``), so the
+  r = t block's own forward, detached, is the tangent of its partner. The loss is the
+  boundary tangent's loss on that batch, exactly; but the batch holds about B/2 distinct
+  draws instead of B, which may cost learning per step, so it is an option for a learning
+  run to decide (``objective.options.tangent=shared``), not the default. It needs
+  ``equal_time_ratio`` >= 0.5 (every r < t row needs a partner).
 """
 from __future__ import annotations
 
@@ -21,20 +28,24 @@ import torch.nn.functional as F
 
 from imf.errors import OptionError
 from imf.objectives.base import (MeanFlowOptions, ObjectiveBase, adaptive_loss, check_steps,
-                                 draw_mean_flow_batch, euler_sampler, expand, jvp, jvp_v_head,
-                                 to_metrics)
+                                 draw_mean_flow_batch, draw_paired_batch, euler_sampler, expand, jvp,
+                                 jvp_v_head, paired_rows, to_metrics)
 
-TANGENTS = ("boundary", "v_head")
+TANGENTS = ("boundary", "v_head", "shared")
 
 
 @dataclass
 class ImfOptions(MeanFlowOptions):
-    tangent: str = "boundary"  # boundary: u(z_t, t, t); v_head: an auxiliary head
+    # boundary: u(z_t, t, t); v_head: an auxiliary head; shared: u(z_t, t, t) of a paired r = t row
+    tangent: str = "boundary"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.tangent not in TANGENTS:
             raise OptionError("tangent", f"got {self.tangent!r}, allowed: {', '.join(TANGENTS)}")
+        if self.tangent == "shared" and not self.equal_time_ratio >= 0.5:
+            raise OptionError("equal_time_ratio", f"must be in [0.5, 1] with tangent=shared (each r < t row "
+                              f"takes its tangent from an r = t row), got {self.equal_time_ratio}")
 
 
 class ImfObjective(ObjectiveBase):
@@ -44,10 +55,15 @@ class ImfObjective(ObjectiveBase):
     def __init__(self, cfg, options: ImfOptions | None = None) -> None:
         super().__init__(cfg, options)
         self.uses_v_head = self.opts.tangent == "v_head"
+        self.shared = self.opts.tangent == "shared"
 
     def loss(self, model, actions: torch.Tensor, cond: torch.Tensor,
              generator: torch.Generator | None = None):
-        z, v, t, r, n_eq = draw_mean_flow_batch(actions, self.opts, generator)
+        if self.shared:  # row n_eq + j is row j at r < t: the condition follows its rows
+            z, v, t, r, n_eq = draw_paired_batch(actions, self.opts, generator)
+            cond = paired_rows(cond, n_eq)  # (B, n_obs, F)
+        else:
+            z, v, t, r, n_eq = draw_mean_flow_batch(actions, self.opts, generator)
         parts = _Parts()
         if n_eq > 0:
             self._boundary_block(model, z[:n_eq], t[:n_eq], cond[:n_eq], parts)
@@ -83,8 +99,11 @@ class ImfObjective(ObjectiveBase):
             u, v_pred, dudt = jvp_v_head(model, (z, t, h), (ones, ones), cond)
             parts.v.append(v_pred)
         else:
-            with torch.no_grad():
-                tangent = model(z, t, torch.zeros_like(t), cond)  # v_theta = u(z_t, t, t)
+            if self.shared:  # the partner rows' u(z_t, t, t), from the r = t block's forward
+                tangent = parts.V[0][: z.shape[0]].detach()  # (n_jvp, H, A)
+            else:
+                with torch.no_grad():
+                    tangent = model(z, t, torch.zeros_like(t), cond)  # v_theta = u(z_t, t, t)
             # d/dt along (v, dr = 0, dt = 1): h = t - r moves with t, so dh = 1 as well.
             u, dudt = jvp(model, (z, t, h), (tangent, ones, ones), cond)
         u = u.to(z.dtype)  # float32 under autocast too: bf16 would round the (t - r) du/dt term
