@@ -28,7 +28,7 @@ import yaml
 from results_file import write_section
 from run_record import log_rows
 
-from imf.config.eval_seeds import SELECTION
+from imf.seeds import SELECTION
 from imf.stats import standard_error
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from imf.config import load_config
-from imf.config.eval_seeds import HOLDOUT, SELECTION
+from imf.seeds import HOLDOUT, SELECTION
 from imf.pusht.expert import run_expert_episode
 from imf.pusht.scorer import score_policy
 from imf.stats import standard_error

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from imf.config import load_config
-from imf.config.eval_seeds import HOLDOUT, SELECTION, final_eval_seeds, holdout_seeds
+from imf.config.eval_seeds import final_eval_seeds, holdout_seeds
+from imf.seeds import HOLDOUT, SELECTION
 from imf.errors import ConfigError
 from imf.pusht.expert import DEMO_SEED_BASE
 from imf.store.holdout import append_look, read_looks

@@ -9,7 +9,8 @@ import pytest
 
 from imf.config import load_config
 from imf.errors import ConfigError, SweepError
-from imf.config.eval_seeds import SELECTION, final_eval_seeds
+from imf.config.eval_seeds import final_eval_seeds
+from imf.seeds import SELECTION
 from imf.sweep.engine import Engine
 from imf.sweep.plan import build_trials, parse_seeds
 from imf.sweep.launch import SweepRequest, dry_run, plan_sweep

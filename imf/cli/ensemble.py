@@ -8,6 +8,7 @@ import typer
 
 from imf.cli.app import app
 from imf.cli.options import Command
+from imf.seeds import SELECTION
 
 
 @app.command(cls=Command)
@@ -16,7 +17,7 @@ def ensemble(
     top: int = typer.Option(..., "--top", help="Number of members K (2 or more): the K best by test_mean_score."),
     mode: str = typer.Option(..., "--mode", help="weights: one model, the uniform mean of the members' EMA weights; actions: the members' action chunks averaged at each step."),
     out: Path = typer.Option(None, "--out", help="The ensemble checkpoint (.pt) to write (default <runs>/ensembles/<id>.pt beside the scoreboard)."),
-    final_eval: int = typer.Option(200, "--final-eval", help="Fresh episodes to score it on (final_eval's seeds 500000..)."),
+    final_eval: int = typer.Option(200, "--final-eval", help=f"Fresh episodes to score it on (final_eval's seeds {SELECTION.text})."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
 ) -> None:
     """A top-K ensemble (weight soup or action average) as a checkpoint imf eval scores; scored on selection seeds and recorded as an ensemble entry."""

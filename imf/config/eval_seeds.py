@@ -1,44 +1,14 @@
-"""The simulator's seed ranges, each with one job, so that no number is chosen and claimed on
-the same episodes:
-
-- test seeds, ``eval.test_start_seed`` + 0..n_test-1 (100000.. by default): scored during
-  training; they choose the best checkpoint of a run (and ``eval.train_start_seed``.., 0..,
-  the optional train rollouts);
-- selection seeds, ``SELECTION`` (500000..): best.pt re-scored (``--final-eval N``, into
-  final_eval.json) to choose between runs: the report's ranking, suggest, ``imf loop``'s
-  conclusions, ensembles, ablation tables;
-- holdout seeds, ``HOLDOUT`` (900000..): only for claims (``imf eval CKPT --holdout``,
-  ``imf trial --final-eval N --holdout``); every look is kept in the run's holdout.json.
-
-The scripted demonstrations start at seed 1_000_000 (imf/pusht/expert.py), above all three
-(tests/test_eval_seeds.py holds the ranges apart).
-A config whose own rollout seeds would overlap the range asked for is refused.
+"""The checks on the simulator's seed ranges (the ranges themselves: imf/seeds.py): how many
+selection or holdout episodes may be asked for, and which seeds they are. A config whose own
+rollout seeds would overlap the range asked for is refused.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from imf.config.schema import EvalConfig
 from imf.errors import ConfigError
+from imf.seeds import HOLDOUT, SELECTION, SeedRange
 
 RECOMMENDED_EPISODES = 200  # SE of a 0..1 mean score <= 0.5/sqrt(200) ~ 0.035
-
-
-@dataclass(frozen=True)
-class SeedRange:
-    name: str  # "selection" or "holdout": what the episodes are for
-    start: int
-    max_episodes: int
-    flag: str  # the option that asks for them, for messages
-
-    @property
-    def stop(self) -> int:
-        return self.start + self.max_episodes
-
-
-SELECTION = SeedRange("selection", 500_000, 300_000, "--final-eval")  # 500000..799999
-HOLDOUT = SeedRange("holdout", 900_000, 100_000, "--holdout")  # 900000..999999
-RANGES = (SELECTION, HOLDOUT)
 
 
 def check_episodes(n: int, flag: str = "--final-eval", seeds: SeedRange = SELECTION) -> int:

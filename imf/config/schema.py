@@ -17,6 +17,7 @@ from imf.config.ranges import RANGES, Range
 from imf.config.values import coerce as _coerce
 from imf.config.values import suggest as _suggest
 from imf.errors import ConfigError
+from imf.seeds import TEST_START, TRAIN_START
 from imf.typed import Kind, kind_of
 
 OBS_TYPES = ("image", "keypoints")
@@ -110,9 +111,9 @@ class TrainingConfig:
 @dataclass
 class EvalConfig:
     n_test: int = 50
-    test_start_seed: int = 100000
+    test_start_seed: int = TEST_START
     n_train: int = 6
-    train_start_seed: int = 0
+    train_start_seed: int = TRAIN_START
     max_steps: int = 300
     legacy: bool = True
     n_workers: int = 0  # 0: one per core, at most 8

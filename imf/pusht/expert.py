@@ -23,9 +23,10 @@ from imf.data.replay_buffer import copy_episodes, prepare_output, read_episode_e
 from imf.errors import DataError
 from imf.pusht.env import PushTEnv
 from imf.pusht.planner import ScriptedExpert
+from imf.seeds import DEMO_START
 
 DEMO_FORMAT_VERSION = 3  # 2: targets clipped to the arena; 3: the reference's block fill and goal pixels
-DEMO_SEED_BASE = 1_000_000  # episode seeds start here: far from the test (100000+) and train (0-5) seeds
+DEMO_SEED_BASE = DEMO_START  # episode seeds start here: above every seed range of imf/seeds.py
 MAX_STEPS = 300
 
 
