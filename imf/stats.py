@@ -7,13 +7,18 @@ Plain Python (no numpy), so anything may import it. Conventions:
   look at the number of values (a 0.0 from one value is "unknown", not "exact");
 - two scores differ clearly when their gap exceeds ``z`` standard errors of the difference,
   ``z * sqrt(se_a**2 + se_b**2)`` (z = 1.96: a 95% interval for the difference excludes 0).
+
+A number and its standard error print one way everywhere: ``pm`` ("0.8000 ± 0.0200") and
+``signed`` ("+0.0500 ± 0.0100"), both through ``se_text``; ``mark`` "+-" where a line stays ASCII.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
 Z95 = 1.96
+PM = "±"  # one standard error either side
 
 
 def _finite(values: Iterable[float]) -> list[float]:
@@ -56,3 +61,29 @@ def clear_difference(a: float, se_a: float, b: float, se_b: float, z: float = Z9
 def tied_within_noise(a: float, se_a: float, b: float, se_b: float, z: float = Z95) -> bool:
     """True when a and b are not clearly different (see ``clear_difference``)."""
     return not clear_difference(a, se_a, b, se_b, z)
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """A float to ``digits`` decimals, anything else as it is, None as "-"."""
+    if value is None:
+        return "-"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def se_text(se: float | None, digits: int = 4, mark: str = PM) -> str:
+    """" ± 0.0200" after a number; nothing when its SE is unknown."""
+    return "" if se is None else f" {mark} {se:.{digits}f}"
+
+
+def pm(value: float | None, se: float | None, digits: int = 4, mark: str = PM) -> str:
+    """"0.8000 ± 0.0200", or the value alone when its SE is unknown ("-" for no value)."""
+    if value is None:
+        return "-"
+    return fmt(value, digits) if se is None else f"{value:.{digits}f}{se_text(se, digits, mark)}"
+
+
+def signed(value: float | None, se: float | None, digits: int = 4) -> str:
+    """A difference: "+0.0500 ± 0.0100", or the signed value alone when its SE is unknown."""
+    if value is None:
+        return "-"
+    return f"{value:+.{digits}f}{se_text(se, digits)}"

@@ -21,7 +21,7 @@ from imf.config import Config, from_dict
 from imf.config.eval_seeds import final_eval_seeds
 from imf.data.lowdim import agent_pos_of
 from imf.pusht.env import PushTEnv
-from imf.stats import standard_error
+from imf.stats import pm, standard_error
 from imf.train.checkpoint import load_checkpoint
 from imf.train.evaluate import TorchPolicyAdapter, evaluate_checkpoint, policy_from_checkpoint
 from imf.train.parts import pick_device
@@ -55,8 +55,9 @@ class SelectionScore:
     noise_seed: int
 
     def text(self) -> str:
-        return (f"mean {self.mean:.4f} +- {self.se:.4f} (SE), success rate {self.success_rate:.3f} "
-                f"+- {self.success_se:.3f} over {self.episodes} selection episodes from seed {self.seed_start}")
+        return (f"mean {pm(self.mean, self.se, mark='+-')} (SE), success rate "
+                f"{pm(self.success_rate, self.success_se, 3, mark='+-')} over {self.episodes} selection "
+                f"episodes from seed {self.seed_start}")
 
 
 def selection_seeds(state: dict[str, Any], n: int) -> list[int]:

@@ -12,7 +12,7 @@ from imf.report.collect import SEED_IN_ID, WARM_START, RunRead, config_key
 from imf.report.metric_terms import IMF, Terms
 from imf.store.identity import ID_HASH_CHARS
 from imf.report.model import Cell, Group, TrialRow, Trends
-from imf.stats import Z95, mean_sd, tied_within_noise
+from imf.stats import Z95, mean_sd, pm, tied_within_noise
 
 HASHED_ID = re.compile(r"(-s\d+)-[0-9a-f]{%d}$" % ID_HASH_CHARS)  # ...-s42-1a2b3c: the trial's hash
 SIZE_KEYS = ("policy.n_emb", "policy.n_layer", "policy.model.n_emb", "policy.model.n_layer")
@@ -218,8 +218,8 @@ def selection_words(rows: list[TrialRow]) -> str | None:
     if a.selection_se is not None and b.selection_se is not None:
         tie = tied_within_noise(a.selection, a.selection_se, b.selection, b.selection_se, Z95)
         noise = "; the selection-seed gap is within noise" if tie else "; the selection-seed gap is beyond noise"
-    return (f"max and selection-seed rankings disagree: best by max is {a.id} (selection {_pm(a.selection, a.selection_se)}), "
-            f"best on selection seeds is {b.id} (selection {_pm(b.selection, b.selection_se)}){noise}; "
+    return (f"max and selection-seed rankings disagree: best by max is {a.id} (selection {pm(a.selection, a.selection_se)}), "
+            f"best on selection seeds is {b.id} (selection {pm(b.selection, b.selection_se)}){noise}; "
             f"{swapped} of {pairs} pair(s) ordered differently")
 
 
@@ -236,13 +236,11 @@ def holdout_words(rows: list[TrialRow]) -> str | None:
                 f"before the look (on the selection seeds)")
     top = max(looked, key=lambda r: r.holdout)
     return (f"holdout: {len(looked)} run(s), {checkpoints} checkpoint(s), {looks} look(s) in all; the best "
-            f"of them on the holdout ({top.id}, {_pm(top.holdout, top.holdout_se)}) is a selection "
+            f"of them on the holdout ({top.id}, {pm(top.holdout, top.holdout_se)}) is a selection "
             f"again, optimistic like a max: claim the run chosen on the selection seeds, not the "
             f"holdout's best")
 
 
-def _pm(value: float, se: float | None) -> str:
-    return f"{value:.4f}" if se is None else f"{value:.4f} ± {se:.4f}"
 
 
 def compute_trends(cells: list[Cell], rows: list[TrialRow], ranking: Ranking, terms: Terms = IMF) -> Trends:

@@ -10,7 +10,7 @@ from typing import Any, Callable
 from imf.report.basis import Basis, reach_words, reached, with_basis
 from imf.report.metric_terms import IMF, Terms
 from imf.report.model import AxisTrend, Cell, Group, TrialRow
-from imf.stats import clear_difference
+from imf.stats import clear_difference, signed
 
 
 def combined_se(ses: list[float | None]) -> float | None:
@@ -55,8 +55,8 @@ def effect_words(delta: float, se: float | None, better: str, worse: str, none: 
     if se is None:
         return f"{none}: {shown:+.4f}, noise unknown (no per-episode scores and one seed), no claim"
     if clear_difference(delta, se, 0.0, 0.0):
-        return f"{better if delta > 0 else worse}: {shown:+.4f} ± {se:.4f}"
-    return f"{none}: no clear effect ({shown:+.4f} ± {se:.4f})"
+        return f"{better if delta > 0 else worse}: {signed(shown, se)}"
+    return f"{none}: no clear effect ({signed(shown, se)})"
 
 
 def effect_of(groups: list[Group], kind: str, key: str, basis: Basis,

@@ -14,8 +14,8 @@ from imf.report.basis import basis_of, reach_words
 from imf.report.differs import confound_note, config_differences, differs_line
 from imf.report.figures import write_difference_heatmap
 from imf.report.model import Cell, Report
-from imf.report.render import NOISE_RULE, fmt, markdown_table, pm, signed
-from imf.stats import clear_difference, difference_se
+from imf.report.render import NOISE_RULE, markdown_table
+from imf.stats import clear_difference, difference_se, fmt, pm, signed
 from imf.tables import csv_text, table, to_text
 
 AXES = ("n_emb", "n_layer")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from imf.report.model import TrialRow
+from imf.stats import pm, se_text
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,6 @@ class Terms:
 
     def pm(self, score: float | None, se: float | None, digits: int = 4) -> str:
         """imf's score ± SE as today, or the metric as written with its name: "val_mse 0.0114 ± 0.0005"."""
-        from imf.report.render import pm  # render imports this module
         return f"{self.name} {pm(self.value(score), se, digits)}" if self.program else pm(score, se, digits)
 
     def within(self, low: float, high: float, digits: int = 3) -> str:
@@ -87,7 +87,7 @@ class Terms:
     def gap(self, diff: float, se: float | None, digits: int = 3, named: bool = True) -> str:
         """A difference of scores: "+0.050 ± 0.010"; a program's metric as written, its way in words:
         "val_mse 0.001 ± 0.000 lower" ("0.001 ± 0.000 lower" unnamed)."""
-        noise = f" ± {se:.{digits}f}" if se is not None else ""
+        noise = se_text(se, digits)
         if not self.program:
             return f"{diff:+.{digits}f}{noise}"
         change = self.sign * diff

@@ -10,6 +10,8 @@ from imf.report.attempts import attempt_lines
 from imf.report.axes import combined_se, shown
 from imf.report.metric_terms import IMF, Terms, imf_label, report_terms
 from imf.report.model import METRIC, Report, Trends
+from imf.seeds import HOLDOUT, SELECTION
+from imf.stats import PM, Z95, fmt, pm
 from imf.tables import csv_text, table, to_text
 
 CSV_FIELDS = ("rank", "id", "status", "n_emb", "n_layer", "seed", "cell", "final_epoch",
@@ -22,28 +24,8 @@ MAX_SETTING_COLUMNS = 3  # settings that vary between cells shown as columns of 
 ENSEMBLE_RULE = ("status ensemble: an imf ensemble of trained checkpoints, listed after the trials "
                  "with its one selection-seed score and set against the best trial on the same "
                  "selection seeds (it has no max over test rollouts); no trial, cell, trend or seed")
-NOISE_RULE = ("± is one standard error; an effect or a gap is claimed only when it is larger "
-              "than 1.96 standard errors (a 95% interval that excludes 0)")
-
-
-def fmt(value: Any, digits: int = 4) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-
-
-def pm(value: float | None, se: float | None, digits: int = 4) -> str:
-    """"0.8000 ± 0.0200", or the value alone when its SE is unknown."""
-    if value is None:
-        return "-"
-    return fmt(value, digits) if se is None else f"{value:.{digits}f} ± {se:.{digits}f}"
-
-
-def signed(value: float | None, se: float | None, digits: int = 4) -> str:
-    """A difference: "+0.0500 ± 0.0100", or the signed value alone when its SE is unknown."""
-    if value is None:
-        return "-"
-    return f"{value:+.{digits}f}" + ("" if se is None else f" ± {se:.{digits}f}")
+NOISE_RULE = (f"{PM} is one standard error; an effect or a gap is claimed only when it is larger "
+              f"than {Z95} standard errors (a 95% interval that excludes 0)")
 
 
 def _vs_best(tied: bool | None, rank: int | None) -> str:
@@ -347,9 +329,9 @@ def _legend(report: Report) -> list[str]:
     return [f"- **max**: max {METRIC} over the evaluated epochs (the headline; optimistic: a maximum "
            "of noisy rollouts), ± the SE of that rollout from its per-episode scores",
            f"- **last-{report.last_k} mean**: mean of the last {report.last_k} rollouts",
-           "- **selection**: best.pt re-scored on the selection seeds (500000.., final_eval.json), which no "
+           f"- **selection**: best.pt re-scored on the selection seeds ({SELECTION.text}, final_eval.json), which no "
            "rollout during training saw; they choose between runs (the ranking by them, suggest, imf loop)",
-           "- **holdout**: the latest look at the holdout seeds (900000.., holdout.json), kept for claims; "
+           f"- **holdout**: the latest look at the holdout seeds ({HOLDOUT.text}, holdout.json), kept for claims; "
            "every look is counted, and the best of several runs on the holdout is a selection again",
            f"- {ENSEMBLE_RULE}",
            f"- {NOISE_RULE}"]

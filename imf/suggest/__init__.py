@@ -21,7 +21,6 @@ from imf.errors import ReportError
 from imf.report import build_report
 from imf.report.metric_terms import IMF, Terms, report_terms
 from imf.report.model import Report
-from imf.report.render import pm
 from imf.store.iteration_log import IterationLogStore
 from imf.store.layout import CONFIG, SWEEP_STATE
 from imf.store.runs import is_run_dir, read_json_object

@@ -14,8 +14,7 @@ from pathlib import Path
 from imf.config import Config, load_config
 from imf.errors import ConfigError
 from imf.report.model import Cell, TrialRow
-from imf.report.render import pm
-from imf.stats import clear_difference, difference_se
+from imf.stats import clear_difference, difference_se, pm, signed
 from imf.store.layout import CONFIG, RunLayout
 from imf.store.summary import read_summary
 from imf.suggest.rules import Context, base_run, best_run, propose, shown_path
@@ -116,8 +115,8 @@ def doubling_gain(child: TrialRow, parent: TrialRow) -> tuple[bool, str]:
     diff = child.best_score - parent.best_score
     clear = clear_difference(child.best_score, child.best_se, parent.best_score, parent.best_se)
     verdict = "within noise" if not clear else "a gain beyond noise" if diff > 0 else "a loss beyond noise"
-    return clear and diff > 0, (f"{words}: {diff:+.4f} ± "
-                                f"{difference_se(child.best_se, parent.best_se):.4f}, {verdict}")
+    return clear and diff > 0, (f"{words}: {signed(diff, difference_se(child.best_se, parent.best_se))}, "
+                                f"{verdict}")
 
 
 def _children(ctx: Context, top: TrialRow) -> list[TrialRow]:

@@ -19,8 +19,7 @@ from imf.config.trainer import BUILTIN_TRAINER, load_program_config, trainer_nam
 from imf.errors import ConfigError
 from imf.report.metric_terms import IMF, Terms
 from imf.report.model import Cell, Curve, Report, TrialRow
-from imf.report.render import pm
-from imf.stats import clear_difference, difference_se, standard_error, tied_within_noise
+from imf.stats import clear_difference, difference_se, pm, signed, standard_error, tied_within_noise
 from imf.store.layout import CONFIG, RunLayout, ensemble_id
 from imf.suggest.tried import Tried, full_config, norm_value, settings_of
 
@@ -272,7 +271,7 @@ def rising(curve: Curve | None, k: int = RISING_K) -> tuple[bool, str]:
     last, last_se = window_mean(points[-k:])
     prev, prev_se = window_mean(points[-2 * k:-k])
     words = (f"mean of the last {k} rollouts {pm(last, last_se)} vs the {k} before "
-             f"{pm(prev, prev_se)} ({last - prev:+.4f} ± {difference_se(last_se, prev_se):.4f})")
+             f"{pm(prev, prev_se)} ({signed(last - prev, difference_se(last_se, prev_se))})")
     return last > prev and clear_difference(last, last_se, prev, prev_se), words
 
 

@@ -13,8 +13,7 @@ import math
 from dataclasses import dataclass
 
 from imf.report.model import Curve
-from imf.report.render import pm
-from imf.stats import Z95, clear_difference, mean_sd
+from imf.stats import Z95, clear_difference, mean_sd, pm, signed
 from imf.suggest.rules import RISING_K, window_mean, rising
 
 K = 3  # epochs in each window of the loss tests
@@ -34,7 +33,7 @@ class Shift:
         return beyond(self.change, self.se)
 
     def words(self, name: str, lowest: str = "lowest") -> str:
-        return (f"{name} {self.change:+.4f} ± {self.se:.4f} from its {lowest} {K} epochs "
+        return (f"{name} {signed(self.change, self.se)} from its {lowest} {K} epochs "
                 f"({self.low[0]}-{self.low[1]}) to its last {K} ({self.last[0]}-{self.last[1]})")
 
 
@@ -99,7 +98,7 @@ def overfitting(curve: Curve | None, k: int = K) -> tuple[bool, str]:
         return False, f"{len(rows)} epoch(s) with train and val {name}, fewer than the {2 * k} the test needs"
     val = rise_from_low([(e, v) for e, _, v in rows], k)
     fall, fall_se = _train_fall(rows, val.low, k)
-    falls = f"train_{name} fell {fall:.4f} ± {fall_se:.4f}"
+    falls = f"train_{name} fell {pm(fall, fall_se)}"
     if val.clear and beyond(fall, fall_se):
         return True, f"{val.words(f'val_{name}')} while {falls}"
     gap = rise_from_low([(e, v - t) for e, t, v in rows], k)

@@ -26,7 +26,7 @@ from statistics import NormalDist
 from typing import Any
 
 from imf.errors import SweepError
-from imf.stats import Z95, difference_se, standard_error
+from imf.stats import Z95, difference_se, pm, standard_error
 from imf.store.runs import PROGRAM_SCORE, first_number, is_epoch_row, parse_log, row_episode_scores, row_score
 
 from imf.scheduler.base import JobStatus
@@ -119,9 +119,9 @@ def judge(mine: RungScore, at_rung: list[RungScore], eta: int) -> Verdict:
     below = n - n // eta
     z, trials = stop_z(below), f"{below} trial{'s' if below != 1 else ''} below the cut"
     if gap > z * se:
-        return Verdict("stopped", f"halving at epoch {mine.rung}: {gap:.4f} +- {se:.4f} below the "
+        return Verdict("stopped", f"halving at epoch {mine.rung}: {pm(gap, se, mark='+-')} below the "
                        f"cut {cut.score:.4f}, beyond {z:.2f} SE ({trials})", cut.score, n)
-    return Verdict("kept", f"{gap:.4f} +- {se:.4f} below the cut {cut.score:.4f} at epoch "
+    return Verdict("kept", f"{pm(gap, se, mark='+-')} below the cut {cut.score:.4f} at epoch "
                    f"{mine.rung}: tied within noise (a stop needs {z:.2f} SE, {trials})",
                    cut.score, n)
 

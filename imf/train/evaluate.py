@@ -18,12 +18,13 @@ import torch
 
 from imf.atomic import atomic_write_json
 from imf.config import Config, EvalConfig, from_dict
-from imf.config.eval_seeds import SELECTION, final_eval_seeds, holdout_seeds
+from imf.config.eval_seeds import final_eval_seeds, holdout_seeds
+from imf.seeds import SELECTION
 from imf.data.normalizer import MinMaxNormalizer
 from imf.errors import CheckpointError, ConfigError
 from imf.policy import ActionEnsemble, ImfPolicy
 from imf.pusht.scorer import ScoreResult, score_policy
-from imf.stats import standard_error
+from imf.stats import pm, standard_error
 from imf.clock import now_iso
 from imf.store.holdout import append_look, read_looks
 from imf.store.layout import FINAL_EVAL, HOLDOUT, run_dir_of
@@ -197,8 +198,8 @@ def score_on_seeds(path: Path, seeds: list[int], device: str = "auto") -> dict[s
 
 
 def _scored_text(payload: dict[str, Any]) -> str:
-    return (f"mean {payload['mean']:.4f} +- {payload['se']:.4f} (SE), success rate "
-            f"{payload['success_rate']:.3f} +- {payload['success_se']:.3f} over {payload['episodes']} episodes")
+    return (f"mean {pm(payload['mean'], payload['se'], mark='+-')} (SE), success rate "
+            f"{pm(payload['success_rate'], payload['success_se'], 3, mark='+-')} over {payload['episodes']} episodes")
 
 
 def run_final_eval(run_dir: Path, n: int, eval_cfg: EvalConfig, device: str = "auto",
