@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from imf.sweep.differences import difference_lines
-from imf.sweep.launch import SweepRequest, default_config, plan_sweep
+from imf.config.presets import mask_preset
+from imf.sweep.launch import SweepRequest, plan_sweep
 
 
 def test_the_full_attention_sweep_shows_n_head_1_from_its_preset_and_each_trials_own(tmp_path):
-    req = SweepRequest(config=default_config("full"), mask="full", grids=["128,256x6"], epochs=3,
+    req = SweepRequest(config=mask_preset("full"), mask="full", grids=["128,256x6"], epochs=3,
                        queues=["local:cpu"], name="d", out=tmp_path)
     _, state, _ = plan_sweep(req)
     lines = difference_lines(state)

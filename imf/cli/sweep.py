@@ -10,13 +10,16 @@ from imf.cli.app import app
 from imf.cli.options import Command, complete_config_args, complete_mask, complete_queue, complete_tracker
 from imf.cli.trial import refuse_flags
 from imf.config import split_config_args
+from imf.config.eval_seeds import RECOMMENDED_EPISODES
+from imf.config.presets import DEFAULT_PRESET, FULL_ATTENTION_PRESET, FULL_MASK, mask_preset
+from imf.seeds import SELECTION
 
 
 @app.command(cls=Command, context_settings={"allow_extra_args": False})
 def sweep(
-    args: list[str] = typer.Argument(None, help="CONFIG (preset or YAML path; default pusht_image_imf, or pusht_image_imf_fullattn with --mask full), then key=value overrides for every trial.",
+    args: list[str] = typer.Argument(None, help=f"CONFIG (preset or YAML path; default {DEFAULT_PRESET}, or {FULL_ATTENTION_PRESET} with --mask {FULL_MASK}), then key=value overrides for every trial.",
                                      autocompletion=complete_config_args),
-    mask: str = typer.Option(None, "--mask", help="Attention mask of every trial (an imf.masks plugin, e.g. full).",
+    mask: str = typer.Option(None, "--mask", help=f"Attention mask of every trial (an imf.masks plugin, e.g. {FULL_MASK}).",
                              autocompletion=complete_mask),
     grid: list[str] = typer.Option(None, "--grid", help="N_EMB,..xN_LAYER,.. (e.g. 128,256,384x6,12,18) or key=v1,v2; repeatable, multiplied."),
     queue: list[str] = typer.Option(None, "--queue", help="A slot: local:N, local:cpu, ssh://\\[user@]host\\[:port]/gpu:N, or N slots of slurm://PARTITION?slots=N&gpus=..; repeatable (default: local GPUs, else local:cpu).",
@@ -27,7 +30,7 @@ def sweep(
     epochs: int = typer.Option(None, "--epochs", help="Epochs of every trial (training.num_epochs)."),
     seed: int = typer.Option(None, "--seed", help="Seed of every trial (default training.seed, 42)."),
     seeds: str = typer.Option(None, "--seeds", help="Run every grid point once per seed, e.g. 42,43,44 (each seed its own trial, id ...-s<seed>)."),
-    final_eval: int = typer.Option(None, "--final-eval", help="After training, re-score each trial's best.pt on N selection episodes (seeds 500000..; 200 recommended) into final_eval.json."),
+    final_eval: int = typer.Option(None, "--final-eval", help=f"After training, re-score each trial's best.pt on N selection episodes (seeds {SELECTION.text}; {RECOMMENDED_EPISODES} recommended) into final_eval.json."),
     retries: int = typer.Option(None, "--retries", help="Retries of a failed or stalled trial (default 1)."),
     stall_timeout: float = typer.Option(None, "--stall-timeout", help="Seconds without log or stdout growth before a trial is stalled (default 1800)."),
     poll: float = typer.Option(None, "--poll", help="Seconds between polls of the running trials (default 5)."),
@@ -54,7 +57,7 @@ def sweep(
         if cancel is not None or rerun is not None or resume is not None:
             return _of_folder(cancel, rerun, resume, args, fixed, settings)
         preset, items = split_config_args(list(args or []) + ([f"logging.trackers={','.join(tracker)}"] if tracker else []))
-        config = preset or sweep_lib.default_config(mask)
+        config = preset or mask_preset(mask)
         request = sweep_lib.SweepRequest(
             config=config, grids=grid or [], queues=queue or [], hosts=str(hosts) if hosts else None,
             name=name, out=out, epochs=epochs, seed=seed, mask=mask, retries=retries,

@@ -15,12 +15,14 @@ from imf.config import Config, load_config, load_resolved, parse_json_overrides,
 from imf.errors import EXIT_FAILED, EXIT_SIGNAL_BASE, OUTCOME_EXIT, ConfigError, ImfError, SweepError
 from imf.registry.options import fill_options
 from imf.store.identity import default_trial_id
-from imf.config.eval_seeds import HOLDOUT, RECOMMENDED_EPISODES, check_episodes, final_eval_seeds, holdout_seeds
+from imf.config.eval_seeds import RECOMMENDED_EPISODES, check_episodes, final_eval_seeds, holdout_seeds
+from imf.config.presets import DEFAULT_PRESET
 from imf.sweep.plan import NAME_RE, trial_id as readable_id
 from imf.store.layout import CONFIG, SUMMARY
 from imf.store.runlock import RunLock
 from imf.store.runs import read_json_object
 from imf.store.summary import RunSummary
+from imf.seeds import HOLDOUT, SELECTION, TEST_START
 
 
 @app.command(cls=Command, context_settings={"allow_extra_args": False})
@@ -39,8 +41,8 @@ def trial(
     store: list[str] = typer.Option(None, "--store", help="Result store to record in (repeatable); 'none' for none.",
                                    autocompletion=complete_store),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its latest.pt (a program's run: its program again, from the checkpoint it wrote)."),
-    final_eval: int = typer.Option(None, "--final-eval", help="After training, re-score best.pt on N selection episodes (seeds 500000..; 200 recommended) into final_eval.json (a program's trial: its config's eval command, once)."),
-    holdout: bool = typer.Option(False, "--holdout", help="With --final-eval N: also score best.pt on N holdout seeds (900000..; for claims), one look appended to holdout.json."),
+    final_eval: int = typer.Option(None, "--final-eval", help=f"After training, re-score best.pt on N selection episodes (seeds {SELECTION.text}; {RECOMMENDED_EPISODES} recommended) into final_eval.json (a program's trial: its config's eval command, once)."),
+    holdout: bool = typer.Option(False, "--holdout", help=f"With --final-eval N: also score best.pt on N holdout seeds ({HOLDOUT.text}; for claims), one look appended to holdout.json."),
     hypothesis: str = typer.Option(None, "--hypothesis", help="The iteration log's hypothesis this trial tests (H3): kept in its records; imf log conclude cites it."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved config, its difference from the preset, the parameter count and the id; run nothing."),
     time_steps: int = typer.Option(None, "--time-steps", help="With --dry-run: time N training steps on random inputs of the trial's shapes, on this machine."),
@@ -58,11 +60,11 @@ def eval_(
     checkpoint: Path = typer.Argument(None, help="A checkpoint (.pt) to score (a program's: by its config's eval command)."),
     best: Path = typer.Option(None, "--best", help="Score the best checkpoint of the scoreboard in this folder."),
     n_test: int = typer.Option(None, "--n-test", help="Number of test episodes (default: the checkpoint's eval.n_test)."),
-    start_seed: int = typer.Option(None, "--start-seed", help="First test seed (default 100000)."),
+    start_seed: int = typer.Option(None, "--start-seed", help=f"First test seed (default {TEST_START})."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     workers: int = typer.Option(None, "--workers", help="Simulator worker processes (default: the config's)."),
     noise_seed: int = typer.Option(None, "--noise-seed", help="Seed of the sampling noise (default: the trial's training.seed, as in its rollouts)."),
-    holdout: bool = typer.Option(False, "--holdout", help="Score on the holdout seeds (900000..; --n-test of them, default 200), for a claim; the look is appended to the run's holdout.json."),
+    holdout: bool = typer.Option(False, "--holdout", help=f"Score on the holdout seeds ({HOLDOUT.text}; --n-test of them, default {RECOMMENDED_EPISODES}), for a claim; the look is appended to the run's holdout.json."),
     action_steps: int = typer.Option(None, "--action-steps", help="Execute the first K predicted actions before planning again (1..horizon - n_obs_steps + 1 of the checkpoint; default its policy.n_action_steps)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
@@ -80,7 +82,7 @@ def trial_command(args: list[str], **kwargs) -> None:
     from imf.train.trainers import TrialRequest
 
     preset, dotted = split_config_args(args)
-    request = TrialRequest(config=preset or "pusht_image_imf", dotted=dotted, **kwargs)
+    request = TrialRequest(config=preset or DEFAULT_PRESET, dotted=dotted, **kwargs)
     request.extra["args"] = list(args)
     name = trainer_name(preset)
     if request.resume and preset is None and request.out is not None:  # the run folder's trainer resumes it
@@ -131,7 +133,7 @@ def imf_trial_command(args: list[str], *, trial_id: str | None, out: Path | None
         tid, note, dotted, init_from = kept.id, kept.note, kept.overrides, Path(kept.init_from) if kept.init_from else None
         hypothesis, stores = kept.hypothesis, kept.stores if kept.stores is not None else stores
     else:
-        cfg = load_config(preset or "pusht_image_imf", dotted + flags, overrides)
+        cfg = load_config(preset or DEFAULT_PRESET, dotted + flags, overrides)
         if init_from is not None and not init_from.is_file():
             raise ConfigError(f"--init-from: checkpoint {init_from} does not exist")
         fill_options(cfg)  # the id's hash covers the plugins' options as config.yaml records them
@@ -141,14 +143,14 @@ def imf_trial_command(args: list[str], *, trial_id: str | None, out: Path | None
         dotted += flags
     if dry_run:
         refuse_flags({"--resume": resume}, "--dry-run shows a new trial's plan")
-        _dry_run(cfg, preset or "pusht_image_imf", tid, identity, time_steps)
+        _dry_run(cfg, preset or DEFAULT_PRESET, tid, identity, time_steps)
         return
     if time_steps is not None:
         raise ConfigError("--time-steps times a step for --dry-run; add --dry-run")
     run_dir = out or _inside(Path("runs"), tid)
     if holdout and final_eval is None:
         raise ConfigError("--holdout scores best.pt on as many holdout seeds as --final-eval N "
-                          "gives selection seeds: add --final-eval N (200 recommended)")
+                          f"gives selection seeds: add --final-eval N ({RECOMMENDED_EPISODES} recommended)")
     if final_eval is not None:  # a bad N fails before training starts
         final_eval_seeds(final_eval, cfg.eval)
         if holdout:

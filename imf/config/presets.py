@@ -1,5 +1,7 @@
 """YAML presets: the files in imf/configs (or any path), ``base:`` inheritance, deep merges; a
-key given twice in one mapping of a file is refused (``StrictLoader``)."""
+key given twice in one mapping of a file is refused (``StrictLoader``). The preset ``imf trial``
+and ``imf sweep`` use when none is named, and what ``--mask`` changes: ``mask_preset``,
+``mask_overrides``."""
 from __future__ import annotations
 
 import copy
@@ -13,6 +15,19 @@ from imf.config.values import suggest as _suggest
 from imf.errors import ConfigError
 
 PRESET_DIR = Path(__file__).resolve().parent.parent / "configs"
+DEFAULT_PRESET = "pusht_image_imf"  # imf trial and imf sweep without a CONFIG
+FULL_MASK = "full"
+FULL_ATTENTION_PRESET = "pusht_image_imf_fullattn"  # the spec's full-attention variant (n_head 1)
+
+
+def mask_preset(mask: str | None) -> str:
+    """The preset a sweep uses when none is named: ``--mask full`` means the full-attention one."""
+    return FULL_ATTENTION_PRESET if mask == FULL_MASK else DEFAULT_PRESET
+
+
+def mask_overrides(mask: str | None) -> list[str]:
+    """What ``--mask NAME`` adds to every trial's overrides (nothing without it)."""
+    return [f"policy.mask={mask}"] if mask else []
 
 
 def list_presets() -> list[str]:

@@ -17,6 +17,7 @@ import yaml
 from imf import registry
 from imf.atomic import atomic_write_text
 from imf.config import Config, load_config, load_preset_dict
+from imf.config.presets import DEFAULT_PRESET, mask_overrides
 from imf.config.trainer import BUILTIN_TRAINER, check_final_eval, load_program_config, trainer_name
 from imf.errors import SweepError
 from imf.config.eval_seeds import final_eval_seeds
@@ -40,21 +41,14 @@ from imf.sweep.state import QueueState, SweepState, TrialState
 __all__ = ["SweepError", "SweepRequest", "describe", "dry_run", "load_plugins", "parse_seeds",
            "plan_sweep", "resume_sweep", "start_sweep"]
 
-DEFAULT_CONFIG = "pusht_image_imf"
-FULL_ATTENTION_CONFIG = "pusht_image_imf_fullattn"  # the spec's full-attention variant (n_head 1)
 DEFAULT_COMMAND = "{python} -m imf trial"
 COMMAND_ENV = "IMF_TRIAL_COMMAND"  # a stand-in trial command prefix (tests, benchmarks)
 CONFIG_FILE = "sweep_config.yaml"
 
 
-def default_config(mask: str | None) -> str:
-    """The preset a sweep uses when none is named: ``--mask full`` means the full-attention one."""
-    return FULL_ATTENTION_CONFIG if mask == "full" else DEFAULT_CONFIG
-
-
 @dataclass
 class SweepRequest:
-    config: str = DEFAULT_CONFIG
+    config: str = DEFAULT_PRESET
     grids: list[str] = field(default_factory=list)
     queues: list[str] = field(default_factory=list)
     hosts: str | None = None
@@ -121,7 +115,7 @@ def plan_sweep(req: SweepRequest) -> tuple[SweepDir, SweepState, Plan]:
             registry.requirements(registry.get("imf.trackers", tracker))
     state, plan = sweep_state(
         name, req.config, trials, queues, base,
-        overrides=list(req.overrides) + ([f"policy.mask={req.mask}"] if req.mask else []),
+        overrides=list(req.overrides) + mask_overrides(req.mask),
         grid=list(req.grids or defaults.grid) + seed_axis, final_eval=req.final_eval,
         retries=req.retries, stall_timeout=req.stall_timeout, poll=req.poll, notify=req.notify)
     state.halving = halving

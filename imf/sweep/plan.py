@@ -16,6 +16,7 @@ from typing import Any
 from imf.config import MAX_TRAIN_CAP, Config, check_value, is_config_key, key_kind, load_config
 from imf.data.size import check_data_size
 from imf.config.compat import ALIASES
+from imf.config.presets import mask_overrides
 from imf.config.values import coerce_kind, parse_scalar
 from imf.errors import ConfigError, SweepError
 from imf.store.identity import trial_hash
@@ -205,7 +206,7 @@ def build_trials(name: str, config: str, grids: list[str], overrides: list[str],
     if not NAME_RE.match(name):
         raise SweepError(f"--name {name!r}: use letters, digits, '.', '_' and '-' (a folder name)")
     check_one_value(overrides)
-    base = list(overrides) + ([f"policy.mask={mask}"] if mask else [])
+    base = list(overrides) + mask_overrides(mask)
     base += [f"training.num_epochs={epochs}"] if epochs is not None else []
     trials: list[TrialPlan] = []
     checked: set[tuple[Any, ...]] = set()
