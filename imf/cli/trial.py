@@ -14,14 +14,14 @@ from imf.cli.options import Command, complete_config_args, complete_store
 from imf.config import Config, load_config, load_resolved, parse_json_overrides, split_config_args
 from imf.errors import EXIT_FAILED, EXIT_SIGNAL_BASE, OUTCOME_EXIT, ConfigError, ImfError, SweepError
 from imf.registry.options import fill_options
-from imf.store.identity import default_trial_id
+from imf.store.identity import SIZED_ID, default_trial_id, readable_id
 from imf.config.eval_seeds import RECOMMENDED_EPISODES, check_episodes, final_eval_seeds, holdout_seeds
 from imf.config.presets import DEFAULT_PRESET
-from imf.sweep.plan import NAME_RE, trial_id as readable_id
+from imf.sweep.plan import NAME_RE
 from imf.store.layout import CONFIG, SUMMARY
 from imf.store.runlock import RunLock
 from imf.store.runs import read_json_object
-from imf.store.summary import RunSummary
+from imf.store.summary import RunSummary, params_of
 from imf.seeds import HOLDOUT, SELECTION, TEST_START
 
 
@@ -29,7 +29,7 @@ from imf.seeds import HOLDOUT, SELECTION, TEST_START
 def trial(
     args: list[str] = typer.Argument(None, help="CONFIG (a preset or YAML path), then key=value dotted overrides.",
                                      autocompletion=complete_config_args),
-    trial_id: str = typer.Option(None, "--id", help="Trial id (default <config>-<mask>-e<n_emb>-l<n_layer>-s<seed>)."),
+    trial_id: str = typer.Option(None, "--id", help=f"Trial id (default <config>-{SIZED_ID})."),
     out: Path = typer.Option(None, "--out", help="The trial's run folder (default runs/<id>)."),
     seed: int = typer.Option(None, "--seed", help="Seed for torch, numpy and random (training.seed)."),
     epochs: int = typer.Option(None, "--epochs", help="Number of epochs (training.num_epochs)."),
@@ -138,7 +138,7 @@ def imf_trial_command(args: list[str], *, trial_id: str | None, out: Path | None
             raise ConfigError(f"--init-from: checkpoint {init_from} does not exist")
         fill_options(cfg)  # the id's hash covers the plugins' options as config.yaml records them
         identity = identity_of(cfg, init_from)
-        readable = readable_id(cfg.name, cfg, cfg.training.seed, {})
+        readable = readable_id(cfg.name, cfg.training.seed, params=params_of(cfg))
         tid = check_trial_id(trial_id if trial_id is not None else default_trial_id(readable, identity.config_hash))
         dotted += flags
     if dry_run:

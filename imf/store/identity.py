@@ -8,12 +8,15 @@ part of neither, so a run on a GPU and the same run on a CPU are one trial.
 
 The default trial id is a readable prefix plus the first characters of the trial's hash, so
 two trials that differ in a learning rate never share an id; the project's scoreboard refuses an
-id that comes back with another hash (imf/store/records.py).
+id that comes back with another hash (imf/store/records.py). ``readable_id`` makes every
+readable id: ``imf trial``'s prefix, a sweep's trial ids and the ids ``imf suggest`` proposes.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ RUN_ONLY = ("training.seed", "training.device", "training.resume", "training.num
 ID_HASH_CHARS = 6  # in a default trial id: 16.7M values, plenty for one project's trials
 HASH_CHARS = 12  # in summary.json and the stores
 _CHUNK = 1 << 20
+SIZED_ID = "<mask>-e<n_emb>-l<n_layer>-s<seed>"  # after the prefix, for imf's own policy
 
 
 def run_only(key: str) -> bool:
@@ -86,3 +90,26 @@ def trial_hash(config: dict[str, Any], seed: int | None, init_hash: str | None) 
 def default_trial_id(readable: str, config_hash: str) -> str:
     """``<readable>-<first 6 hex of the trial hash>``: unique per config, seed and warm start."""
     return f"{readable}-{config_hash[:ID_HASH_CHARS]}"
+
+
+def id_word(value: Any) -> str:
+    """A value as part of a trial id: anything but ASCII letters, digits, '.', '+' and '-' is '_'."""
+    return re.sub(r"[^A-Za-z0-9.+-]", "_", str(value))
+
+
+def override_pairs(words: Iterable[str]) -> list[tuple[str, str]]:
+    """``key=value`` words as (key, value); a word without "=" is (word, "")."""
+    return [(key, value) for key, _, value in (word.partition("=") for word in words)]
+
+
+def readable_id(prefix: str, seed: Any, extras: Iterable[tuple[str, Any]] = (), *,
+                params: Mapping[str, Any] | None = None, seed_last: bool = False) -> str:
+    """``<prefix>-<mask>-e<n_emb>-l<n_layer>-s<seed>`` (the mask and sizes from ``params``, as
+    ``imf.store.summary.params_of`` names them; ``<prefix>-s<seed>`` without ``params``), then
+    ``-<key><value>`` per extra (the key's last dotted part); ``seed_last`` (a trainer program's
+    trials): ``<prefix>-<key><value>...-s<seed>``."""
+    head = [prefix] + ([id_word(params.get("mask")), f"e{params.get('n_emb')}", f"l{params.get('n_layer')}"]
+                       if params is not None else [])
+    words = [id_word(key.rsplit(".", 1)[-1]) + id_word(value) for key, value in extras]
+    seed_word = [f"s{seed}"]
+    return "-".join(head + (words + seed_word if seed_last else seed_word + words))

@@ -9,7 +9,6 @@ the next ``imf suggest`` sees it as tried.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,9 @@ from imf.errors import ConfigError
 from imf.report.metric_terms import IMF, Terms
 from imf.report.model import Cell, Curve, Report, TrialRow
 from imf.stats import clear_difference, difference_se, pm, signed, standard_error, tied_within_noise
+from imf.store.identity import readable_id
 from imf.store.layout import CONFIG, RunLayout, ensemble_id
+from imf.store.summary import PARAMS
 from imf.suggest.tried import Tried, full_config, norm_value, settings_of
 
 STEPS = {"policy.n_emb": 128, "policy.n_layer": 6}  # the reference grid's spacing (one value tried)
@@ -76,16 +77,11 @@ def cell_words(cell: Cell, terms: Terms = IMF) -> str:
     return f"{cell.label} ({terms.pm(cell.mean, cell.se)}, {seeds})"
 
 
-def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.+-]", "_", str(text))
-
-
 def trial_id(prefix: str, settings: dict[str, Any], seed: int, varying: list[str]) -> str:
-    """``<prefix>-<mask>-e<n_emb>-l<n_layer>-s<seed>`` plus ``-<key><value>`` per varying key."""
-    parts = [prefix, _safe(settings.get("policy.mask")), f"e{settings.get('policy.n_emb')}",
-             f"l{settings.get('policy.n_layer')}", f"s{seed}"] if "policy.mask" in settings else [prefix, f"s{seed}"]
-    parts += [_safe(k.rsplit(".", 1)[-1]) + _safe(settings.get(k)) for k in varying]
-    return "-".join(parts)
+    """``<prefix>-<mask>-e<n_emb>-l<n_layer>-s<seed>`` (``<prefix>-s<seed>`` without a policy.mask)
+    plus ``-<key><value>`` per varying key."""
+    params = {name: settings.get(key) for name, key in PARAMS.items()} if "policy.mask" in settings else None
+    return readable_id(prefix, seed, [(k, settings.get(k)) for k in varying], params=params)
 
 
 def shown_path(path: Path) -> str:

@@ -19,7 +19,7 @@ from imf.config.compat import ALIASES
 from imf.config.presets import mask_overrides
 from imf.config.values import coerce_kind, parse_scalar
 from imf.errors import ConfigError, SweepError
-from imf.store.identity import trial_hash
+from imf.store.identity import readable_id, trial_hash
 from imf.store.summary import params_of
 from imf.registry.options import fill_options
 
@@ -27,6 +27,7 @@ FIXED_COST = 0.5  # per epoch, in units of n_layer * n_emb^2 / 1e6 (encoder, dat
 SHAPE_GRID = re.compile(r"^\s*(\d+(?:\s*,\s*\d+)*)\s*x\s*(\d+(?:\s*,\s*\d+)*)\s*$")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")  # \Z: "$" would let a final newline in
 SEED_KEYS = ("training.seed", "seed")
+ID_KEYS = ("policy.n_emb", "policy.n_layer", "policy.mask", *SEED_KEYS)  # in every id already
 GRID_HELP = ("expected N_EMB,..xN_LAYER,.. (e.g. 128,256,384x6,12,18) or key=v1,v2 "
              "(e.g. training.lr=1e-4,3e-4)")
 
@@ -169,18 +170,10 @@ def trial_points(axes: list[tuple[str, list[str]]]) -> list[dict[str, str]]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*(v for _, v in axes))]
 
 
-def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.+-]", "_", text)
-
-
 def trial_id(name: str, cfg: Config, seed: int, point: dict[str, str]) -> str:
-    """``<sweep>-<mask>-e<n_emb>-l<n_layer>-s<seed>`` plus ``-<key><value>`` per other grid key."""
-    parts = [name, _safe(cfg.policy.mask), f"e{cfg.policy.n_emb}", f"l{cfg.policy.n_layer}", f"s{seed}"]
-    fixed = {"policy.n_emb", "policy.n_layer", "policy.mask", *SEED_KEYS}
-    for key, value in point.items():
-        if key not in fixed:
-            parts.append(_safe(key.rsplit(".", 1)[-1]) + _safe(value))
-    return "-".join(parts)
+    """``<sweep>-`` + ``SIZED_ID`` (imf/store/identity.py) plus ``-<key><value>`` per other grid key."""
+    extras = [(key, value) for key, value in point.items() if key not in ID_KEYS]
+    return readable_id(name, seed, extras, params=params_of(cfg))
 
 
 def cost_of(n_emb: int, n_layer: int, epochs: int) -> float:

@@ -11,7 +11,7 @@ import itertools
 
 from imf.config.trainer import STDOUT, ProgramConfig, load_program_config, param_value
 from imf.errors import ConfigError, SweepError
-from imf.store.identity import trial_hash
+from imf.store.identity import override_pairs, readable_id, trial_hash
 from imf.store.layout import LOGS
 from imf.store.runs import SCORE_KEYS
 from imf.sweep.plan import NAME_RE, TrialPlan, parse_seeds
@@ -70,7 +70,7 @@ def program_trials(name: str, config: str, grids: list[str], overrides: list[str
     for combo, trial_seed in itertools.product(itertools.product(*(v for _, v in axes)), trial_seeds):
         own = [f"{k}={v}" for (k, _), v in zip(axes, combo)]
         cfg = load_program_config(config, overrides + own, seed=trial_seed)
-        trials.append(TrialPlan(_trial_id(name, own, trial_seed), own, trial_seed, 0,
+        trials.append(TrialPlan(readable_id(name, trial_seed, override_pairs(own), seed_last=True), own, trial_seed, 0,
                                 {k: _value(cfg, k) for k, _ in axes}, 1.0,
                                 trial_hash(cfg.identity_dict(), trial_seed, None)))
     return trials
@@ -83,13 +83,3 @@ def _value(cfg: ProgramConfig, key: str) -> object:
     return node
 
 
-def _trial_id(name: str, own: list[str], seed: int) -> str:
-    parts = [name]
-    for word in own:
-        key, _, value = word.partition("=")
-        parts.append(_safe(key.rsplit(".", 1)[-1]) + _safe(value))
-    return "-".join(parts + [f"s{seed}"])
-
-
-def _safe(text: str) -> str:
-    return "".join(c if c.isalnum() or c in ".+-" else "_" for c in text)

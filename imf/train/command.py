@@ -20,7 +20,8 @@ from imf.config import parse_json_overrides
 from imf.config.trainer import (RUN_ONLY_WORDS, STDOUT, ProgramConfig, check_final_eval, flat_params,
                                 load_program_config)
 from imf.errors import EXIT_SIGNAL_BASE, OUTCOME_EXIT, ConfigError, ImfError
-from imf.store.identity import cell_hash, checkpoint_hash, default_trial_id, trial_hash
+from imf.store.identity import (cell_hash, checkpoint_hash, default_trial_id, override_pairs, readable_id,
+                                trial_hash)
 from imf.store.layout import CONFIG, LOGS, SUMMARY, RunLayout
 from imf.store.runlock import RunLock
 from imf.store.summary import Checkpoints, RunSummary
@@ -64,7 +65,7 @@ class CommandTrainer(Trainer):
             raise ConfigError(f"--init-from: {request.config} has no init_from: words to pass the "
                               "checkpoint to its program")
         identity = identity_of(cfg, request.init_from)
-        tid = request.trial_id or default_trial_id(readable_id(cfg, request.dotted), identity.config_hash)
+        tid = request.trial_id or default_trial_id(program_id(cfg, request.dotted), identity.config_hash)
         run_dir = (request.out or Path("runs") / tid).resolve()
         stores = store_names(request.stores, cfg.stores)
         for store in stores:
@@ -124,18 +125,10 @@ def identity_of(cfg: ProgramConfig, init_from: Path | None) -> Identity:
     return Identity(trial_hash(config, cfg.seed, init_hash), cell_hash(config, init_hash), init_hash)
 
 
-def readable_id(cfg: ProgramConfig, dotted: list[str]) -> str:
-    """``<name>[-<key><value> per override]-s<seed>``."""
-    parts = [cfg.name]
-    for word in dotted:
-        if not word.startswith(RUN_ONLY_WORDS):
-            key, _, value = word.partition("=")
-            parts.append(_safe(key.rsplit(".", 1)[-1]) + _safe(value))
-    return "-".join(parts + [f"s{cfg.seed}"])
-
-
-def _safe(text: str) -> str:
-    return "".join(c if c.isalnum() or c in ".+-" else "_" for c in text)
+def program_id(cfg: ProgramConfig, dotted: list[str]) -> str:
+    """A program trial's readable id: ``<name>[-<key><value> per override]-s<seed>``."""
+    own = override_pairs(word for word in dotted if not word.startswith(RUN_ONLY_WORDS))
+    return readable_id(cfg.name, cfg.seed, own, seed_last=True)
 
 
 def placeholder_values(cfg: ProgramConfig, run_dir: Path, init_from: Path | None) -> dict[str, str]:
