@@ -12,7 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from imf.config.compat import known_elsewhere, upgrade
+import yaml
+
+from imf.atomic import atomic_write_text
+from imf.config.compat import STORED, known_elsewhere, upgrade, with_aliases
 from imf.config.presets import PRESET_DIR, deep_merge, list_presets, load_preset_dict, preset_base, read_yaml
 from imf.config.schema import (MAX_TRAIN_CAP, OBS_TYPES, OPTION_KEYS, Config, DataConfig, EvalConfig,
                                LoggingConfig, ObjectiveConfig, PolicyConfig, SweepConfig, TrainingConfig,
@@ -20,6 +23,7 @@ from imf.config.schema import (MAX_TRAIN_CAP, OBS_TYPES, OPTION_KEYS, Config, Da
 from imf.config.values import parse_scalar as _parse_scalar
 from imf.config.values import suggest as _suggest
 from imf.errors import ConfigError
+from imf.upgrade import write_back
 
 __all__ = ["MAX_TRAIN_CAP", "OBS_TYPES", "OPTION_KEYS", "PRESET_DIR", "Config", "DataConfig", "EvalConfig",
            "LoggingConfig", "ObjectiveConfig", "PolicyConfig", "SweepConfig", "TrainingConfig", "all_keys",
@@ -93,8 +97,18 @@ def load_config(preset: str | None = "smoke", overrides: list[str] | None = None
 
 
 def load_resolved(path: str | Path) -> Config:
-    """Read back a config written by ``Config.save`` (no ``base:`` chain)."""
-    return from_dict(read_yaml(Path(path)))
+    """Read back a config written by ``Config.save`` (no ``base:`` chain). One an older imf wrote
+    (keys imf no longer has: ``compat.STORED``) is written back with today's keys once, atomically,
+    and a line on stderr names what changed; a file this process may not write stays as it was
+    (the upgrade then holds in memory only)."""
+    path = Path(path)
+    data = with_aliases(read_yaml(path))
+    read = STORED.read(data)
+    cfg = from_dict(read.data)
+    if read.changed:
+        write_back(path, read.note(STORED, path),
+                   lambda p: atomic_write_text(p, yaml.safe_dump(read.data, sort_keys=False)))
+    return cfg
 
 
 def split_config_args(args: list[str]) -> tuple[str | None, list[str]]:

@@ -1,9 +1,18 @@
 """Config keys from elsewhere: Diffusion Policy's spellings, and keys imf no longer has.
 
-Run folders and checkpoints keep the config they were made with, so a removed key still
-loads when it holds the value that imf now always uses; any other value is an error that
-says what replaced it. The built-in objectives' knobs moved into ``objective.options``;
-their old spellings (``objective.time_mu``) are still read.
+Two things, kept apart:
+
+- ``ALIASES``: a feature. Diffusion Policy's ``policy.causal_attn`` is accepted wherever a key
+  is (a preset, ``--overrides``, ``key=value``, a sweep's grid) and means ``policy.mask``.
+- ``STORED``: the config as a kind of file (imf/upgrade.py), with one named step per change of
+  its keys. Run folders and checkpoints keep the config they were made with, and a preset or an
+  override written for an older imf is such a document too, so every config layer is read
+  through it: a removed key still loads when it holds the value that imf now always uses (any
+  other value is an error that says what replaced it), the built-in objectives' old knobs
+  (``objective.time_mu``) move into ``objective.options``, ``logging.swanlab`` into the
+  trackers. A config keeps no version (its keys are the schema's), so the steps run on every
+  read and leave today's keys as they are; ``imf.config.load_resolved`` writes a run folder's
+  upgraded config.yaml back once, a checkpoint's config is upgraded in memory only.
 """
 from __future__ import annotations
 
@@ -11,6 +20,7 @@ from typing import Any
 
 from imf.config.values import coerce
 from imf.errors import ConfigError
+from imf.upgrade import FileKind, Step
 
 # Familiar spellings from Diffusion Policy that map onto one of our keys.
 ALIASES = {"policy.causal_attn": "policy.mask"}
@@ -90,8 +100,16 @@ def _move_tracker_keys(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "logging": section}
 
 
-def upgrade(data: dict[str, Any]) -> dict[str, Any]:
-    """Aliases mapped onto our keys and removed keys dropped (a new dict; ``data`` is kept)."""
+STORED = FileKind("config", (
+    Step(1, "removed keys dropped (" + ", ".join(REMOVED) + ")", _drop_removed),
+    Step(2, "objective knobs moved into objective.options", _move_objective_knobs),
+    Step(3, "logging.swanlab and logging.swanlab_mode became logging.trackers and tracker_options",
+         _move_tracker_keys),
+), key="")
+
+
+def with_aliases(data: dict[str, Any]) -> dict[str, Any]:
+    """Aliases mapped onto our keys (a new dict; ``data`` is kept)."""
     for alias, target in ALIASES.items():
         section, key = alias.split(".")
         sub = data.get(section)
@@ -99,7 +117,13 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
             sub = dict(sub)
             sub[target.split(".")[1]] = _alias_value(alias, sub.pop(key))
             data = {**data, section: sub}
-    return _move_tracker_keys(_move_objective_knobs(_drop_removed(data)))
+    return data
+
+
+def upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """One config layer with today's keys: aliases mapped, then the stored config's steps (a new
+    dict; ``data`` is kept)."""
+    return STORED.upgrade(with_aliases(data))
 
 
 def known_elsewhere() -> set[str]:
