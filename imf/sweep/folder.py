@@ -2,6 +2,11 @@
 
 sweep.json is rewritten atomically (temporary file in the same folder, fsync, rename), so a
 controller killed at any moment leaves a readable state that ``--resume`` continues from.
+
+A sweep.json of an older imf is read as today's (``state.KIND``'s named steps, imf/upgrade.py).
+Only the controller writes sweep.json, so a load upgrades in memory and leaves the file alone;
+the controller's first save writes the upgraded state and one line in sweep.log naming what
+changed (a reader beside a running controller never writes it).
 """
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from imf.atomic import atomic_write_json
 from imf.clock import now_iso
 from imf.errors import SweepError
 from imf.store.layout import SWEEP_LOG, SWEEP_STATE
-from imf.sweep.state import VERSION, SweepState
+from imf.sweep.state import KIND, SweepState
 from imf.sweep.validate import check_sweep_dict
 
 
@@ -31,6 +36,7 @@ class SweepDir:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        self.upgraded = ""  # what the last load's upgrade changed, until a save writes it
 
     @property
     def state_file(self) -> Path:
@@ -50,9 +56,12 @@ class SweepDir:
             raise SweepError(f"{self.path}: no sweep.json here (is it a sweep folder?)") from None
         except (OSError, ValueError) as exc:  # ValueError: JSON, UTF-8
             raise SweepError(f"{self.state_file}: unreadable sweep state ({exc})") from None
-        version = data.get("version") if isinstance(data, dict) else None
-        if isinstance(data, dict) and version != VERSION:
-            raise SweepError(f"{self.state_file}: state version {version}, this imf reads {VERSION}")
+        if isinstance(data, dict):
+            try:
+                read = KIND.read(data)
+            except ValueError as exc:
+                raise SweepError(f"{self.state_file}: state {exc}") from None
+            data, self.upgraded = read.data, read.note(KIND, self.state_file.name)
         try:
             check_sweep_dict(data)
         except SweepError as exc:
@@ -62,6 +71,9 @@ class SweepDir:
     def save(self, state: SweepState) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         atomic_write_json(self.state_file, state.to_dict())
+        if self.upgraded:  # the upgraded state is on disk now: say once what changed
+            note, self.upgraded = self.upgraded, ""
+            self.log(note)
 
     def log(self, message: str) -> str:
         return self.log_lines([message])[0]

@@ -168,29 +168,29 @@ class Recovery(EngineBase):
                 job = self.job_request(trial)
                 trial.handle = Handle(queue.spec, sch.job_dir(job), str(job.run_dir),
                                       trial.handle.token if trial.handle else "")
+            revoked = False
             try:
                 status = sch.poll(trial.handle, 0)  # by its folder, pid and start time
                 if trial.state == "starting" and status.state == "absent" and trial.handle.token:
-                    status = self._settled(queue.name, trial.handle) or status
+                    settled = self._settled(queue.name, trial.handle)  # a revoke names its attempt's token
+                    status, revoked = settled or status, settled is None
             except QueueError as exc:
                 self._contact_failed(queue, exc)
                 if trial.state in ("queued", "running"):
                     trial.move("started")  # polled again (or moved when the queue goes down)
                 continue  # one still starting is asked again at the next step
-            self._adopt(trial, queue, status)
+            self._adopt(trial, queue, status, revoked)
         self.save()
 
-    def _adopt(self, trial: TrialState, queue: QueueState, status: JobStatus) -> None:
-        previous = trial.history[-1].get("pid") if trial.history else None
-        # sweeps of imf before attempt tokens: the pid tells attempts apart
-        legacy = trial.handle is None or not trial.handle.token
+    def _adopt(self, trial: TrialState, queue: QueueState, status: JobStatus, revoked: bool = False) -> None:
+        stale, trial.stale_pid = trial.stale_pid, None  # a pid known to be an earlier attempt's
         never_started = status.state == "absent" or (
-            legacy and trial.state == "starting" and status.pid is not None and status.pid == previous)
+            trial.state == "starting" and status.pid is not None and status.pid == stale)
         if never_started and trial.state == "starting":
             trial.move("not started")
             trial.handle = None
             self.log(f"{trial.id} had not started when the controller stopped"
-                     + ("; its start is revoked" if not legacy else "") + "; it starts normally")
+                     + ("; its start is revoked" if revoked else "") + "; it starts normally")
             return
         if never_started:
             self._attempt_over(trial, "failed", None, "its folder or pid file disappeared")

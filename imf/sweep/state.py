@@ -13,13 +13,33 @@ from typing import Any
 from imf.errors import SweepError
 from imf.scheduler.base import Handle
 from imf.clock import now_iso
+from imf.upgrade import FileKind, Step
 
-VERSION = 1
 FINAL = ("completed", "stopped_early", "diverged", "failed", "stalled")
 ACTIVE = ("starting", "queued", "running")  # queued: waiting in a batch system (Slurm)
 STATES = ("pending", *ACTIVE, *FINAL)  # every state a trial can be in
 QUEUE_STATES = ("live", "down", "blocked")  # blocked: a full disk
 SWEEP_STATUSES = ("planned", "running", "interrupted", "finished", "stopped")
+
+
+
+def _stale_pids_named(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 could hold attempts started before attempt tokens: their pid files did not say
+    whose they were, so a trial still starting could find its previous attempt's pid there. That
+    pid is named (``stale_pid``): a poll that finds it found no start of this attempt."""
+    for trial in data.get("trials") or []:
+        if not isinstance(trial, dict) or trial.get("state") != "starting":
+            continue
+        history = trial.get("history") or []
+        previous = history[-1].get("pid") if history and isinstance(history[-1], dict) else None
+        if not (trial.get("handle") or {}).get("token") and previous is not None:
+            trial["stale_pid"] = previous
+    return data
+
+
+KIND = FileKind("sweep.json", (Step(2, "a trial starting before attempt tokens names its previous attempt's pid "
+                                       "(stale_pid)", _stale_pids_named),))
+VERSION = KIND.current
 
 # A trial's life as events: the states each may happen in, and the state it leads to (None:
 # the final state the engine names). Every change of a trial's state goes through
@@ -92,6 +112,9 @@ class TrialState:
     reruns: list[dict[str, Any]] = field(default_factory=list)
     config: str | None = None  # its own config file, when not the sweep's (the loop's proposals)
     init_from: str | None = None  # the checkpoint it warm-starts from (imf trial --init-from)
+    # a pid its folder may show that is not its starting attempt's (set by sweep.json's version-2
+    # step for attempts from before attempt tokens); cleared once the attempt is re-attached
+    stale_pid: int | None = None
 
     def move(self, event: str, final: str | None = None) -> None:
         """Change the state by ``event`` of TRANSITIONS (``final``: the state an "ended" leads to)."""
