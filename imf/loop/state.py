@@ -15,7 +15,7 @@ from typing import Any
 from imf import drill
 from imf.atomic import atomic_write_json
 from imf.errors import LoopError
-from imf.upgrade import FileKind, Step
+from imf.upgrade import FileKind, Step, write_back
 
 LOOP_FILE = "loop.json"
 
@@ -118,13 +118,16 @@ def load_loop(folder: Path) -> LoopState:
     if not isinstance(data, dict):
         raise LoopError(f"{path}: loop state must be a JSON object, got {type(data).__name__}")
     try:
-        data = KIND.upgrade(data)
+        read = KIND.read(data)
     except ValueError as exc:
         raise LoopError(f"{path}: loop state {exc}") from None
     try:
-        return LoopState.from_dict(data)
+        state = LoopState.from_dict(read.data)
     except (TypeError, KeyError) as exc:
         raise LoopError(f"{path}: damaged loop state ({exc})") from None
+    if read.data != data:  # only the loop that resumes reads it: the upgrade is written back once
+        write_back(path, read.note(KIND, path), lambda p: atomic_write_json(p, read.data))
+    return state
 
 
 def save_loop(folder: Path, state: LoopState) -> None:
