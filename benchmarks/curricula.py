@@ -24,7 +24,7 @@ import yaml
 
 from learning import RESULTS_DIR, ROOT, plot, train
 from results_file import write_section
-from run_record import read_record
+from run_record import read_record, read_records
 
 SECTION = "## Curricula, keypoints (benchmarks/curricula.py)"
 OPTIONS = {"easy_first": [], "doubling": ["data.curriculum_options.at_epochs=6,12"]}  # chosen before the runs
@@ -52,7 +52,7 @@ def collect(folder: Path) -> list[dict]:
 def none_runs(records: list[dict]) -> list[dict]:
     """The baseline: the preset's own imf runs (curriculum none) at the seeds the curricula ran."""
     seeds = {r["seed"] for r in records}
-    return [dict(r, curriculum="none") for r in json.loads((RESULTS_DIR / "keypoints.json").read_text())
+    return [dict(r, curriculum="none") for r in read_records(RESULTS_DIR / "keypoints.json")
             if r["objective"] == "imf" and r["seed"] in seeds]
 
 

@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from results_file import write_section
-from run_record import read_record
+from run_record import read_record, read_records
 from sizing import sizing
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,7 +111,7 @@ def joined_records(names: list[str]) -> list[dict]:
         if not path.is_file():
             sys.exit(f"learning.py: --with {name}: no record {path}")
         records += [{**r, "record": r.get("record") or f"{name}.json"}
-                    for r in json.loads(path.read_text()) if r.get("objective") == "imf"]
+                    for r in read_records(path) if r.get("objective") == "imf"]
     return records
 
 
@@ -126,7 +126,7 @@ def added_records(name: str, new: list[dict]) -> list[dict]:
                          capture_output=True, text=True)
     where = f"{name}.json at {git.stdout.strip() or 'uncommitted'}"
     ids = {r["id"] for r in new}
-    old = [{**r, "from": r.get("from") or where} for r in json.loads(path.read_text()) if r["id"] not in ids]
+    old = [{**r, "from": r.get("from") or where} for r in read_records(path) if r["id"] not in ids]
     merged = [*old, *new]
     order = list(dict.fromkeys(r["objective"] for r in merged))
     return sorted(merged, key=lambda r: (order.index(r["objective"]), r.get("seed") is None, r.get("seed") or 0))

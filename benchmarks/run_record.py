@@ -7,8 +7,9 @@ rollout that chose it, not the maximum of each over rollouts), ``selection_*`` (
 best.pt on the selection seeds) and ``holdout_*`` (the latest look in holdout.json), each with
 its ``_se``, and the curve: [minutes, samples, score, success] per rollout.
 
-Old records (``fresh_*``, from before the seed ranges had names, and ``best*``) read with today's keys
-(``upgrade``).
+A record is a kind of file (imf/upgrade.py, ``KIND``): old records (``fresh_*``, from before the
+seed ranges had names, and ``best*``) read with today's keys through its named step (``upgrade``;
+``read_records`` upgrades a JSON file of records and writes it back once).
 """
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from typing import Any
 
 import yaml
 
+from imf.atomic import atomic_write_text
 from imf.store.holdout import read_looks
+from imf.upgrade import FileKind, Step, write_back
 
 NEAR = 0.9  # an episode scoring this much (coverage / 0.95) without success is a near miss
 
@@ -29,9 +32,33 @@ RENAMED = {"fresh_score": "selection_score", "fresh_se": "selection_score_se",
            "best_success": "best_test_success"}
 
 
+def _seed_ranges_named(record: dict[str, Any]) -> dict[str, Any]:
+    return {RENAMED.get(k, k): v for k, v in record.items()}
+
+
+# A record keeps no version (its keys are the table's): the step runs on every read and leaves
+# today's keys as they are.
+KIND = FileKind("result record", (Step(1, "fresh_* named selection_*, best* named best_test_*", _seed_ranges_named),),
+                key="")
+
+
 def upgrade(record: dict[str, Any]) -> dict[str, Any]:
     """A record written before the seed ranges were named, with today's keys."""
-    return {RENAMED.get(k, k): v for k, v in record.items()}
+    return KIND.upgrade(record)
+
+
+def read_records(path: Path) -> list[Any]:
+    """The records of the JSON list in ``path``, each with today's keys; a file holding an old one
+    is written back once with today's keys (atomically) and a line on stderr names the change."""
+    path = Path(path)
+    rows = json.loads(path.read_text())
+    reads = [KIND.read(r) if isinstance(r, dict) else None for r in rows]
+    upgraded = [read.data if read else row for read, row in zip(reads, rows)]
+    changed = sorted({name for read in reads if read for name in read.changed})
+    if changed:
+        write_back(path, f"{path}: {KIND.name}s upgraded: " + "; ".join(changed),
+                   lambda p: atomic_write_text(p, json.dumps(upgraded, indent=1) + "\n"))  # as the benchmarks write it
+    return upgraded
 
 
 def log_rows(run_dir: Path) -> list[dict[str, Any]]:
