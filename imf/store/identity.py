@@ -93,8 +93,9 @@ def default_trial_id(readable: str, config_hash: str) -> str:
 
 
 def id_word(value: Any) -> str:
-    """A value as part of a trial id: anything but ASCII letters, digits, '.', '+' and '-' is '_'."""
-    return re.sub(r"[^A-Za-z0-9.+-]", "_", str(value))
+    """A value as part of a trial id: anything but ASCII letters, digits, '.' and '-' is '_' (a
+    trial id names its folder: ``imf trial --id`` takes [A-Za-z0-9._-]; 1e+4 is 1e_4)."""
+    return re.sub(r"[^A-Za-z0-9.-]", "_", str(value))
 
 
 def override_pairs(words: Iterable[str]) -> list[tuple[str, str]]:
