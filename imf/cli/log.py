@@ -21,7 +21,7 @@ def log_hypothesis(
 ) -> None:
     """Add a numbered hypothesis block to ITERATION_LOG.md and print its id (H1, H2, ...)."""
     from imf.errors import StoreError
-    from imf.store.iteration_log import IterationLogStore
+    from imf.store import IterationLogStore
     if not folder.is_dir():
         raise StoreError(f"--dir {folder} is not an existing folder")
     typer.echo(IterationLogStore(folder).add_hypothesis(text, expect, command))
@@ -36,7 +36,7 @@ def log_conclude(
 ) -> None:
     """Fill the result and conclusion of a hypothesis block in ITERATION_LOG.md."""
     from imf.errors import StoreError
-    from imf.store.iteration_log import FILENAME, IterationLogStore
+    from imf.store import FILENAME, IterationLogStore
     if not (folder / FILENAME).is_file():
         raise StoreError(f"no {FILENAME} in {folder}; add a hypothesis first (imf log hypothesis)")
     block = IterationLogStore(folder).conclude(hypothesis_id, result, conclusion)

@@ -14,14 +14,11 @@ from imf.cli.options import Command, complete_config_args, complete_store
 from imf.config import Config, load_config, load_resolved, parse_json_overrides, split_config_args
 from imf.errors import EXIT_FAILED, EXIT_SIGNAL_BASE, OUTCOME_EXIT, ConfigError, ImfError, SweepError
 from imf.registry.options import fill_options
-from imf.store.identity import SIZED_ID, default_trial_id, readable_id
+from imf.store import (CONFIG, SIZED_ID, SUMMARY, RunLock, RunSummary, default_trial_id, params_of,
+                       read_json_object, readable_id)
 from imf.config.eval_seeds import RECOMMENDED_EPISODES, check_episodes, final_eval_seeds, holdout_seeds
 from imf.config.presets import DEFAULT_PRESET
 from imf.sweep.plan import NAME_RE
-from imf.store.layout import CONFIG, SUMMARY
-from imf.store.runlock import RunLock
-from imf.store.runs import read_json_object
-from imf.store.summary import RunSummary, params_of
 from imf.seeds import HOLDOUT, SELECTION, TEST_START
 
 

@@ -20,7 +20,7 @@ from imf.ensemble.members import MODES, Selection, check_request, select
 from imf.ensemble.record import check_scoreboard, record, result_of, write_result
 from imf.ensemble.score import chunk_latency, selection_seeds, score_selection
 from imf.errors import EnsembleError
-from imf.store.summary import params_of
+from imf.store import params_of
 from imf.train.checkpoint import save_checkpoint
 
 __all__ = ["MODES", "EnsembleResult", "check_request", "make_ensemble", "select"]

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from imf.errors import EnsembleError
-from imf.store.layout import CHECKPOINTS, CONFIG, ENSEMBLES, RunLayout, ensemble_id
-from imf.store.runs import find_run_dirs, is_run_dir, read_yaml_mapping
-from imf.store.summary import read_summary
+from imf.store import (CHECKPOINTS, CONFIG, ENSEMBLES, RunLayout, ensemble_id, find_run_dirs, is_run_dir,
+                       read_summary, read_yaml_mapping)
 
 MODES = ("weights", "actions")
 

@@ -18,8 +18,7 @@ from imf.atomic import atomic_write_json
 from imf.clock import now_iso
 from imf.ensemble.members import Selection
 from imf.ensemble.score import SelectionScore, Latency, as_dict
-from imf.store.base import ENSEMBLE as KIND
-from imf.store.scoreboard import ScoreboardStore
+from imf.store import ENSEMBLE as KIND, ScoreboardStore
 from imf.version import code_version
 
 

@@ -28,7 +28,7 @@ from imf.report.basis import basis_of, reach_words
 from imf.report.metric_terms import IMF, Terms, report_terms
 from imf.report.model import Report, TrialRow
 from imf.stats import Z95, clear_difference, difference_se, pm
-from imf.store.iteration_log import IterationLogStore
+from imf.store import IterationLogStore
 from imf.suggest import Proposal, best_cell, command_text, suggest, unique_id
 from imf.suggest.data_rules import doubling_gain
 from imf.sweep.queues import load_hosts, resolve_queues

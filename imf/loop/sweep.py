@@ -15,7 +15,7 @@ from imf.config import Config, load_config
 from imf.config.trainer import BUILTIN_TRAINER, flat_params, load_program_config, trainer_name
 from imf.errors import ConfigError, LoopError
 from imf.loop.state import LoopState, Planned, Round
-from imf.store.summary import params_of
+from imf.store import params_of
 from imf.sweep.engine import Engine
 from imf.sweep.folder import SweepDir
 from imf.sweep.launch import resume_sweep, sweep_state, write_sweep

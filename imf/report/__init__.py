@@ -23,7 +23,7 @@ from imf.report.figures import MATPLOTLIB_MISSING, write_curves, write_heatmap
 from imf.report.model import LAST_K, METRIC, AxisTrend, Cell, Curve, Group, Report, TrialRow, Trends
 from imf.report.render import (CSV_FIELDS, heatmap_text, render_csv, render_markdown, render_text,
                                trend_lines)
-from imf.store.runs import is_run_dir
+from imf.store import is_run_dir
 
 __all__ = ["CSV_FIELDS", "LAST_K", "MATPLOTLIB_MISSING", "METRIC", "RANK_BY", "AxisTrend", "Cell", "Comparison",
            "Curve", "Group", "Report", "TrialRow", "Trends", "build_comparison", "build_report",

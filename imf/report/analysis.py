@@ -10,7 +10,7 @@ from imf.report.axes import axis_trends, combined_se, effect_of, groups_by
 from imf.report.basis import Basis, Ranking, basis_of, reach_words, with_basis
 from imf.report.collect import SEED_IN_ID, WARM_START, RunRead, config_key
 from imf.report.metric_terms import IMF, Terms
-from imf.store.identity import ID_HASH_CHARS
+from imf.store import ID_HASH_CHARS
 from imf.report.model import Cell, Group, TrialRow, Trends
 from imf.stats import Z95, mean_sd, pm, tied_within_noise
 

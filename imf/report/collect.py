@@ -14,16 +14,10 @@ from imf.report.attempts import attempts_text
 from imf.report.basis import batch_size, budget_fields
 from imf.report.model import LAST_K, Curve, TrialRow
 from imf.stats import standard_error
-from imf.store.runs import (CONFIG, HYDRA_CONFIG, LOGS, SUMMARY, find_run_dirs, first_number,
-                            is_epoch_row, is_run_dir, log_segments, model_size, read_json_object,
-                            read_log, read_sweep_trials, read_yaml_mapping, row_episode_scores,
-                            row_score, row_success)
-from imf.store.base import ENSEMBLE, is_ensemble
-from imf.store.holdout import read_looks
-from imf.store.layout import FINAL_EVAL
-from imf.store.identity import flatten, run_only
-from imf.store.scoreboard import ScoreboardStore
-from imf.store.summary import RunSummary, observed_status
+from imf.store import (CONFIG, ENSEMBLE, FINAL_EVAL, HYDRA_CONFIG, LOGS, SUMMARY, RunSummary, ScoreboardStore,
+                       find_run_dirs, first_number, flatten, is_ensemble, is_epoch_row, is_run_dir, log_segments,
+                       model_size, observed_status, read_json_object, read_log, read_looks, read_sweep_trials,
+                       read_yaml_mapping, row_episode_scores, row_score, row_success, run_only)
 
 WARM_START = "init_from"  # in a run's cell identity: the checkpoint it warm-started from (never filled in)
 SEED_IN_ID = re.compile(r"-s(\d+)(?=-|$)")

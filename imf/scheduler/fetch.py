@@ -25,8 +25,8 @@ from pathlib import Path
 
 from imf.errors import QueueError
 from imf.scheduler.wrapper import STARTED, read_files
-from imf.store.layout import (BEST, CONFIG, EXIT_CODE, FINAL_EVAL, HOLDOUT, LATEST, LOGS, PID, STDOUT,
-                              SUMMARY, TRIAL_FILES, RunLayout, checkpoint_name)
+from imf.store import (BEST, CONFIG, EXIT_CODE, FINAL_EVAL, HOLDOUT, LATEST, LOGS, PID, STDOUT, SUMMARY,
+                       TRIAL_FILES, RunLayout, checkpoint_name)
 
 MODES = ("all", "results")
 RESULTS = (SUMMARY, LOGS, STDOUT, CONFIG, EXIT_CODE, PID, checkpoint_name(BEST), FINAL_EVAL, HOLDOUT)

@@ -27,8 +27,7 @@ from imf.scheduler.base import GROUP, Handle, JobRequest, JobStatus, Scheduler, 
 from imf.scheduler.plugin_check import loaded_here, run_here, same_python
 from imf.scheduler.wrapper import STARTED, revoke as revoke_in
 from imf.scheduler.slurm_status import QUEUED, RUNNING, read_progress, slurm_status
-from imf.store.layout import RunLayout
-from imf.store.runlock import live_holder
+from imf.store import RunLayout, live_holder
 
 SPEC_RE = re.compile(r"^slurm://(?P<partition>[^/?#\s]*)/?(?:\?(?P<query>[^#]*))?$")
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")

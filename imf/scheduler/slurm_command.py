@@ -17,7 +17,7 @@ from pathlib import Path
 from imf.atomic import atomic_write_json
 from imf.scheduler.slurm_status import RESTARTS
 from imf.scheduler.wrapper import run_attempt
-from imf.store.layout import LATEST, RunLayout, checkpoint_name
+from imf.store import LATEST, RunLayout, checkpoint_name
 
 
 @dataclass

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from imf.scheduler.base import JobStatus
 from imf.scheduler.wrapper import exit_code_of
-from imf.store.layout import LOGS, STDOUT
+from imf.store import LOGS, STDOUT
 
 QUEUED = ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
           "SUSPENDED", "STOPPED")

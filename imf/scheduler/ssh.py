@@ -32,8 +32,7 @@ from imf.scheduler.plugin_check import CHECK_TIMEOUT_S, failure
 from imf.scheduler.wrapped import WrappedScheduler
 from imf.scheduler.fetch import RESULTS, RESUMABLE, fetch_mode, install, temporary
 from imf.scheduler.wrapped import parse_probe
-from imf.store.layout import PID, RunLayout
-from imf.store.summary import read_summary
+from imf.store import PID, RunLayout, read_summary
 
 FETCH_TIMEOUT_S = 6 * 3600.0  # a trial's whole folder may be many checkpoints over a slow link
 SPEC_RE = re.compile(r"^ssh://(?:(?P<user>[^@/\s]+)@)?(?P<host>[^:/@\s]+)(?::(?P<port>\d+))?"

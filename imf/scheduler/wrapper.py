@@ -67,8 +67,8 @@ from imf import drill
 from imf.atomic import atomic_write_text
 from imf.errors import ImfError
 from imf.scheduler import claim, gpu_probe
-from imf.store.layout import ATTEMPTS, EXIT_CODE, LATEST, LOGS, PID, STDOUT, SUMMARY, RunLayout, checkpoint_name
-from imf.store.runlock import live_holder, process_start_time
+from imf.store import (ATTEMPTS, EXIT_CODE, LATEST, LOGS, PID, STDOUT, SUMMARY, RunLayout, checkpoint_name,
+                       live_holder, process_start_time)
 
 CLAIM = claim.CLAIM
 STARTED = (PID, STDOUT, EXIT_CODE, LOGS, SUMMARY)  # any of them: an attempt ran in this folder

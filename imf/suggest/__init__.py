@@ -21,9 +21,7 @@ from imf.errors import ReportError
 from imf.report import build_report
 from imf.report.metric_terms import IMF, Terms, report_terms
 from imf.report.model import Report
-from imf.store.iteration_log import IterationLogStore
-from imf.store.layout import CONFIG, SWEEP_STATE
-from imf.store.runs import is_run_dir, read_json_object
+from imf.store import CONFIG, SWEEP_STATE, IterationLogStore, is_run_dir, read_json_object
 from imf.suggest.data_rules import curriculum, more_data
 from imf.suggest.rules import Context, Proposal, continuation, ensemble, more_seeds, neighbours, unique_id
 from imf.suggest.tried import full_config, read_tried

@@ -15,8 +15,7 @@ from imf.config import Config, load_config
 from imf.errors import ConfigError
 from imf.report.model import Cell, TrialRow
 from imf.stats import clear_difference, difference_se, pm, signed
-from imf.store.layout import CONFIG, RunLayout
-from imf.store.summary import read_summary
+from imf.store import CONFIG, RunLayout, read_summary
 from imf.suggest.rules import Context, base_run, best_run, propose, shown_path
 from imf.suggest.signals import overfitting, stalled
 from imf.suggest.tried import settings_of

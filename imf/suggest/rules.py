@@ -19,9 +19,7 @@ from imf.errors import ConfigError
 from imf.report.metric_terms import IMF, Terms
 from imf.report.model import Cell, Curve, Report, TrialRow
 from imf.stats import clear_difference, difference_se, pm, signed, standard_error, tied_within_noise
-from imf.store.identity import readable_id
-from imf.store.layout import CONFIG, RunLayout, ensemble_id
-from imf.store.summary import PARAMS
+from imf.store import CONFIG, PARAMS, RunLayout, ensemble_id, readable_id
 from imf.suggest.tried import Tried, full_config, norm_value, settings_of
 
 STEPS = {"policy.n_emb": 128, "policy.n_layer": 6}  # the reference grid's spacing (one value tried)

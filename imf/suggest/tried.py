@@ -13,12 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from imf.report.collect import fill_added_settings, read_config
-from imf.store.identity import flatten, run_only
-from imf.store.iteration_log import IterationLogStore
-from imf.store.layout import CONFIG
-from imf.store.runs import SUMMARY, read_json_object, read_yaml_mapping
-from imf.store.scoreboard import ScoreboardStore
-from imf.store.summary import PARAMS
+from imf.store import (CONFIG, PARAMS, SUMMARY, IterationLogStore, ScoreboardStore, flatten, read_json_object,
+                       read_yaml_mapping, run_only)
 
 
 

@@ -10,7 +10,7 @@ from imf.config import load_config, preset_base
 from imf.config.trainer import BUILTIN_TRAINER, load_program_config, trainer_name
 from imf.errors import ConfigError
 from imf.registry.options import fill_options
-from imf.store.identity import differences, run_only
+from imf.store import differences, run_only
 from imf.sweep.state import SweepState, TrialState
 
 

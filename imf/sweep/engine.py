@@ -29,10 +29,9 @@ from imf.sweep.finish import notify, write_report
 from imf.sweep.gpus import free_mib
 from imf.sweep.recovery import Recovery
 from imf.sweep.state import ACTIVE, FINAL, QueueState, SweepState, TrialState
-from imf.store.layout import STDOUT, SWEEP_STATE
-from imf.store.runs import PROGRAM_SCORE, first_number, is_epoch_row, parse_log, row_score, row_success
+from imf.store import (PROGRAM_SCORE, STDOUT, SWEEP_STATE, first_number, is_epoch_row, parse_log, read_summary,
+                       row_score, row_success)
 from imf.report.metric_terms import summary_terms
-from imf.store.summary import read_summary
 
 __all__ = ["Engine"]
 GOOD_ENDS = ("completed", "stopped_early", "diverged")

@@ -14,7 +14,7 @@ from imf import registry
 from imf.clock import now_iso
 from imf.errors import ImfError
 from imf.sweep.state import SweepState, TrialState
-from imf.store.summary import PARAM_KEYS, RunSummary, read_summary
+from imf.store import PARAM_KEYS, RunSummary, read_summary
 
 
 def _synthesized(trial: TrialState, state: SweepState) -> RunSummary:
@@ -47,8 +47,7 @@ def _with(note: str, reason: str) -> str:
 def record_trial(trial: TrialState, state: SweepState, sweep_dir: Path) -> list[str]:
     """Record ``trial`` in every store of the sweep's project (the sweep folder, or the project
     folder above it: imf/store/records.py), one attempt numbered once; return the problems met."""
-    from imf.store import record_from_summary  # stores are only needed once a trial ends
-    from imf.store.records import numbered, project_root
+    from imf.store import numbered, project_root, record_from_summary  # stores are only needed once a trial ends
 
     run_dir = (sweep_dir / trial.id).resolve()
     root = project_root(sweep_dir.resolve())

@@ -16,7 +16,7 @@ from pathlib import Path
 from imf.atomic import atomic_write_json
 from imf.clock import now_iso
 from imf.errors import SweepError
-from imf.store.layout import SWEEP_LOG, SWEEP_STATE
+from imf.store import SWEEP_LOG, SWEEP_STATE
 from imf.sweep.state import KIND, SweepState
 from imf.sweep.validate import check_sweep_dict
 

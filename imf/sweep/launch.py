@@ -31,7 +31,7 @@ from imf.sweep.programs import check_program_halving, program_trials
 from imf.sweep.probe import check_lines, plugin_names, start_problems
 from imf.sweep.queues import load_hosts, resolve_queues
 from imf.sweep.rerun import Rerun
-from imf.store.records import check_identity, project_root
+from imf.store import check_identity, project_root
 from imf.sweep.differences import difference_lines
 from imf.sweep.estimate import estimate_lines
 from imf.sweep.shapes import check_masks

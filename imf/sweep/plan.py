@@ -19,8 +19,7 @@ from imf.config.compat import ALIASES
 from imf.config.presets import mask_overrides
 from imf.config.values import coerce_kind, parse_scalar
 from imf.errors import ConfigError, SweepError
-from imf.store.identity import readable_id, trial_hash
-from imf.store.summary import params_of
+from imf.store import params_of, readable_id, trial_hash
 from imf.registry.options import fill_options
 
 FIXED_COST = 0.5  # per epoch, in units of n_layer * n_emb^2 / 1e6 (encoder, data, rollouts)

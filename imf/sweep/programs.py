@@ -11,9 +11,7 @@ import itertools
 
 from imf.config.trainer import STDOUT, ProgramConfig, load_program_config, param_value
 from imf.errors import ConfigError, SweepError
-from imf.store.identity import override_pairs, readable_id, trial_hash
-from imf.store.layout import LOGS
-from imf.store.runs import SCORE_KEYS
+from imf.store import LOGS, SCORE_KEYS, override_pairs, readable_id, trial_hash
 from imf.sweep.plan import NAME_RE, TrialPlan, parse_seeds
 from imf.sweep.state import HalvingState
 

@@ -12,8 +12,7 @@ from rich.progress_bar import ProgressBar
 from rich.text import Text
 
 from imf.errors import SweepError
-from imf.store.layout import PROGRESS, SWEEP_LOG, SWEEP_STATE
-from imf.store.summary import read_summary
+from imf.store import PROGRESS, SWEEP_LOG, SWEEP_STATE, read_summary
 from imf.sweep.folder import SweepDir
 from imf.sweep.halving import status_lines
 from imf.sweep.state import ACTIVE, FINAL, SweepState, TrialState

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from imf.errors import OptionError
-from imf.store.layout import SWANLOG
+from imf.store import SWANLOG
 
 MODES = ("offline", "local", "cloud", "disabled")
 

@@ -2,7 +2,7 @@
 shows every trial of a sweep side by side (torch.utils.tensorboard; ``pip install 'imf[tensorboard]'``)."""
 from __future__ import annotations
 
-from imf.store.layout import TENSORBOARD
+from imf.store import TENSORBOARD
 
 
 class TensorBoardTracker:

@@ -19,7 +19,7 @@ import torch
 
 from imf.atomic import atomic_path
 from imf.errors import CheckpointError
-from imf.store.layout import topk_files, topk_name
+from imf.store import topk_files, topk_name
 from imf.upgrade import FileKind, Step
 
 

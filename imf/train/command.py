@@ -20,11 +20,8 @@ from imf.config import parse_json_overrides
 from imf.config.trainer import (RUN_ONLY_WORDS, STDOUT, ProgramConfig, check_final_eval, flat_params,
                                 load_program_config)
 from imf.errors import EXIT_SIGNAL_BASE, OUTCOME_EXIT, ConfigError, ImfError
-from imf.store.identity import (cell_hash, checkpoint_hash, default_trial_id, override_pairs, readable_id,
-                                trial_hash)
-from imf.store.layout import CONFIG, LOGS, SUMMARY, RunLayout
-from imf.store.runlock import RunLock
-from imf.store.summary import Checkpoints, RunSummary
+from imf.store import (CONFIG, LOGS, SUMMARY, Checkpoints, RunLayout, RunLock, RunSummary, cell_hash,
+                       checkpoint_hash, default_trial_id, override_pairs, readable_id, trial_hash)
 from imf.train import program
 from imf.train.metric_watch import MetricWatch, per_step
 from imf.train.recording import (Identity, archive_earlier, check_before_run, new_run_uid, record,

@@ -13,7 +13,7 @@ from imf.model import attention_masks
 from imf.policy import ImfPolicy
 from imf.data.normalizer import MinMaxNormalizer
 from imf.registry.options import fill_options
-from imf.store.identity import differences
+from imf.store import differences
 from imf.train.recording import Identity
 
 

@@ -26,9 +26,7 @@ from imf.policy import ActionEnsemble, ImfPolicy
 from imf.pusht.scorer import ScoreResult, score_policy
 from imf.stats import pm, standard_error
 from imf.clock import now_iso
-from imf.store.holdout import append_look, read_looks
-from imf.store.layout import FINAL_EVAL, HOLDOUT, run_dir_of
-from imf.store.summary import read_summary
+from imf.store import FINAL_EVAL, HOLDOUT, append_look, read_looks, read_summary, run_dir_of
 from imf.train import checkpoint as ckpt_io
 from imf.train.checkpoint import load_checkpoint
 from imf.train.parts import pick_device
@@ -112,7 +110,7 @@ def policy_from_checkpoint(state: dict[str, Any], device: torch.device
 
 def best_checkpoint(folder: Path) -> Path:
     """The checkpoint the scoreboard in ``folder`` names as best, resolved under ``folder``."""
-    from imf.store.scoreboard import ScoreboardStore
+    from imf.store import ScoreboardStore
 
     return ScoreboardStore(folder).best_checkpoint()
 

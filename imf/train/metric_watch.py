@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from imf.config.trainer import STDOUT, MetricSpec
-from imf.store.runs import PROGRAM_SCORE
+from imf.store import PROGRAM_SCORE
 
 
 def per_step(source: str) -> bool:

@@ -23,7 +23,7 @@ from imf.data.normalizer import MinMaxNormalizer
 from imf.errors import ConfigError, NoCudaError
 from imf.model import EMAModel, attention_masks
 from imf.policy import ImfPolicy, load_weights_partial
-from imf.store.layout import RunLayout
+from imf.store import RunLayout
 from imf.train import checkpoint as ckpt_io
 from imf.train.budget import TrainClock, lr_factor
 from imf.train.curriculum import CurriculumDriver

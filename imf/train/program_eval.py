@@ -17,8 +17,7 @@ from imf.atomic import atomic_write_json
 from imf.clock import now_iso
 from imf.config.trainer import BUILTIN_TRAINER, STDOUT, ProgramConfig, load_program_config, trainer_name
 from imf.errors import ConfigError, ProgramEvalError
-from imf.store.layout import CONFIG, FINAL_EVAL
-from imf.store.summary import read_summary
+from imf.store import CONFIG, FINAL_EVAL, read_summary
 from imf.train import program
 
 EVAL_DIR = "eval"  # the eval command's {out}, inside the run folder

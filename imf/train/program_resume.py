@@ -12,10 +12,7 @@ from pathlib import Path
 
 from imf.config.trainer import RUN_ONLY_WORDS, ProgramConfig, check_final_eval, load_program_config
 from imf.errors import ConfigError
-from imf.store.layout import CONFIG, SUMMARY
-from imf.store.runlock import RunLock
-from imf.store.runs import read_json_object
-from imf.store.summary import RunSummary
+from imf.store import CONFIG, SUMMARY, RunLock, RunSummary, read_json_object
 from imf.train import command, program
 from imf.train.recording import store_names, store_root
 from imf.train.trainers import TrialRequest

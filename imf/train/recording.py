@@ -10,13 +10,9 @@ from typing import Any, Callable
 
 from imf import registry
 from imf.config import Config
-from imf.store import record_from_summary
+from imf.store import (IterationLogStore, RunLayout, cell_hash, check_identity, checkpoint_hash, numbered,
+                       project_root, read_summary, record_from_summary, trial_hash)
 from imf.errors import ConfigError
-from imf.store.iteration_log import IterationLogStore
-from imf.store.identity import cell_hash, checkpoint_hash, trial_hash
-from imf.store.layout import RunLayout
-from imf.store.records import check_identity, numbered, project_root
-from imf.store.summary import read_summary
 
 RECORDED_ENDS = ("completed", "stopped_early", "diverged", "failed")  # an interrupted run is resumed
 

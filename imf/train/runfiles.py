@@ -14,7 +14,7 @@ from typing import Any, BinaryIO, TextIO
 
 from imf.atomic import atomic_write_json, atomic_write_text, finite
 from imf.errors import DiskFullError, is_disk_full
-from imf.store.runs import read_log
+from imf.store import read_log
 
 
 class JsonLinesLog:

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from imf.store.layout import BEST, LATEST, SNAPSHOTS
+from imf.store import BEST, LATEST, SNAPSHOTS
 from imf.train import checkpoint as ckpt_io
 from imf.train.parts import TrainParts
 from imf.version import code_version

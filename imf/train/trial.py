@@ -24,9 +24,7 @@ from imf.data.size import check_data_size
 from imf.errors import DiskFullError, TrainingError
 from imf.registry.options import fill_options
 from imf.clock import now_iso
-from imf.store.layout import BEST, LATEST, RunLayout, checkpoint_name
-from imf.store.runlock import RunLock
-from imf.store.summary import Checkpoints, RunSummary, params_of
+from imf.store import BEST, LATEST, Checkpoints, RunLayout, RunLock, RunSummary, checkpoint_name, params_of
 from imf.train import checkpoint as ckpt_io
 from imf.train.curriculum import check_curriculum
 from imf.train.data import data_counts
