@@ -9,9 +9,8 @@ import typer
 from imf.cli.app import app
 from imf.cli.options import Command, complete_config_args, complete_mask, complete_queue, complete_tracker
 from imf.cli.trial import refuse_flags
-from imf.config import split_config_args
-from imf.config.eval_seeds import RECOMMENDED_EPISODES
-from imf.config.presets import DEFAULT_PRESET, FULL_ATTENTION_PRESET, FULL_MASK, mask_preset
+from imf.config import (DEFAULT_PRESET, FULL_ATTENTION_PRESET, FULL_MASK, RECOMMENDED_EPISODES, mask_preset,
+                        split_config_args)
 from imf.seeds import SELECTION
 
 

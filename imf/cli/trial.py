@@ -11,13 +11,12 @@ import typer
 from imf.cli.app import app
 from imf.cli.options import Command, complete_config_args, complete_store
 
-from imf.config import Config, load_config, load_resolved, parse_json_overrides, split_config_args
+from imf.config import (DEFAULT_PRESET, RECOMMENDED_EPISODES, Config, check_episodes, final_eval_seeds,
+                        holdout_seeds, load_config, load_resolved, parse_json_overrides, split_config_args)
 from imf.errors import EXIT_FAILED, EXIT_SIGNAL_BASE, OUTCOME_EXIT, ConfigError, ImfError, SweepError
 from imf.registry.options import fill_options
 from imf.store import (CONFIG, SIZED_ID, SUMMARY, RunLock, RunSummary, default_trial_id, params_of,
                        read_json_object, readable_id)
-from imf.config.eval_seeds import RECOMMENDED_EPISODES, check_episodes, final_eval_seeds, holdout_seeds
-from imf.config.presets import DEFAULT_PRESET
 from imf.sweep.plan import NAME_RE
 from imf.seeds import HOLDOUT, SELECTION, TEST_START
 
@@ -75,7 +74,7 @@ def trial_command(args: list[str], **kwargs) -> None:
     """The config's trainer (``trainer:``; imf's own without it) runs the trial, found through
     the ``imf.trainers`` plugins; its return value is the exit code."""
     from imf import registry
-    from imf.config.trainer import BUILTIN_TRAINER, trainer_name
+    from imf.config import BUILTIN_TRAINER, trainer_name
     from imf.train.trainers import TrialRequest
 
     preset, dotted = split_config_args(args)

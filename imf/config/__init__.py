@@ -15,11 +15,16 @@ from typing import Any
 import yaml
 
 from imf.atomic import atomic_write_text
-from imf.config.compat import STORED, known_elsewhere, upgrade, with_aliases
-from imf.config.presets import PRESET_DIR, deep_merge, list_presets, load_preset_dict, preset_base, read_yaml
+from imf.config.compat import ALIASES, STORED, known_elsewhere, upgrade, with_aliases
+from imf.config.eval_seeds import RECOMMENDED_EPISODES, check_episodes, final_eval_seeds, holdout_seeds
+from imf.config.presets import (DEFAULT_PRESET, FULL_ATTENTION_PRESET, FULL_MASK, PRESET_DIR, StrictLoader, deep_merge,
+                                list_presets, load_preset_dict, mask_overrides, mask_preset, preset_base, read_yaml)
 from imf.config.schema import (MAX_TRAIN_CAP, OBS_TYPES, OPTION_KEYS, Config, DataConfig, EvalConfig,
                                LoggingConfig, ObjectiveConfig, PolicyConfig, SweepConfig, TrainingConfig,
                                all_keys, build, check_value, key_kind, validate)
+from imf.config.trainer import (BUILTIN_TRAINER, RUN_ONLY_WORDS, STDOUT, MetricSpec, ProgramConfig, check_final_eval,
+                                flat_params, load_program_config, param_value, trainer_name)
+from imf.config.values import coerce_finite, coerce_kind, parse_scalar, suggest
 from imf.config.values import parse_scalar as _parse_scalar
 from imf.config.values import suggest as _suggest
 from imf.errors import ConfigError
@@ -28,7 +33,17 @@ from imf.upgrade import write_back
 __all__ = ["MAX_TRAIN_CAP", "OBS_TYPES", "OPTION_KEYS", "PRESET_DIR", "Config", "DataConfig", "EvalConfig",
            "LoggingConfig", "ObjectiveConfig", "PolicyConfig", "SweepConfig", "TrainingConfig", "all_keys",
            "check_value", "deep_merge", "dotted_to_nested", "from_dict", "is_config_key", "key_kind", "list_presets",
-           "load_config", "load_preset_dict", "preset_base", "load_resolved", "parse_json_overrides", "split_config_args"]
+           "load_config", "load_preset_dict", "preset_base", "load_resolved", "parse_json_overrides", "split_config_args",
+           # the sweep's and the CLI's preset names and mask presets; stored configs of earlier versions
+           "ALIASES", "DEFAULT_PRESET", "FULL_ATTENTION_PRESET", "FULL_MASK", "StrictLoader", "mask_overrides",
+           "mask_preset", "STORED", "read_yaml", "upgrade", "with_aliases", "known_elsewhere",
+           # the evaluation seeds a config asks for
+           "RECOMMENDED_EPISODES", "check_episodes", "final_eval_seeds", "holdout_seeds",
+           # a trainer program's config (``trainer:``) and the trial parameters it reports
+           "BUILTIN_TRAINER", "RUN_ONLY_WORDS", "STDOUT", "MetricSpec", "ProgramConfig", "check_final_eval",
+           "flat_params", "load_program_config", "param_value", "trainer_name",
+           # value rules shared with the registry's plugin options
+           "coerce_finite", "coerce_kind", "parse_scalar", "suggest"]
 
 
 def _object_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from imf.config import Config, from_dict
-from imf.config.eval_seeds import final_eval_seeds
+from imf.config import Config, final_eval_seeds, from_dict
 from imf.data.lowdim import agent_pos_of
 from imf.pusht.env import PushTEnv
 from imf.stats import pm, standard_error

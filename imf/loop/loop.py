@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from imf import drill
-from imf.config.eval_seeds import check_episodes
+from imf.config import check_episodes
 from imf.errors import LoopError, ReportError
 from imf.loop.state import LOOP_FILE, LoopState, Outcome, Planned, Round, load_loop, save_loop
 from imf.loop.sweep import round_sweep, run_round_sweep

@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from imf.atomic import atomic_write_text
-from imf.config import Config, load_config
-from imf.config.trainer import BUILTIN_TRAINER, flat_params, load_program_config, trainer_name
+from imf.config import BUILTIN_TRAINER, Config, flat_params, load_config, load_program_config, trainer_name
 from imf.errors import ConfigError, LoopError
 from imf.loop.state import LoopState, Planned, Round
 from imf.store import params_of

@@ -14,7 +14,7 @@ import typing
 from typing import Any
 
 from imf import registry
-from imf.config.values import coerce_finite, suggest
+from imf.config import coerce_finite, suggest
 from imf.errors import ConfigError, OptionError
 
 # where the options live in the config -> (plugin group, config section, key of the plugin's name)

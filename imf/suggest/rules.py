@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imf.config import load_config
-from imf.config.trainer import BUILTIN_TRAINER, load_program_config, trainer_name
+from imf.config import BUILTIN_TRAINER, load_config, load_program_config, trainer_name
 from imf.errors import ConfigError
 from imf.report.metric_terms import IMF, Terms
 from imf.report.model import Cell, Curve, Report, TrialRow

@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from imf.config import load_config, preset_base
-from imf.config.trainer import BUILTIN_TRAINER, load_program_config, trainer_name
+from imf.config import BUILTIN_TRAINER, load_config, load_program_config, preset_base, trainer_name
 from imf.errors import ConfigError
 from imf.registry.options import fill_options
 from imf.store import differences, run_only

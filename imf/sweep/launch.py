@@ -16,11 +16,9 @@ import yaml
 
 from imf import registry
 from imf.atomic import atomic_write_text
-from imf.config import Config, load_config, load_preset_dict
-from imf.config.presets import DEFAULT_PRESET, mask_overrides
-from imf.config.trainer import BUILTIN_TRAINER, check_final_eval, load_program_config, trainer_name
+from imf.config import (BUILTIN_TRAINER, DEFAULT_PRESET, Config, check_final_eval, final_eval_seeds, load_config,
+                        load_preset_dict, load_program_config, mask_overrides, trainer_name)
 from imf.errors import SweepError
-from imf.config.eval_seeds import final_eval_seeds
 from imf.scheduler.base import GROUP as SCHEDULERS, scheduler_for, scheme_of
 from imf.sweep.engine import Engine
 from imf.sweep.gpus import GpuVerdict

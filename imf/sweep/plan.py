@@ -13,11 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from imf.config import MAX_TRAIN_CAP, Config, check_value, is_config_key, key_kind, load_config
+from imf.config import (ALIASES, MAX_TRAIN_CAP, Config, check_value, coerce_kind, is_config_key, key_kind,
+                        load_config, mask_overrides, parse_scalar)
 from imf.data.size import check_data_size
-from imf.config.compat import ALIASES
-from imf.config.presets import mask_overrides
-from imf.config.values import coerce_kind, parse_scalar
 from imf.errors import ConfigError, SweepError
 from imf.store import params_of, readable_id, trial_hash
 from imf.registry.options import fill_options

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 
-from imf.config.trainer import STDOUT, ProgramConfig, load_program_config, param_value
+from imf.config import STDOUT, ProgramConfig, load_program_config, param_value
 from imf.errors import ConfigError, SweepError
 from imf.store import LOGS, SCORE_KEYS, override_pairs, readable_id, trial_hash
 from imf.sweep.plan import NAME_RE, TrialPlan, parse_seeds

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from imf.config.presets import StrictLoader  # a key repeated in one mapping is refused
+from imf.config import StrictLoader  # a key repeated in one mapping is refused
 from imf.errors import PluginError, QueueError, SweepError
 from imf import registry
 from imf.scheduler.base import GROUP, scheduler_for, scheme_of

@@ -16,9 +16,8 @@ import yaml
 from imf import registry
 from imf.atomic import atomic_write_json, atomic_write_text
 from imf.clock import now_iso
-from imf.config import parse_json_overrides
-from imf.config.trainer import (RUN_ONLY_WORDS, STDOUT, ProgramConfig, check_final_eval, flat_params,
-                                load_program_config)
+from imf.config import (RUN_ONLY_WORDS, STDOUT, ProgramConfig, check_final_eval, flat_params, load_program_config,
+                        parse_json_overrides)
 from imf.errors import EXIT_SIGNAL_BASE, OUTCOME_EXIT, ConfigError, ImfError
 from imf.store import (CONFIG, LOGS, SUMMARY, Checkpoints, RunLayout, RunLock, RunSummary, cell_hash,
                        checkpoint_hash, default_trial_id, override_pairs, readable_id, trial_hash)

@@ -17,8 +17,7 @@ import numpy as np
 import torch
 
 from imf.atomic import atomic_write_json
-from imf.config import Config, EvalConfig, from_dict
-from imf.config.eval_seeds import final_eval_seeds, holdout_seeds
+from imf.config import Config, EvalConfig, final_eval_seeds, from_dict, holdout_seeds
 from imf.seeds import SELECTION
 from imf.data.normalizer import MinMaxNormalizer
 from imf.errors import CheckpointError, ConfigError

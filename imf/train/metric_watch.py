@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from imf.config.trainer import STDOUT, MetricSpec
+from imf.config import STDOUT, MetricSpec
 from imf.store import PROGRAM_SCORE
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from imf.config.trainer import STDOUT, MetricSpec, ProgramConfig, flat_params
+from imf.config import STDOUT, MetricSpec, ProgramConfig, flat_params
 from imf.train.metric_watch import metric_key, number_or_text
 
 PROGRAM_LOG = "program.log"  # the program's stdout and stderr, beside imf's own stdout.log

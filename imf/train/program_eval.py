@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from imf.atomic import atomic_write_json
 from imf.clock import now_iso
-from imf.config.trainer import BUILTIN_TRAINER, STDOUT, ProgramConfig, load_program_config, trainer_name
+from imf.config import BUILTIN_TRAINER, STDOUT, ProgramConfig, load_program_config, trainer_name
 from imf.errors import ConfigError, ProgramEvalError
 from imf.store import CONFIG, FINAL_EVAL, read_summary
 from imf.train import program

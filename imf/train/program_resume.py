@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from imf.config.trainer import RUN_ONLY_WORDS, ProgramConfig, check_final_eval, load_program_config
+from imf.config import RUN_ONLY_WORDS, ProgramConfig, check_final_eval, load_program_config
 from imf.errors import ConfigError
 from imf.store import CONFIG, SUMMARY, RunLock, RunSummary, read_json_object
 from imf.train import command, program
