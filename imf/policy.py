@@ -24,7 +24,7 @@ from imf.data.lowdim import KEYPOINT_OBS_DIM
 from imf.data.normalizer import MinMaxNormalizer
 from imf.errors import CheckpointError, ConfigError
 from imf.model import ImfTransformer, ObsEncoder
-from imf.registry.options import plugin_and_options
+from imf.registry import plugin_and_options
 
 Obs = dict[str, Any]
 

@@ -9,7 +9,7 @@ from imf import registry
 from imf.cli.app import app
 from imf.cli.options import Command
 from imf.errors import PluginError
-from imf.registry.contracts import check_installed, keeping
+from imf.registry import check_installed, keeping
 
 
 @app.command(cls=Command)

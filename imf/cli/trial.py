@@ -14,7 +14,7 @@ from imf.cli.options import Command, complete_config_args, complete_store
 from imf.config import (DEFAULT_PRESET, RECOMMENDED_EPISODES, Config, check_episodes, final_eval_seeds,
                         holdout_seeds, load_config, load_resolved, parse_json_overrides, split_config_args)
 from imf.errors import EXIT_FAILED, EXIT_SIGNAL_BASE, OUTCOME_EXIT, ConfigError, ImfError, SweepError
-from imf.registry.options import fill_options
+from imf.registry import fill_options
 from imf.store import (CONFIG, SIZED_ID, SUMMARY, RunLock, RunSummary, default_trial_id, params_of,
                        read_json_object, readable_id)
 from imf.sweep.plan import NAME_RE

@@ -17,7 +17,7 @@ import torch.nn as nn
 
 from imf.model.layers import DecoderLayer, sinusoidal_embedding
 from imf.model.tangent import transformer_jvp, transformer_jvp_v_head
-from imf.registry.masks import N_TIME_TOKENS, check_masks, resolve_masks  # N_TIME_TOKENS: t and h = t - r
+from imf.registry import N_TIME_TOKENS, check_masks, resolve_masks  # N_TIME_TOKENS: t and h = t - r
 
 
 def attention_masks(cfg):

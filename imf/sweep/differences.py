@@ -8,7 +8,7 @@ from typing import Any
 
 from imf.config import BUILTIN_TRAINER, load_config, load_program_config, preset_base, trainer_name
 from imf.errors import ConfigError
-from imf.registry.options import fill_options
+from imf.registry import fill_options
 from imf.store import differences, run_only
 from imf.sweep.state import SweepState, TrialState
 

@@ -18,7 +18,7 @@ from imf.config import (ALIASES, MAX_TRAIN_CAP, Config, check_value, coerce_kind
 from imf.data.size import check_data_size
 from imf.errors import ConfigError, SweepError
 from imf.store import params_of, readable_id, trial_hash
-from imf.registry.options import fill_options
+from imf.registry import fill_options
 
 FIXED_COST = 0.5  # per epoch, in units of n_layer * n_emb^2 / 1e6 (encoder, data, rollouts)
 SHAPE_GRID = re.compile(r"^\s*(\d+(?:\s*,\s*\d+)*)\s*x\s*(\d+(?:\s*,\s*\d+)*)\s*$")

@@ -8,7 +8,7 @@ import json
 
 from imf.config import load_config
 from imf.errors import ConfigError, SweepError
-from imf.registry.masks import resolve_masks
+from imf.registry import resolve_masks
 from imf.sweep.state import SweepState
 
 

@@ -25,7 +25,7 @@ from typing import Any, Callable, Protocol
 from imf import registry
 from imf.config import Config
 from imf.errors import ConfigError, PluginError
-from imf.registry.options import as_dict, resolve
+from imf.registry import as_dict, resolve_options
 
 GROUP = "imf.trackers"
 
@@ -84,7 +84,7 @@ def check_trackers(cfg: Config) -> list[tuple[str, Any, Any]]:
         given = cfg.logging.tracker_options.get(name)
         if given is not None and not isinstance(given, dict):
             raise ConfigError(f"config key '{where}': expected a mapping of option names to values, got {given!r}")
-        options = resolve(plugin, cfg.logging.tracker_options.get(name), where, f"tracker '{name}'")
+        options = resolve_options(plugin, cfg.logging.tracker_options.get(name), where, f"tracker '{name}'")
         filled[name] = as_dict(options)
         found.append((name, plugin, options))
     cfg.logging.tracker_options = {k: v for k, v in filled.items() if v}

@@ -12,7 +12,7 @@ from imf.data.replay_buffer import ReplayBuffer
 from imf.errors import DataError
 from imf.data.pool import PoolSampler
 from imf.data.sampler import train_mask
-from imf.registry.options import plugin_and_options
+from imf.registry import plugin_and_options
 from imf.train.data import resolve_data_path
 
 

@@ -12,7 +12,7 @@ from imf.config import Config, load_config
 from imf.model import attention_masks
 from imf.policy import ImfPolicy
 from imf.data.normalizer import MinMaxNormalizer
-from imf.registry.options import fill_options
+from imf.registry import fill_options
 from imf.store import differences
 from imf.train.recording import Identity
 

@@ -20,8 +20,7 @@ from imf.config import Config, list_presets, load_config
 from imf.data.normalizer import MinMaxNormalizer
 from imf.model import attention_masks
 from imf.policy import ImfPolicy
-from imf.registry import PluginInfo
-from imf.registry.masks import call_mask, mask_problem
+from imf.registry import PluginInfo, call_mask, mask_problem
 
 TINY = {"n_emb": 16, "n_layer": 1, "n_cond_layers": 0, "encoder": "small", "encoder_width": 4}
 BATCH = 2

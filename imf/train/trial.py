@@ -22,7 +22,7 @@ from imf.atomic import clean_stale_temps
 from imf.config import MAX_TRAIN_CAP, Config
 from imf.data.size import check_data_size
 from imf.errors import DiskFullError, TrainingError
-from imf.registry.options import fill_options
+from imf.registry import fill_options
 from imf.clock import now_iso
 from imf.store import BEST, LATEST, Checkpoints, RunLayout, RunLock, RunSummary, checkpoint_name, params_of
 from imf.train import checkpoint as ckpt_io
