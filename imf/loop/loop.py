@@ -23,14 +23,10 @@ from imf.config import check_episodes
 from imf.errors import LoopError, ReportError
 from imf.loop.state import LOOP_FILE, LoopState, Outcome, Planned, Round, load_loop, save_loop
 from imf.loop.sweep import round_sweep, run_round_sweep
-from imf.report import build_report
-from imf.report.basis import basis_of, reach_words
-from imf.report.metric_terms import IMF, Terms, report_terms
-from imf.report.model import Report, TrialRow
+from imf.report import IMF, Report, Terms, TrialRow, basis_of, build_report, reach_words, report_terms
 from imf.stats import Z95, clear_difference, difference_se, pm
 from imf.store import IterationLogStore
-from imf.suggest import Proposal, best_cell, command_text, suggest, unique_id
-from imf.suggest.data_rules import doubling_gain
+from imf.suggest import Proposal, best_cell, command_text, doubling_gain, suggest, unique_id
 from imf.sweep.queues import load_hosts, resolve_queues
 
 Echo = Callable[[str], None]

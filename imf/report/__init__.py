@@ -14,11 +14,11 @@ from pathlib import Path
 from imf.atomic import atomic_write_json, atomic_write_text
 from imf.errors import ReportError
 from imf.report.analysis import build_cells, compute_trends, rank_trials, score_rows, shared_config
-from imf.report.basis import RANK_BY, X_AXES, basis_of, check_rank_by, default_x, ranking_of
-from imf.report.collect import check_folder, collect
+from imf.report.basis import RANK_BY, X_AXES, basis_of, check_rank_by, default_x, ranking_of, reach_words
+from imf.report.collect import check_folder, collect, fill_added_settings, read_config
 from imf.report.compare import (Comparison, compare_reports, render_compare_text,
                                 write_compare_files)
-from imf.report.metric_terms import report_terms, terms_of
+from imf.report.metric_terms import IMF, Terms, report_terms, summary_terms, terms_of
 from imf.report.figures import MATPLOTLIB_MISSING, write_curves, write_heatmap
 from imf.report.model import LAST_K, METRIC, AxisTrend, Cell, Curve, Group, Report, TrialRow, Trends
 from imf.report.render import (CSV_FIELDS, heatmap_text, render_csv, render_markdown, render_text,
@@ -29,7 +29,10 @@ __all__ = ["CSV_FIELDS", "LAST_K", "MATPLOTLIB_MISSING", "METRIC", "RANK_BY", "A
            "Curve", "Group", "Report", "TrialRow", "Trends", "build_comparison", "build_report",
            "compute_trends", "default_out", "heatmap_text", "is_comparison", "not_written_note",
            "render_compare_text", "render_csv", "render_markdown", "render_text", "trend_lines",
-           "write_compare_files", "write_files", "write_report"]
+           "write_compare_files", "write_files", "write_report",
+           # what suggest, the loop and the sweep read of a report: its terms, basis and trial configs
+           "IMF", "Terms", "basis_of", "fill_added_settings", "reach_words", "read_config", "report_terms",
+           "summary_terms"]
 
 
 def build_report(paths: list[Path], last_k: int = LAST_K, x_axis: str | None = None,

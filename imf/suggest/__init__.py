@@ -18,16 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from imf.errors import ReportError
-from imf.report import build_report
-from imf.report.metric_terms import IMF, Terms, report_terms
-from imf.report.model import Report
+from imf.report import IMF, Report, Terms, build_report, report_terms
 from imf.store import CONFIG, SWEEP_STATE, IterationLogStore, is_run_dir, read_json_object
-from imf.suggest.data_rules import curriculum, more_data
+from imf.suggest.data_rules import curriculum, doubling_gain, more_data
 from imf.suggest.rules import Context, Proposal, continuation, ensemble, more_seeds, neighbours, unique_id
 from imf.suggest.tried import full_config, read_tried
 
 __all__ = ["Proposal", "Suggestions", "suggest", "best_cell", "unique_id", "command_text", "render_text",
-           "as_json", "write_hypothesis"]
+           "as_json", "write_hypothesis", "doubling_gain"]
 
 
 @dataclass

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from imf.config import Config, load_config
 from imf.errors import ConfigError
-from imf.report.model import Cell, TrialRow
+from imf.report import Cell, TrialRow
 from imf.stats import clear_difference, difference_se, pm, signed
 from imf.store import CONFIG, RunLayout, read_summary
 from imf.suggest.rules import Context, base_run, best_run, propose, shown_path

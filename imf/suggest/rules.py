@@ -15,8 +15,7 @@ from typing import Any
 
 from imf.config import BUILTIN_TRAINER, load_config, load_program_config, trainer_name
 from imf.errors import ConfigError
-from imf.report.metric_terms import IMF, Terms
-from imf.report.model import Cell, Curve, Report, TrialRow
+from imf.report import IMF, Cell, Curve, Report, Terms, TrialRow
 from imf.stats import clear_difference, difference_se, pm, signed, standard_error, tied_within_noise
 from imf.store import CONFIG, PARAMS, RunLayout, ensemble_id, readable_id
 from imf.suggest.tried import Tried, full_config, norm_value, settings_of

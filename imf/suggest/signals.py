@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from imf.report.model import Curve
+from imf.report import Curve
 from imf.stats import Z95, clear_difference, mean_sd, pm, signed
 from imf.suggest.rules import RISING_K, window_mean, rising
 

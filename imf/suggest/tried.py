@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imf.report.collect import fill_added_settings, read_config
+from imf.report import fill_added_settings, read_config
 from imf.store import (CONFIG, PARAMS, SUMMARY, IterationLogStore, ScoreboardStore, flatten, read_json_object,
                        read_yaml_mapping, run_only)
 

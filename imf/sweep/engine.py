@@ -31,7 +31,7 @@ from imf.sweep.recovery import Recovery
 from imf.sweep.state import ACTIVE, FINAL, QueueState, SweepState, TrialState
 from imf.store import (PROGRAM_SCORE, STDOUT, SWEEP_STATE, first_number, is_epoch_row, parse_log, read_summary,
                        row_score, row_success)
-from imf.report.metric_terms import summary_terms
+from imf.report import summary_terms
 
 __all__ = ["Engine"]
 GOOD_ENDS = ("completed", "stopped_early", "diverged")

@@ -16,7 +16,7 @@ from typing import Callable
 from imf import drill
 from imf.clock import now_iso
 from imf.errors import ImfError
-from imf.report.metric_terms import IMF, Terms
+from imf.report import IMF, Terms
 from imf.scheduler.base import Handle, JobRequest, JobStatus, Scheduler, scheduler_for
 from imf.scheduler.claim import new_token
 from imf.sweep.finish import record_trial
