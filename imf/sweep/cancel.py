@@ -16,7 +16,7 @@ from typing import Callable
 from filelock import FileLock, Timeout
 
 from imf.errors import QueueError, SweepError
-from imf.scheduler.base import Handle, Scheduler, scheduler_for
+from imf.scheduler import Handle, Scheduler, scheduler_for
 from imf.sweep.folder import SweepDir
 from imf.sweep.state import ACTIVE, SweepState
 

@@ -24,7 +24,7 @@ from imf.atomic import clean_stale_temps
 from imf.clock import now_iso
 from imf.errors import (EXIT_DISK_FULL, EXIT_GPU_OOM, EXIT_NO_CUDA, OUTCOME_EXIT, FolderInUseError,
                         ImfError, QueueError, SweepError)
-from imf.scheduler.base import Handle, JobStatus, Scheduler
+from imf.scheduler import Handle, JobStatus, Scheduler
 from imf.sweep.finish import notify, write_report
 from imf.sweep.gpus import free_mib
 from imf.sweep.recovery import Recovery

@@ -17,8 +17,7 @@ from imf import drill
 from imf.clock import now_iso
 from imf.errors import ImfError
 from imf.report import IMF, Terms
-from imf.scheduler.base import Handle, JobRequest, JobStatus, Scheduler, scheduler_for
-from imf.scheduler.claim import new_token
+from imf.scheduler import Handle, JobRequest, JobStatus, Scheduler, new_token, scheduler_for
 from imf.sweep.finish import record_trial
 from imf.sweep.halving import Halving
 from imf.sweep.plan import assign

@@ -22,8 +22,7 @@ from pathlib import Path
 
 from imf.config import Config, load_config
 from imf.errors import SweepError
-from imf.scheduler.base import scheduler_for
-from imf.scheduler.wrapped import THREAD_VARS
+from imf.scheduler import THREAD_VARS, scheduler_for
 from imf.sweep.plan import Plan
 from imf.sweep.state import SweepState, TrialState
 

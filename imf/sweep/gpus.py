@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from imf.errors import QueueError
-from imf.scheduler.base import Scheduler
-from imf.scheduler.gpu_probe import device_of, memory_text, what_was_found
+from imf.scheduler import Scheduler, device_of, memory_text, what_was_found
 from imf.sweep.state import QueueState
 
 

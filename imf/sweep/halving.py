@@ -29,7 +29,7 @@ from imf.errors import SweepError
 from imf.stats import Z95, difference_se, pm, standard_error
 from imf.store import PROGRAM_SCORE, first_number, is_epoch_row, parse_log, row_episode_scores, row_score
 
-from imf.scheduler.base import JobStatus
+from imf.scheduler import JobStatus
 from imf.sweep.state import Decision, HalvingState, RungScore, SweepState, TrialState
 
 RUNGS_RE = re.compile(r"^\s*\d+(\s*,\s*\d+)*\s*$")

@@ -19,7 +19,7 @@ from imf.atomic import atomic_write_text
 from imf.config import (BUILTIN_TRAINER, DEFAULT_PRESET, Config, check_final_eval, final_eval_seeds, load_config,
                         load_preset_dict, load_program_config, mask_overrides, trainer_name)
 from imf.errors import SweepError
-from imf.scheduler.base import GROUP as SCHEDULERS, scheduler_for, scheme_of
+from imf.scheduler import GROUP as SCHEDULERS, scheduler_for, scheme_of
 from imf.sweep.engine import Engine
 from imf.sweep.gpus import GpuVerdict
 from imf.sweep.halving import check_rungs, describe as describe_halving, plan_halving

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from imf.config import load_config
 from imf.errors import ImfError, QueueError
-from imf.scheduler.base import Scheduler
+from imf.scheduler import Scheduler
 from imf.sweep.gpus import GpuVerdict, probe_queues
 from imf.sweep.state import SweepState
 

@@ -24,7 +24,7 @@ import yaml
 from imf.config import StrictLoader  # a key repeated in one mapping is refused
 from imf.errors import PluginError, QueueError, SweepError
 from imf import registry
-from imf.scheduler.base import GROUP, scheduler_for, scheme_of
+from imf.scheduler import GROUP, scheduler_for, scheme_of
 from imf.sweep.state import QueueState
 
 CORE_HOST_KEYS = ("speed",)  # the planner's; every other key is a scheduler's (its option_keys)

@@ -18,7 +18,7 @@ import time
 
 from imf import drill
 from imf.errors import BusyError, QueueError, SweepError
-from imf.scheduler.base import Handle, JobStatus
+from imf.scheduler import Handle, JobStatus
 from imf.sweep.engine_base import EngineBase
 from imf.sweep.gpus import probe_queues
 from imf.sweep.probe import queue_problems, refusal

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from imf.errors import SweepError
-from imf.scheduler.base import Handle
+from imf.scheduler import Handle
 from imf.clock import now_iso
 from imf.upgrade import FileKind, Step
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from imf import registry
 from imf.errors import ImfError, SweepError
-from imf.scheduler.base import GROUP, HANDLE_FIELDS, scheme_of
+from imf.scheduler import GROUP, HANDLE_FIELDS, scheme_of
 from imf.sweep.state import (QUEUE_STATES, STATES, SWEEP_STATUSES, Decision, HalvingState,
                              QueueState, RungScore, SweepState, TrialState)
 from imf.typed import Kind, describe, field_kinds, fits
