@@ -45,7 +45,8 @@ def sweep(
     tracker: list[str] = typer.Option(None, "--tracker", help="Tracker of every trial (an imf.trackers plugin: swanlab, tensorboard, wandb; none); repeatable.", autocompletion=complete_tracker),
 ) -> None:
     """Run a grid of trials on GPU queues (local, SSH or Slurm), watch them, recover, then report."""
-    from imf.sweep import launch as sweep_lib
+    from imf.sweep import SweepRequest, parse_seeds
+    from imf.sweep import dry_run as plan_text  # not the --dry-run flag
     fixed = {"CONFIG/overrides": args, "--mask": mask, "--grid": grid, "--queue": queue, "--hosts": hosts,
              "--name": name, "--dry-run": dry_run, "--seeds": seeds, "--tracker": tracker,
              **{flag: value is not None for flag, value in (("--epochs", epochs), ("--seed", seed),
@@ -57,15 +58,15 @@ def sweep(
             return _of_folder(cancel, rerun, resume, args, fixed, settings)
         preset, items = split_config_args(list(args or []) + ([f"logging.trackers={','.join(tracker)}"] if tracker else []))
         config = preset or mask_preset(mask)
-        request = sweep_lib.SweepRequest(
+        request = SweepRequest(
             config=config, grids=grid or [], queues=queue or [], hosts=str(hosts) if hosts else None,
             name=name, out=out, epochs=epochs, seed=seed, mask=mask, retries=retries,
             stall_timeout=stall_timeout, poll=poll, notify=notify, overrides=items,
-            seeds=sweep_lib.parse_seeds(seeds) if seeds is not None else None, final_eval=final_eval,
+            seeds=parse_seeds(seeds) if seeds is not None else None, final_eval=final_eval,
             halving=halving, rungs=rungs, min_queues=min_queues)
         if dry_run or estimate:
             refuse_flags({"--estimate": not dry_run}, "--estimate times the plan's trials for --dry-run")
-            return typer.echo(sweep_lib.dry_run(request, estimate))
+            return typer.echo(plan_text(request, estimate))
         _start(request)
     except KeyboardInterrupt:
         typer.echo("imf: interrupted; running trials go on; continue with imf sweep --resume DIR", err=True)
@@ -89,7 +90,7 @@ def _rerun(value: str, args: list[str] | None, resume: Path | None, flags: dict[
            **settings) -> None:
     """``--rerun STATES DIR`` (or ``--rerun STATES --resume DIR``): the folder, one only."""
     from imf.errors import SweepError
-    from imf.sweep.rerun import parse_rerun
+    from imf.sweep import parse_rerun
     states = parse_rerun(value)
     folders = [Path(a) for a in args or []] + ([resume] if resume is not None else [])
     if len(folders) != 1:
@@ -102,7 +103,7 @@ def _rerun(value: str, args: list[str] | None, resume: Path | None, flags: dict[
 def _cancel(folder: Path, flags: dict[str, object]) -> None:
     """``--cancel DIR``, which takes no other sweep flag (``flags``: those given or not)."""
     refuse_flags(flags, "--cancel DIR takes no other sweep arguments")
-    from imf.sweep.cancel import cancel_sweep
+    from imf.sweep import cancel_sweep
     cancel_sweep(folder, typer.echo)
 
 
@@ -114,32 +115,30 @@ def status(
 ) -> None:
     """A table of a sweep's trials: queue, state, epoch/total, last and best score, elapsed, ETA."""
     from rich.console import Console
-    from imf.sweep import status as status_lib
+    from imf.sweep import find_sweep, render_status, status_view
     console = Console() if sys.stdout.isatty() else None
     if watch:
-        from imf.sweep.live import watch
+        from imf.sweep import watch
         watch(folder, interval, typer.echo, console=console)
         return
-    sdir = status_lib.find_sweep(folder)
+    sdir = find_sweep(folder)
     if console is not None:
-        console.print(status_lib.status_view(sdir, bars=True))
+        console.print(status_view(sdir, bars=True))
         return
-    typer.echo(status_lib.render_status(sdir))
+    typer.echo(render_status(sdir))
 
 
 def _start(request) -> None:
-    from imf.sweep import launch as sweep_lib
-    from imf.sweep.live import sweep_view
+    from imf.sweep import start_sweep, sweep_view
     with sweep_view(sys.stdout.isatty()) as (echo, on_start):
-        engine = sweep_lib.start_sweep(request, echo, on_start=on_start)
+        engine = start_sweep(request, echo, on_start=on_start)
     _exit_for(engine.state, Path(request.out) / engine.state.name)
 
 
 def _resume(folder: Path, **settings) -> None:
-    from imf.sweep import launch as sweep_lib
-    from imf.sweep.live import sweep_view
+    from imf.sweep import resume_sweep, sweep_view
     with sweep_view(sys.stdout.isatty()) as (echo, on_start):
-        engine = sweep_lib.resume_sweep(folder, echo, on_start=on_start, **settings)
+        engine = resume_sweep(folder, echo, on_start=on_start, **settings)
     _exit_for(engine.state, folder)
 
 

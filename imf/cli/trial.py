@@ -17,7 +17,7 @@ from imf.errors import EXIT_FAILED, EXIT_SIGNAL_BASE, OUTCOME_EXIT, ConfigError,
 from imf.registry import fill_options
 from imf.store import (CONFIG, SIZED_ID, SUMMARY, RunLock, RunSummary, default_trial_id, params_of,
                        read_json_object, readable_id)
-from imf.sweep.plan import NAME_RE
+from imf.sweep import NAME_RE
 from imf.seeds import HOLDOUT, SELECTION, TEST_START
 
 

@@ -27,7 +27,7 @@ from imf.report import IMF, Report, Terms, TrialRow, basis_of, build_report, rea
 from imf.stats import Z95, clear_difference, difference_se, pm
 from imf.store import IterationLogStore
 from imf.suggest import Proposal, best_cell, command_text, doubling_gain, suggest, unique_id
-from imf.sweep.queues import load_hosts, resolve_queues
+from imf.sweep import load_hosts, resolve_queues
 
 Echo = Callable[[str], None]
 __all__ = ["LoopRequest", "check_request", "dry_run", "resume_loop", "start_loop"]

@@ -15,12 +15,8 @@ from imf.config import BUILTIN_TRAINER, Config, flat_params, load_config, load_p
 from imf.errors import ConfigError, LoopError
 from imf.loop.state import LoopState, Planned, Round
 from imf.store import params_of
-from imf.sweep.engine import Engine
-from imf.sweep.folder import SweepDir
-from imf.sweep.launch import resume_sweep, sweep_state, write_sweep
-from imf.sweep.plan import Plan, TrialPlan, cost_of, render_plan
-from imf.sweep.queues import load_hosts, resolve_queues
-from imf.sweep.state import SweepState
+from imf.sweep import (Engine, Plan, SweepDir, SweepState, TrialPlan, cost_of, load_hosts, render_plan,
+                       resolve_queues, resume_sweep, sweep_state, write_sweep)
 
 
 def _trial_plan(planned: Planned) -> TrialPlan:

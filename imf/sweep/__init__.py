@@ -2,4 +2,28 @@
 recovery), keep its state (state: sweep.json; validate), show it (status, live), stop it
 (cancel), and end it (finish: stores, report, notify). It starts trials as processes through
 the scheduler plugins of imf/scheduler/ and never imports the trainer, the model or torch.
+
+The names below are the sweep's face for other parts; each loads its module on first use
+(PEP 562 ``__getattr__``), so ``imf --help`` imports none of the controller.
 """
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_FACE = {"cancel_sweep": "cancel", "Engine": "engine", "SweepDir": "folder", "resume_sweep": "launch",
+         "sweep_state": "launch", "write_sweep": "launch", "sweep_view": "live", "watch": "live", "NAME_RE": "plan",
+         "Plan": "plan", "TrialPlan": "plan", "cost_of": "plan", "render_plan": "plan", "load_hosts": "queues",
+         "resolve_queues": "queues", "parse_rerun": "rerun", "SweepState": "state", "SweepRequest": "launch",
+         "dry_run": "launch", "parse_seeds": "launch", "start_sweep": "launch", "find_sweep": "status",
+         "render_status": "status", "status_view": "status"}
+__all__ = sorted(_FACE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _FACE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
