@@ -20,8 +20,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from imf.data.lowdim import KEYPOINT_OBS_DIM
-from imf.data.normalizer import MinMaxNormalizer
+from imf.data import KEYPOINT_OBS_DIM, MinMaxNormalizer
 from imf.errors import CheckpointError, ConfigError
 from imf.model import ImfTransformer, ObsEncoder
 from imf.registry import plugin_and_options

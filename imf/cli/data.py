@@ -24,8 +24,8 @@ def data_demo(
     data, so they are copied when one is there."""
     from rich.progress import Progress
     from imf.errors import DataError
-    from imf.data.replay_buffer import prepare_output
-    from imf.pusht.expert import copy_from_cache, make_demo_dataset
+    from imf.data import prepare_output
+    from imf.pusht import copy_from_cache, make_demo_dataset
     if out.exists() and not force:
         raise DataError(f"--out {out} exists; pass --force to replace it")
     prepare_output(out)  # a bad --out fails before the progress bar
@@ -50,5 +50,5 @@ def data_demo(
 @data_app.command(cls=Command, name="info")
 def data_info(path: Path = typer.Argument(..., help="A replay-buffer zarr store (directory or zip).")) -> None:
     """Episodes, steps and lengths, then every stored array: shape, dtype, chunks, compressor, and how imf reads it."""
-    from imf.data.store_info import describe_store
+    from imf.data import describe_store
     typer.echo(describe_store(path))

@@ -15,7 +15,7 @@ import numpy as np
 
 from imf.curricula import Curriculum, TrainEpisodes
 from imf.errors import DataError, OptionError
-from imf.pusht.geometry import GOAL_POSE
+from imf.pusht import GOAL_POSE
 
 ORDERS = ("length", "distance")
 TABLE = 512.0  # the table's side in world units

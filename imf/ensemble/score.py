@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from imf.config import Config, final_eval_seeds, from_dict
-from imf.data.lowdim import agent_pos_of
-from imf.pusht.env import PushTEnv
+from imf.data import agent_pos_of
+from imf.pusht import PushTEnv
 from imf.stats import pm, standard_error
 from imf.train.checkpoint import load_checkpoint
 from imf.train.evaluate import TorchPolicyAdapter, evaluate_checkpoint, policy_from_checkpoint

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 import pymunk
 
-from imf.data.lowdim import keypoint_obs
+from imf.data import keypoint_obs
 from imf.errors import ImfError
 from imf.pusht import geometry as geo
 

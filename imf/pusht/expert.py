@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from imf.data.replay_buffer import copy_episodes, prepare_output, read_episode_ends, write_episodes
+from imf.data import copy_episodes, prepare_output, read_episode_ends, write_episodes
 from imf.errors import DataError
 from imf.pusht.env import PushTEnv
 from imf.pusht.planner import ScriptedExpert

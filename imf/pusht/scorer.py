@@ -17,7 +17,7 @@ import numpy as np
 
 from imf.errors import ImfError
 from imf.pusht import geometry as geo
-from imf.data.lowdim import agent_pos_of
+from imf.data import agent_pos_of
 from imf.pusht.env import OBS_TYPES, PushTEnv
 
 Policy = Callable[[dict[str, np.ndarray]], Any]

@@ -15,7 +15,7 @@ from typing import Any
 
 from imf.config import (ALIASES, MAX_TRAIN_CAP, Config, check_value, coerce_kind, is_config_key, key_kind,
                         load_config, mask_overrides, parse_scalar)
-from imf.data.size import check_data_size
+from imf.data import check_data_size
 from imf.errors import ConfigError, SweepError
 from imf.store import params_of, readable_id, trial_hash
 from imf.registry import fill_options

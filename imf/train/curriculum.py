@@ -8,10 +8,8 @@ import numpy as np
 
 from imf.config import Config
 from imf.curricula import Curriculum, TrainEpisodes
-from imf.data.replay_buffer import ReplayBuffer
+from imf.data import PoolSampler, ReplayBuffer, train_mask
 from imf.errors import DataError
-from imf.data.pool import PoolSampler
-from imf.data.sampler import train_mask
 from imf.registry import plugin_and_options
 from imf.train.data import resolve_data_path
 

@@ -10,18 +10,14 @@ import torch
 from torch.utils.data import DataLoader
 
 from imf.config import Config
-from imf.data.dataset import PushTImageDataset
-from imf.data.normalizer import MinMaxNormalizer
-from imf.data.keypoint_dataset import PushTKeypointDataset
-from imf.data.replay_buffer import ReplayBuffer
-from imf.data.pool import PoolSampler
-from imf.data.sampler import validation_mask
+from imf.data import (MinMaxNormalizer, PoolSampler, PushTImageDataset, PushTKeypointDataset, ReplayBuffer,
+                      validation_mask)
 
 
 def resolve_data_path(cfg: Config, say: Callable[[str], None]) -> Path:
     if cfg.data.path:
         return Path(cfg.data.path).expanduser()
-    from imf.pusht.expert import ensure_demo_dataset  # only needed without a data set
+    from imf.pusht import ensure_demo_dataset  # only needed without a data set
 
     say(f"data: no data.path given; using {cfg.data.demo_episodes} scripted demo episodes "
         f"(seed {cfg.data.demo_seed}, made once and cached)")

@@ -11,7 +11,7 @@ import yaml
 from imf.config import Config, load_config
 from imf.model import attention_masks
 from imf.policy import ImfPolicy
-from imf.data.normalizer import MinMaxNormalizer
+from imf.data import MinMaxNormalizer
 from imf.registry import fill_options
 from imf.store import differences
 from imf.train.recording import Identity
@@ -35,7 +35,7 @@ def step_seconds(cfg: Config, steps: int = 3) -> float:
     on random inputs of its shapes at its batch size, on this machine's CPU with its threads."""
     import time
     import torch
-    from imf.data.lowdim import KEYPOINT_OBS_DIM
+    from imf.data import KEYPOINT_OBS_DIM
     p, batch = cfg.policy, cfg.training.batch_size
     normalizer = MinMaxNormalizer()
     for key, dim in (("action", 2), ("agent_pos", 2), ("keypoints", KEYPOINT_OBS_DIM)):

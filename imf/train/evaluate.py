@@ -19,10 +19,10 @@ import torch
 from imf.atomic import atomic_write_json
 from imf.config import Config, EvalConfig, final_eval_seeds, from_dict, holdout_seeds
 from imf.seeds import SELECTION
-from imf.data.normalizer import MinMaxNormalizer
+from imf.data import MinMaxNormalizer
 from imf.errors import CheckpointError, ConfigError
 from imf.policy import ActionEnsemble, ImfPolicy
-from imf.pusht.scorer import ScoreResult, score_policy
+from imf.pusht import ScoreResult, score_policy
 from imf.stats import pm, standard_error
 from imf.clock import now_iso
 from imf.store import FINAL_EVAL, HOLDOUT, append_look, read_looks, read_summary, run_dir_of

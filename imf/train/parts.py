@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from imf.config import Config
-from imf.data.normalizer import MinMaxNormalizer
+from imf.data import MinMaxNormalizer
 from imf.errors import ConfigError, NoCudaError
 from imf.model import EMAModel, attention_masks
 from imf.policy import ImfPolicy, load_weights_partial

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from imf.config import Config, list_presets, load_config
-from imf.data.normalizer import MinMaxNormalizer
+from imf.data import MinMaxNormalizer
 from imf.model import attention_masks
 from imf.policy import ImfPolicy
 from imf.registry import PluginInfo, call_mask, mask_problem

@@ -20,7 +20,7 @@ import torch
 from imf import registry
 from imf.atomic import clean_stale_temps
 from imf.config import MAX_TRAIN_CAP, Config
-from imf.data.size import check_data_size
+from imf.data import check_data_size
 from imf.errors import DiskFullError, TrainingError
 from imf.registry import fill_options
 from imf.clock import now_iso
