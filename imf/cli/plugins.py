@@ -39,7 +39,7 @@ def plugins(as_json: bool = typer.Option(False, "--json", help="Print JSON for s
 
 
 def _check() -> None:
-    from imf.train.plugin_shapes import check_shapes  # torch: only for --check
+    from imf.train import check_shapes  # torch: only for --check
     problems = [line for group in registry.GROUPS for line in check_installed(group)]
     shapes = check_shapes(keeping("imf.masks"), keeping("imf.objectives"))
     problems += shapes.problems

@@ -75,7 +75,7 @@ def trial_command(args: list[str], **kwargs) -> None:
     the ``imf.trainers`` plugins; its return value is the exit code."""
     from imf import registry
     from imf.config import BUILTIN_TRAINER, trainer_name
-    from imf.train.trainers import TrialRequest
+    from imf.train import TrialRequest
 
     preset, dotted = split_config_args(args)
     request = TrialRequest(config=preset or DEFAULT_PRESET, dotted=dotted, **kwargs)
@@ -110,8 +110,7 @@ def imf_trial_command(args: list[str], *, trial_id: str | None, out: Path | None
                   overrides: str | None, device: str | None, stores: list[str] | None,
                   resume: bool, final_eval: int | None = None, holdout: bool = False,
                   hypothesis: str | None = None, dry_run: bool = False, time_steps: int | None = None) -> None:
-    from imf.train.recording import identity_of
-    from imf.train.trial import TrialOptions, run_trial
+    from imf.train import TrialOptions, identity_of, run_trial
 
     preset, dotted = split_config_args(args)
     if hypothesis is not None:
@@ -165,7 +164,7 @@ def imf_trial_command(args: list[str], *, trial_id: str | None, out: Path | None
 
 
 def _dry_run(cfg: Config, preset: str, tid: str, identity, time_steps: int | None) -> None:
-    from imf.train.dry_run import dry_run_text, step_seconds
+    from imf.train import dry_run_text, step_seconds
     if time_steps is not None and not 1 <= time_steps <= 100:
         raise ConfigError(f"--time-steps {time_steps}: expected 1..100")
     typer.echo(dry_run_text(cfg, preset, tid, identity))
@@ -199,7 +198,7 @@ def refuse_flags(flags: dict[str, object], why: str) -> None:
 def _final_eval(run_dir: Path, n: int, cfg: Config, holdout: bool) -> None:
     """Re-score best.pt on selection seeds (and with ``holdout`` on the holdout seeds); a failure
     here leaves the finished training standing."""
-    from imf.train.evaluate import holdout_look, run_final_eval
+    from imf.train import holdout_look, run_final_eval
 
     try:
         written = run_final_eval(run_dir, n, cfg.eval, device=cfg.training.device, echo=typer.echo)
@@ -249,8 +248,7 @@ def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | No
                  start_seed: int | None, device: str, workers: int | None, as_json: bool,
                  noise_seed: int | None = None, holdout: bool = False,
                  action_steps: int | None = None) -> None:
-    from imf.train.evaluate import best_checkpoint, check_options, evaluate_checkpoint, holdout_look
-    from imf.train.parts import pick_device
+    from imf.train import best_checkpoint, check_options, evaluate_checkpoint, holdout_look, pick_device
 
     if (checkpoint is None) == (best is None):
         raise ConfigError("imf eval: give a checkpoint path or --best DIR (one of the two)")
@@ -290,21 +288,21 @@ def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | No
 def _program_eval(path: Path, as_json: bool, imf_flags: dict[str, object]) -> bool:
     """A trainer program's checkpoint (or run folder) scored by its config's eval command
     (imf/train/program_eval.py); False for imf's own checkpoints."""
-    from imf.train import program_eval
+    from imf.train import evaluate_program, program_line, program_run_of, run_config
 
-    run = program_eval.program_run_of(Path(path))
+    run = program_run_of(Path(path))
     if run is None:
         return False
     refuse_flags({k: v is not None and v is not False for k, v in imf_flags.items()},
                  f"{run} is a program's run: its eval command takes no imf eval settings")
-    program_eval.run_config(run)  # refused in one line when it names no eval command
+    run_config(run)  # refused in one line when it names no eval command
     if Path(path).is_dir():
         summary = RunSummary.from_dict(read_json_object(run / SUMMARY)) if (run / SUMMARY).is_file() else None
         if summary is None or not summary.checkpoints.best or not (run / summary.checkpoints.best).is_file():
             raise ConfigError(f"imf eval: the run {run} has no checkpoint (its summary.json names none)")
         path = run / summary.checkpoints.best
-    result = program_eval.evaluate(Path(path), run, (lambda _: None) if as_json else typer.echo)
-    typer.echo(json.dumps(result, indent=2) if as_json else program_eval.line(result))
+    result = evaluate_program(Path(path), run, (lambda _: None) if as_json else typer.echo)
+    typer.echo(json.dumps(result, indent=2) if as_json else program_line(result))
     return True
 
 

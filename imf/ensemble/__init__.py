@@ -21,7 +21,7 @@ from imf.ensemble.record import check_scoreboard, record, result_of, write_resul
 from imf.ensemble.score import chunk_latency, selection_seeds, score_selection
 from imf.errors import EnsembleError
 from imf.store import params_of
-from imf.train.checkpoint import save_checkpoint
+from imf.train import save_checkpoint
 
 __all__ = ["MODES", "EnsembleResult", "check_request", "make_ensemble", "select"]
 

@@ -16,7 +16,7 @@ import torch
 
 from imf.errors import EnsembleError
 from imf.ensemble.members import Member, Selection, first_difference
-from imf.train import checkpoint as ckpt_io
+from imf.train import ENSEMBLE_CHECKPOINT, load_checkpoint, weights_to_save
 from imf.version import code_version
 
 SAME_FOR_ACTIONS = ("obs_type", "n_obs_steps", "n_action_steps", "action_dim")
@@ -30,7 +30,7 @@ class Loaded:
     @property
     def weights(self) -> dict[str, Any]:
         """The weights its rollouts were scored with: EMA when the run kept one."""
-        return ckpt_io.weights_to_save(self.state.get("ema") or self.state["policy"])
+        return weights_to_save(self.state.get("ema") or self.state["policy"])
 
     @property
     def policy_config(self) -> dict[str, Any]:
@@ -38,7 +38,7 @@ class Loaded:
 
 
 def load_members(selection: Selection) -> list[Loaded]:
-    return [Loaded(m, ckpt_io.load_checkpoint(m.checkpoint)) for m in selection.members]
+    return [Loaded(m, load_checkpoint(m.checkpoint)) for m in selection.members]
 
 
 def _describe(member: Member) -> str:
@@ -112,7 +112,7 @@ def action_checkpoint(selection: Selection, loaded: list[Loaded]) -> dict[str, A
     members = [{"config": item.state["config"], "normalizer": item.state["normalizer"],
                 "policy": item.weights, "trial_id": item.member.trial, "epoch": item.member.epoch}
                for item in loaded]
-    return {"kind": ckpt_io.ENSEMBLE, "config": loaded[0].state["config"], "members": members,
+    return {"kind": ENSEMBLE_CHECKPOINT, "config": loaded[0].state["config"], "members": members,
             "epoch": None, "trial_id": selection.id, "code_version": code_version(),
             "ensemble": _listing(selection, "actions")}
 

@@ -21,9 +21,7 @@ from imf.config import Config, final_eval_seeds, from_dict
 from imf.data import agent_pos_of
 from imf.pusht import PushTEnv
 from imf.stats import pm, standard_error
-from imf.train.checkpoint import load_checkpoint
-from imf.train.evaluate import TorchPolicyAdapter, evaluate_checkpoint, policy_from_checkpoint
-from imf.train.parts import pick_device
+from imf.train import TorchPolicyAdapter, evaluate_checkpoint, load_checkpoint, pick_device, policy_from_checkpoint
 
 WARMUP, REPEATS = 5, 50
 

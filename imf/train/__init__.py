@@ -1,1 +1,30 @@
-"""One trial: data, policy, the training loop, rollouts, checkpoints, logs and stopping."""
+"""One trial: data, policy, the training loop, rollouts, checkpoints, logs and stopping.
+
+The names below are the trainer's face for other parts; each loads its module on first use
+(PEP 562 ``__getattr__``), so a part that names one imports torch only when it asks for it.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# name -> "module" or "module:name in it" (where the module's own name would be ambiguous here)
+_FACE = {"ENSEMBLE_CHECKPOINT": "checkpoint:ENSEMBLE", "load_checkpoint": "checkpoint",
+         "save_checkpoint": "checkpoint", "weights_to_save": "checkpoint", "dry_run_text": "dry_run",
+         "step_seconds": "dry_run", "TorchPolicyAdapter": "evaluate", "best_checkpoint": "evaluate",
+         "check_options": "evaluate", "evaluate_checkpoint": "evaluate", "holdout_look": "evaluate",
+         "policy_from_checkpoint": "evaluate", "run_final_eval": "evaluate", "pick_device": "parts",
+         "check_shapes": "plugin_shapes", "evaluate_program": "program_eval:evaluate",
+         "program_line": "program_eval:line", "program_run_of": "program_eval", "run_config": "program_eval",
+         "identity_of": "recording", "TrialRequest": "trainers", "TrialOptions": "trial", "run_trial": "trial"}
+__all__ = sorted(_FACE)
+
+
+def __getattr__(name: str) -> Any:
+    where = _FACE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = where.partition(":")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr or name)
+    globals()[name] = value
+    return value
