@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from imf.errors import TrainingError
-from imf.objectives.base import Metrics
+from imf.objectives import Metrics
 from imf.train.parts import autocast_for
 
 
