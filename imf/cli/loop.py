@@ -24,7 +24,8 @@ def loop(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the next round's proposals and commands; run nothing."),
 ) -> None:
     """Close the loop: each round runs the top proposals of imf suggest as a sweep, then writes each one's result and conclusion to ITERATION_LOG.md."""
-    from imf.loop import loop as loop_lib
+    from imf.loop import LoopRequest, resume_loop, start_loop
+    from imf.loop import dry_run as round_text  # not the --dry-run flag
 
     if resume is not None:
         given = {"FOLDER": folder, "--rounds": rounds is not None, "--queue": queue, "--hosts": hosts,
@@ -33,17 +34,17 @@ def loop(
             raise LoopError(f"--resume continues a loop as it was started; drop "
                             f"{', '.join(k for k, v in given.items() if v)}")
         if dry_run:  # the round it would go on with, nothing run
-            typer.echo(loop_lib.dry_run(resume, [], per_round))
+            typer.echo(round_text(resume, [], per_round))
         else:
-            loop_lib.resume_loop(resume, typer.echo)
+            resume_loop(resume, typer.echo)
         return
     if folder is None:
         raise LoopError("give the folder of the loop (a sweep folder or a folder of runs), or --resume FOLDER")
     if dry_run:
-        typer.echo(loop_lib.dry_run(folder, list(queue or []), per_round, str(hosts) if hosts else None))
+        typer.echo(round_text(folder, list(queue or []), per_round, str(hosts) if hosts else None))
         return
     if rounds is None:
         raise LoopError("--rounds N is required (the most rounds the loop runs)")
-    req = loop_lib.LoopRequest(folder, list(queue or []), rounds, per_round, hours,
-                               str(hosts) if hosts else None, final_eval)
-    loop_lib.start_loop(req, typer.echo)
+    req = LoopRequest(folder, list(queue or []), rounds, per_round, hours,
+                      str(hosts) if hosts else None, final_eval)
+    start_loop(req, typer.echo)
