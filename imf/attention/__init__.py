@@ -14,6 +14,8 @@ from typing import Protocol
 
 import numpy as np
 
+__all__ = ["AttentionMasks", "Mask", "causal", "full"]  # the face; the masks are found as plugins
+
 
 @dataclass(frozen=True)
 class AttentionMasks:

@@ -14,6 +14,8 @@ from imf.cli.app import app
 from imf.cli import plugins, trial, report, loop, ensemble, sweep, log, data  # noqa: F401,E402,I001
 from imf.errors import ImfError
 
+__all__ = ["app", "main"]  # nothing of imf imports the CLI; these are its entry points
+
 
 def main() -> None:
     try:

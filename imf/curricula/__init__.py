@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+__all__ = ["Curriculum", "NoCurriculum", "TrainEpisodes"]  # the face other parts use
+
 
 @dataclass(frozen=True)
 class TrainEpisodes:

@@ -27,6 +27,8 @@ from imf.config import Config
 from imf.errors import ConfigError, PluginError
 from imf.registry import as_dict, resolve_options
 
+__all__ = ["GROUP", "RunLogger", "Tracker", "TrackerRun", "check_trackers", "run_group", "tracker_names"]
+
 GROUP = "imf.trackers"
 
 
