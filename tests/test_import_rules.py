@@ -97,3 +97,88 @@ def test_controller_side_starts_without_torch(module):
     code = f"import sys, {module}; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# Faces: every part's __init__.py names in ``__all__`` what other parts may use, and other parts
+# import only from it, never an inner module (``from imf.store.layout import X``, ``import
+# imf.store.layout``, ``from imf.sweep import launch``). A part not yet converted keeps a ceiling
+# on the imports that reach past its face, so the number can only go down; the goal is an empty
+# allowance (every part is converted today: keep it empty).
+FACE_ALLOWANCE: dict[str, int] = {}
+
+
+def _folder_parts() -> list[str]:
+    return sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+
+
+def _past_faces(path: Path, part: str) -> list[str]:
+    """The inner modules of other parts (folders) that ``path``, a module of ``part``, imports."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        modules = []
+        if isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules = [node.module]
+            if node.module.count(".") == 1:  # from imf.sweep import launch: a submodule by name
+                modules += [f"{node.module}.{a.name}" for a in node.names]
+        for module in modules:
+            parts = module.split(".")
+            if parts[0] != "imf" or len(parts) < 3 or parts[1] == part or not (PACKAGE / parts[1]).is_dir():
+                continue
+            inner = PACKAGE.joinpath(*parts[1:3])
+            if inner.with_suffix(".py").is_file() or inner.is_dir():
+                found.append(".".join(parts[:3]))
+    return found
+
+
+def _face_names(part: str) -> set[str]:
+    """``__all__`` of imf/<part>/__init__.py, read without importing it: a list, or a list built from
+    the module's literal dicts and lists (``sorted(_FACE)``, ``[..., *_LAZY]``)."""
+    tree = ast.parse((PACKAGE / part / "__init__.py").read_text())
+    env: dict[str, object] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, (ast.Dict, ast.List, ast.Tuple)):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            if isinstance(target, ast.Name) and target.id != "__all__":
+                env[target.id] = ast.literal_eval(node.value)
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return set(eval(compile(ast.Expression(node.value), "__all__", "eval"), {"sorted": sorted}, env))
+    return set()
+
+
+def test_the_face_parser_sees_every_spelling(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("import imf.store.runs\nfrom imf.store import layout, read_log\nfrom imf.sweep.plan import x\n"
+                     "from imf.report import build_report\nfrom imf.train.trial import y\nfrom imf import stats\n")
+    assert _past_faces(probe, "train") == ["imf.store.runs", "imf.store.layout", "imf.sweep.plan"]
+
+
+def test_other_parts_import_only_a_face():
+    reached: dict[str, list[str]] = {}
+    for part, path in _modules():
+        for module in _past_faces(path, part):
+            reached.setdefault(module.split(".")[1], []).append(f"{path.relative_to(PACKAGE.parent)}: {module}")
+    for target, where in sorted(reached.items()):
+        ceiling = FACE_ALLOWANCE.get(target, 0)
+        assert len(where) <= ceiling, (f"import from imf.{target} (its __init__.py, the part's face; add the name "
+                                       f"to its __all__), not its inner modules: " + "; ".join(where))
+    lower = {t: len(reached.get(t, [])) for t, n in FACE_ALLOWANCE.items() if len(reached.get(t, [])) < n}
+    assert not lower, f"fewer imports reach past these faces now: lower FACE_ALLOWANCE to {lower}"
+
+
+@pytest.mark.parametrize("part", _folder_parts())
+def test_every_part_has_a_face(part):
+    assert _face_names(part), f"imf/{part}/__init__.py lists no __all__"
+
+
+def test_what_other_parts_import_from_a_face_is_in_its_all():
+    faces = {part: _face_names(part) for part in _folder_parts()}
+    for part, path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                target = node.module.removeprefix("imf.")
+                if target in faces and target != part:
+                    missing = {a.name for a in node.names} - faces[target]
+                    where = path.relative_to(PACKAGE.parent)
+                    assert not missing, f"{where}: add {sorted(missing)} to imf.{target}.__all__"
