@@ -35,7 +35,7 @@ ALLOWED = {
     "store": set(), "data": set(), "attention": set(), "config": set(),
 }
 # Leaf helpers anyone may import: they import nothing of imf but each other.
-LEAVES = {"errors", "version", "tables", "stats", "atomic", "clock", "typed", "upgrade", "drill", "seeds"}
+LEAVES = {"errors", "version", "tables", "stats", "atomic", "clock", "typed", "upgrade", "drill", "seeds", "faces"}
 
 
 def _imf_imports(path: Path) -> set[str]:

@@ -6,8 +6,7 @@ check do not.
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from imf.faces import lazy_names
 
 _FACE = {"PushTImageDataset": "dataset", "PushTKeypointDataset": "keypoint_dataset", "KEYPOINT_OBS_DIM": "lowdim",
          "agent_pos_of": "lowdim", "keypoint_obs": "lowdim", "MinMaxNormalizer": "normalizer",
@@ -18,10 +17,4 @@ _FACE = {"PushTImageDataset": "dataset", "PushTKeypointDataset": "keypoint_datas
 __all__ = sorted(_FACE)
 
 
-def __getattr__(name: str) -> Any:
-    module = _FACE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _FACE, globals())

@@ -5,18 +5,11 @@ The names below are PushT's face for other parts; each loads its module on first
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from imf.faces import lazy_names
 
 _FACE = {"PushTEnv": "env", "copy_from_cache": "expert", "ensure_demo_dataset": "expert",
          "make_demo_dataset": "expert", "GOAL_POSE": "geometry", "ScoreResult": "scorer", "score_policy": "scorer"}
 __all__ = sorted(_FACE)
 
 
-def __getattr__(name: str) -> Any:
-    module = _FACE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _FACE, globals())

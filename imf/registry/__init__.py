@@ -13,7 +13,6 @@ distribution by name; the other is listed as shadowed, never used.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import sys
@@ -22,28 +21,23 @@ from importlib import metadata
 from typing import Any
 
 from imf.errors import PluginError, UnknownPluginError
+from imf.faces import lazy_names
 
 GROUPS = ("imf.curricula", "imf.masks", "imf.objectives", "imf.schedulers", "imf.stores", "imf.trackers",
           "imf.trainers")
 BUILTIN_DIST = "imf"
 
 # The registry's face: these names, and those of its plugin-option, mask and contract modules, which
-# load on first use (PEP 562 ``__getattr__`` below) since they import the config and numpy.
+# load on first use (PEP 562 ``__getattr__`` below) since they import the config and numpy;
+# "module:name" where the face renames it.
 _LAZY = {"as_dict": "options", "fill_options": "options", "plugin_and_options": "options",
-         "resolve_options": "options", "N_TIME_TOKENS": "masks", "call_mask": "masks", "check_masks": "masks",
+         "resolve_options": "options:resolve", "N_TIME_TOKENS": "masks", "call_mask": "masks", "check_masks": "masks",
          "mask_problem": "masks", "resolve_masks": "masks", "check_installed": "contracts", "keeping": "contracts"}
-_RENAMED = {"resolve_options": "resolve"}  # the name in its module
 __all__ = ["BUILTIN_DIST", "GROUPS", "PluginInfo", "check", "clear_cache", "discover", "excluded", "get", "kind_of",
            "names", "normalize", "requirements", "unknown", *_LAZY]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), _RENAMED.get(name, name))
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())
 
 
 @dataclass

@@ -7,8 +7,7 @@ The names below are the scheduler's face for other parts; each loads its module 
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from imf.faces import lazy_names
 
 _FACE = {"GROUP": "base", "HANDLE_FIELDS": "base", "Handle": "base", "JobRequest": "base", "JobStatus": "base",
          "Scheduler": "base", "scheduler_for": "base", "scheme_of": "base", "new_token": "claim",
@@ -17,10 +16,4 @@ _FACE = {"GROUP": "base", "HANDLE_FIELDS": "base", "Handle": "base", "JobRequest
 __all__ = sorted(_FACE)
 
 
-def __getattr__(name: str) -> Any:
-    module = _FACE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _FACE, globals())

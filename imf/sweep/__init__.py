@@ -8,8 +8,7 @@ The names below are the sweep's face for other parts; each loads its module on f
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from imf.faces import lazy_names
 
 _FACE = {"cancel_sweep": "cancel", "Engine": "engine", "SweepDir": "folder", "resume_sweep": "launch",
          "sweep_state": "launch", "write_sweep": "launch", "sweep_view": "live", "watch": "live", "NAME_RE": "plan",
@@ -20,10 +19,4 @@ _FACE = {"cancel_sweep": "cancel", "Engine": "engine", "SweepDir": "folder", "re
 __all__ = sorted(_FACE)
 
 
-def __getattr__(name: str) -> Any:
-    module = _FACE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _FACE, globals())

@@ -5,8 +5,7 @@ The names below are the trainer's face for other parts; each loads its module on
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from imf.faces import lazy_names
 
 # name -> "module" or "module:name in it" (where the module's own name would be ambiguous here)
 _FACE = {"ENSEMBLE_CHECKPOINT": "checkpoint:ENSEMBLE", "load_checkpoint": "checkpoint",
@@ -20,11 +19,4 @@ _FACE = {"ENSEMBLE_CHECKPOINT": "checkpoint:ENSEMBLE", "load_checkpoint": "check
 __all__ = sorted(_FACE)
 
 
-def __getattr__(name: str) -> Any:
-    where = _FACE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attr = where.partition(":")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr or name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _FACE, globals())
