@@ -115,7 +115,8 @@ def table(folder: Path, baseline: str | None, write: bool, only: bool = False, n
     lines = [section, "", f"`python benchmarks/ablation.py run NAME key=value ...` per row, then "
              f"`table`; 1 torch thread per run, {sized}, best.pt re-scored on {SELECTION} selection seeds "
              f"(500000..): these columns chose the settings, so they are not claims. Scores are mean coverage "
-             f"± SE; best success: the best test rollout's (50 test seeds).",
+             f"± SE; best success: the best test rollout's (50 test seeds). JSON: "
+             f"benchmarks/learning_results/ablations_{name}.json.",
              "", "| run | change | steps | samples/s | best test score | best success | selection coverage | selection success |",
              "|---|---|---|---|---|---|---|---|"]
     for e in entries:
