@@ -76,9 +76,10 @@ class FileKind:
     def _oldest(self) -> int:
         return min([self.first] + [s.to - 1 for s in self.steps])
 
-    def read(self, data: dict[str, Any]) -> Read:
+    def read(self, data: dict[str, Any], account: bool = True) -> Read:
         """``data`` brought to today's version by the steps after its own (``data`` itself is
-        kept), with the names of those that changed it; ValueError naming the versions for one
+        kept), with the names of those that changed it (``account=False``: the names of the steps
+        that ran, without comparing before and after); ValueError naming the versions for one
         this imf does not read (newer, older than its first, or no number)."""
         version = self.version_of(data)
         oldest = self._oldest()
@@ -86,12 +87,15 @@ class FileKind:
             found = data.get(self.key)
             raise ValueError(f"{self.key} {found!r}; this imf reads {self.stamp(oldest)} to {self.stamp()}")
         was, changed = version, []
-        plain = _plain(data)  # JSON: each step gets a deep copy, and counts when it changed it
+        plain = _plain(data)  # JSON: the steps change one deep copy, and count when they changed it
+        compare = account and plain
+        if plain and any(version < step.to for step in self.steps):
+            data = copy.deepcopy(data)
         for step in self.steps:
             if version < step.to:
-                before = json.dumps(data, sort_keys=True) if plain else ""
-                data, version = step.apply(copy.deepcopy(data) if plain else dict(data)), step.to
-                if not plain or json.dumps(data, sort_keys=True) != before:
+                before = json.dumps(data, sort_keys=True) if compare else ""
+                data, version = step.apply(data if plain else dict(data)), step.to
+                if not compare or json.dumps(data, sort_keys=True) != before:
                     changed.append(step.name)
         if self.key and data.get(self.key) != self.stamp():
             data = {**data, self.key: self.stamp()}
@@ -100,16 +104,19 @@ class FileKind:
         return Read(data, was, tuple(changed))
 
     def upgrade(self, data: dict[str, Any]) -> dict[str, Any]:
-        """``data`` at today's version (``read`` without the account of what changed)."""
-        return self.read(data).data
+        """``data`` at today's version (``read`` without the account of what changed: a config
+        runs its steps on every layer of every load, so no before-and-after comparison)."""
+        return self.read(data, account=False).data
 
 
-def _plain(data: dict[str, Any]) -> bool:
-    """Whether ``data`` is JSON through and through (then a step gets a deep copy to change)."""
-    try:
-        return json.loads(json.dumps(data)) == data
-    except (TypeError, ValueError):
-        return False
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is JSON through and through (dicts with text keys, lists, text, numbers,
+    None): then the steps get a deep copy to change; a checkpoint's tensors are not copied."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (str, int, float, bool))
 
 
 def write_back(path: Path, note: str, write: Callable[[Path], None], say: TextIO | None = None) -> str:
