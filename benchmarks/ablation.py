@@ -35,7 +35,7 @@ from results_file import write_section
 from run_record import read_record
 from sizing import sizing
 
-from imf.store.summary import observed_status
+from imf.store import observed_status
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "benchmarks" / "learning_results"

@@ -19,8 +19,7 @@ import numpy as np
 
 from imf.config import load_config
 from imf.seeds import HOLDOUT, SELECTION
-from imf.pusht.expert import run_expert_episode
-from imf.pusht.scorer import score_policy
+from imf.pusht import run_expert_episode, score_policy
 from imf.stats import standard_error
 
 OUT = Path(__file__).resolve().parent / "learning_results" / "anchors.json"

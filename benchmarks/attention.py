@@ -26,9 +26,8 @@ from typing import Any
 
 import yaml
 
-from imf.report import build_comparison, build_report, render_compare_text
-from imf.report.compare import write_compare_files
-from imf.store.layout import CHECKPOINTS, SWANLOG
+from imf.report import build_comparison, build_report, render_compare_text, write_compare_files
+from imf.store import CHECKPOINTS, SWANLOG
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "attention"

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from imf.pusht.expert import default_cache_dir, demo_dataset_path
+from imf.pusht import default_cache_dir, demo_dataset_path
 from results_file import write_section  # benchmarks/results_file.py (the script's folder)
 
 SECTION = "## Scripted demo sets (benchmarks/demo_speed.py)"
@@ -50,7 +50,7 @@ def measure(cache: Path, episodes: int, derived: int) -> list[tuple[str, dict[st
     env = {"IMF_CACHE": str(cache), "OMP_NUM_THREADS": "1"}
     imf = [sys.executable, "-m", "imf", "data", "demo"]
     big, small = demo_dataset_path(episodes, 0, cache), demo_dataset_path(derived, 0, cache)
-    ensure = (f"from imf.pusht.expert import ensure_demo_dataset; "
+    ensure = (f"from imf.pusht import ensure_demo_dataset; "
               f"ensure_demo_dataset({derived}, cache_dir={str(cache)!r})")
     fresh = timed(imf + ["--episodes", str(episodes), "--out", str(big)], env)
     print(f"simulated {episodes}: {fresh}", flush=True)

@@ -227,7 +227,7 @@ def _log(root: Path) -> str:
 
 WRITER = """import sys
 from pathlib import Path
-from imf.store.scoreboard import ScoreboardStore
+from imf.store import ScoreboardStore
 store, k = ScoreboardStore(Path(sys.argv[1])), sys.argv[2]
 for i in range(int(sys.argv[3])):
     store.record({"id": f"w{k}-r{i}", "score": i / 100, "status": "completed"})

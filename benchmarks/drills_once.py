@@ -174,7 +174,7 @@ def _project(sweep_dir: Path) -> Path:
 
 def check_sweep(sweep_dir: Path, root: Path, verdict: Verdict) -> None:
     """What is wrong with the finished sweep in ``sweep_dir``, trial by trial."""
-    from imf.store.iteration_log import IterationLogStore
+    from imf.store import IterationLogStore
     state = json.loads((sweep_dir / "sweep.json").read_text())
     started, completed = _ledger(root / "started"), _ledger(root / "completed")
     project = _project(sweep_dir)
@@ -249,7 +249,7 @@ def _base_runs(folder: Path) -> None:
 
 
 def check_loop(folder: Path, root: Path, verdict: Verdict) -> None:
-    from imf.store.iteration_log import IterationLogStore
+    from imf.store import IterationLogStore
     loop = json.loads((folder / "loop.json").read_text())
     rounds = loop["rounds"]
     verdict.trials = sum(len(r["proposals"]) for r in rounds)

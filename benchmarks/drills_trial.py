@@ -37,7 +37,7 @@ def _trial(cache: Path, *args: str) -> list[str]:
 
 
 def _demos(root: Path) -> Path:
-    from imf.pusht.expert import ensure_demo_dataset
+    from imf.pusht import ensure_demo_dataset
     ensure_demo_dataset(4, seed=0, cache_dir=str(root / "cache"))
     return root / "cache"
 
@@ -72,7 +72,7 @@ def drill_one_folder(root: Path) -> str:
               _imf("trial", "--resume", "--out", str(run), cwd=root)]
     refused = sum(p.wait(600) == 2 and "is in use by trial r4" in p.communicate()[1] for p in others)
     ran = int(first.wait(600) == 0)
-    from imf.store.scoreboard import ScoreboardStore
+    from imf.store import ScoreboardStore
     records = ScoreboardStore(run.parent).read()
     summary = json.loads((run / "summary.json").read_text())
     matches = (len(records) == 1 and records[0]["epochs"] == 30 == summary["epochs_done"]

@@ -21,10 +21,9 @@ from pathlib import Path
 
 import torch
 
-from imf.ensemble import make_ensemble
-from imf.ensemble.score import chunk_latency, score_fresh
+from imf.ensemble import chunk_latency, make_ensemble, score_selection
 from imf.stats import standard_error
-from imf.store.summary import read_summary
+from imf.store import read_summary
 from results_file import write_section
 
 SECTION = "## Ensembles, keypoints (benchmarks/ensemble.py)"
@@ -54,11 +53,11 @@ def latencies(paths: dict[str, Path]) -> dict[str, float]:
 def measure(run: Path, scratch: Path, top: int, n: int) -> dict[str, dict]:
     copy = scratch / run.name
     shutil.copytree(run, copy)
-    single = score_fresh(best_of(copy), n, device="cpu")
+    single = score_selection(best_of(copy), n, device="cpu")
     rows = {"best single": {"fresh": single.__dict__, "path": best_of(copy)}}
     for mode in ("weights", "actions"):
         made = make_ensemble(copy, top, mode, final_eval=n, device="cpu")
-        rows[f"top-{top} {mode}"] = {"fresh": made.result["fresh"], "path": made.checkpoint}
+        rows[f"top-{top} {mode}"] = {"fresh": made.result["selection"], "path": made.checkpoint}
     return rows
 
 

@@ -21,9 +21,7 @@ import time
 
 import numpy as np
 
-from imf.pusht.env import PushTEnv
-from imf.pusht.expert import run_expert_episode
-from imf.pusht.scorer import score_policy
+from imf.pusht import PushTEnv, run_expert_episode, score_policy
 from results_file import write_section  # benchmarks/results_file.py (the script's folder)
 
 SECTION = "## PushT environment (benchmarks/env_speed.py)"

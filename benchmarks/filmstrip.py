@@ -45,7 +45,7 @@ class Episode:
 
 
 def run_policy(policy, cfg, seed: int, every: int, max_steps: int = 300) -> Episode:
-    from imf.pusht.env import PushTEnv
+    from imf.pusht import PushTEnv
     env = PushTEnv(cfg.policy.obs_type, legacy=True)
     obs, info = env.reset(seed=seed)
     ep = Episode(seed, [info["coverage"]], [(0, env.render(192))])
@@ -82,8 +82,8 @@ def goal_error(info: dict) -> tuple[float, float]:
 
 
 def run_expert(seed: int, every: int, max_steps: int = 300) -> Episode:
-    from imf.pusht.env import PushTEnv
-    from imf.pusht.planner import ScriptedExpert
+    from imf.pusht import PushTEnv
+    from imf.pusht import ScriptedExpert
     env = PushTEnv("state", legacy=True)
     _, info = env.reset(seed=seed)
     ep = Episode(seed, [info["coverage"]], [(0, env.render(192))])
@@ -183,8 +183,8 @@ def main() -> None:
     if not args.checkpoint.is_file():
         sys.exit(f"filmstrip.py: no checkpoint at {args.checkpoint}")
     from imf.errors import ImfError
-    from imf.train.checkpoint import load_checkpoint
-    from imf.train.evaluate import policy_from_checkpoint
+    from imf.train import load_checkpoint
+    from imf.train import policy_from_checkpoint
     try:
         policy, cfg = policy_from_checkpoint(load_checkpoint(args.checkpoint), torch.device("cpu"))
     except ImfError as exc:

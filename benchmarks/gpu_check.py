@@ -92,11 +92,11 @@ def train_variants(cfg, device: torch.device, seconds: float, cpu_bf16: bool, ou
 def _one_variant(cfg, device, seconds: float, mode: str, bf16: bool, out: Path) -> tuple[dict, object]:
     import copy
 
-    from imf.store.layout import RunLayout
-    from imf.train.budget import TrainClock
-    from imf.train.parts import build_parts
-    from imf.train.state import TrainState
-    from imf.train.trial import train_epoch
+    from imf.store import RunLayout
+    from imf.train import TrainClock
+    from imf.train import build_parts
+    from imf.train import TrainState
+    from imf.train import train_epoch
 
     cfg = copy.deepcopy(cfg)
     cfg.training.compile = mode == "compile"
@@ -158,7 +158,7 @@ class _SyncCounter:
 
 def _loader_rate(cfg, device: torch.device, batches: int = 40) -> tuple[float, int]:
     """Samples/s of the training loader alone, to the device, with the configured workers."""
-    from imf.train.data import build_datasets, loader_workers, make_loader
+    from imf.train import build_datasets, loader_workers, make_loader
 
     train_ds = build_datasets(cfg, lambda line: None)[0]
     loader = make_loader(train_ds, cfg, shuffle=True, generator=torch.Generator().manual_seed(0), device=device)
@@ -185,7 +185,7 @@ def chunk_latency(cfg, device: torch.device, dry: bool) -> dict:
 
 
 def rollout(policy, cfg, device: torch.device, episodes: int) -> dict:
-    from imf.train.evaluate import score, test_seeds
+    from imf.train import score, test_seeds
 
     seeds = test_seeds(cfg.eval)[:episodes]
     t0 = time.perf_counter()
@@ -196,7 +196,7 @@ def rollout(policy, cfg, device: torch.device, episodes: int) -> dict:
 
 def cmd_run(args) -> None:
     from imf.config import load_config
-    from imf.train.parts import pick_device
+    from imf.train import pick_device
 
     device = pick_device(args.device)
     if args.dry and device.type == "cpu":

@@ -39,15 +39,11 @@ import torch
 from results_file import write_section
 
 from imf.config import load_config
-from imf.data.lowdim import KEYPOINT_OBS_DIM
-from imf.data.normalizer import MinMaxNormalizer
-from imf.data.replay_buffer import read_episode_ends
-from imf.data.sampler import WindowSampler, train_mask
+from imf.data import KEYPOINT_OBS_DIM, MinMaxNormalizer, WindowSampler, read_episode_ends, train_mask
 from imf.model import attention_masks
 from imf.policy import ImfPolicy
-from imf.pusht.expert import cached_sizes, demo_dataset_path, ensure_demo_dataset
-from imf.sweep.estimate import epoch_settings
-from imf.sweep.plan import assign
+from imf.pusht import cached_sizes, demo_dataset_path, ensure_demo_dataset
+from imf.sweep import assign, epoch_settings
 
 SECTION = "## The mission's grid, per step and per trial (benchmarks/grid_cost.py)"
 JSON = Path(__file__).resolve().parent / "grid_cost.json"

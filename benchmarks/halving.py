@@ -41,9 +41,9 @@ from _sweep_helpers import fake_command  # noqa: E402
 from halving_plant import BEST, add_sweep_options, near_planting, planting, request  # noqa: E402
 from results_file import write_section  # noqa: E402
 
-from imf.sweep.halving import judge  # noqa: E402
-from imf.sweep.launch import SweepRequest, plan_sweep, start_sweep  # noqa: E402
-from imf.sweep.state import RungScore  # noqa: E402
+from imf.sweep import judge  # noqa: E402
+from imf.sweep import SweepRequest, plan_sweep, start_sweep  # noqa: E402
+from imf.sweep import RungScore  # noqa: E402
 
 SECTION = "## Successive halving (benchmarks/halving.py)"
 TWIN_SECTION = "## Successive halving, the best with a planted twin (benchmarks/halving.py --twin)"

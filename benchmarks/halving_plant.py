@@ -8,7 +8,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from imf.sweep.launch import SweepRequest
+from imf.sweep import SweepRequest
 
 BEST = 0.85
 

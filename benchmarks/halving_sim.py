@@ -41,12 +41,12 @@ sys.path.insert(0, str(ROOT))
 from halving_plant import add_sweep_options, near_planting, request  # noqa: E402
 from results_file import write_section  # noqa: E402
 
-from imf.scheduler.base import JobStatus  # noqa: E402
+from imf.scheduler import JobStatus  # noqa: E402
 from imf.stats import Z95  # noqa: E402
 from imf.sweep import halving as rule  # noqa: E402
-from imf.sweep.engine import Engine  # noqa: E402
-from imf.sweep.launch import plan_sweep  # noqa: E402
-from imf.sweep.state import ACTIVE, FINAL, SweepState  # noqa: E402
+from imf.sweep import Engine  # noqa: E402
+from imf.sweep import plan_sweep  # noqa: E402
+from imf.sweep import ACTIVE, FINAL, SweepState  # noqa: E402
 
 SECTION = "## Successive halving on near rivals, {rule} (benchmarks/halving_sim.py{flag})"
 

@@ -32,9 +32,9 @@ from results_file import write_section
 
 import imf.model.encoder as encoder
 from imf.config import load_config
-from imf.data.normalizer import MinMaxNormalizer
+from imf.data import MinMaxNormalizer
 from imf.policy import ImfPolicy
-from imf.registry.options import fill_options
+from imf.registry import fill_options
 
 SECTION = "## Image training step (benchmarks/image_step.py)"
 RESULTS = Path(__file__).resolve().parent / "learning_results"  # image_step.json: what claims.py reads

@@ -38,9 +38,9 @@ from results_file import write_section
 import imf.model.tangent as tangent
 import imf_step_before
 from imf.config import load_config
-from imf.data.normalizer import MinMaxNormalizer
+from imf.data import MinMaxNormalizer
 from imf.policy import ImfPolicy
-from imf.registry.options import fill_options
+from imf.registry import fill_options
 
 SECTION = "## iMF step against a flow step (benchmarks/imf_step.py)"
 OUT = Path(__file__).resolve().parent / "imf_step.json"

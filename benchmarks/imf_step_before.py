@@ -15,8 +15,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from imf.objectives.base import at_least_fp32, expand
-from imf.objectives.imf import ImfObjective
+from imf.objectives import at_least_fp32, expand
+from imf.objectives import ImfObjective
 
 
 def _linear(m, x, dx):

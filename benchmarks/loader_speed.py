@@ -23,8 +23,8 @@ from results_file import write_section
 from torch.utils.data import default_collate
 
 from imf.config import load_config
-from imf.model.encoder import crop_images
-from imf.train.data import build_datasets, loader_workers, make_loader
+from imf.model import crop_images
+from imf.train import build_datasets, loader_workers, make_loader
 
 SECTION = "## Data loader (benchmarks/loader_speed.py)"
 TARGET = 2000  # samples/s: about what a reference-size GPU step at batch 64 consumes

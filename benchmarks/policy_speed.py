@@ -20,7 +20,7 @@ import torch
 
 from imf.config import load_config
 from results_file import write_section
-from imf.data.normalizer import MinMaxNormalizer
+from imf.data import MinMaxNormalizer
 from imf.policy import ImfPolicy
 
 SECTION = "## Policy (benchmarks/policy_speed.py)"

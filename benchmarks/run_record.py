@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from imf.atomic import atomic_write_text
-from imf.store.holdout import read_looks
+from imf.store import read_looks
 from imf.upgrade import FileKind, Step, write_back
 
 NEAR = 0.9  # an episode scoring this much (coverage / 0.95) without success is a near miss

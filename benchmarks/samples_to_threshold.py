@@ -34,8 +34,8 @@ import yaml
 from results_file import write_section
 from run_record import log_rows, read_record
 
-from imf.store.holdout import read_looks
-from imf.store.layout import CHECKPOINTS, SNAPSHOTS
+from imf.store import read_looks
+from imf.store import CHECKPOINTS, SNAPSHOTS
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "benchmarks" / "learning_results"

@@ -32,9 +32,9 @@ from _sweep_helpers import SSHD, fake_command, start_sshd  # noqa: E402
 from slurm_cluster import SlurmCluster, missing_binaries  # noqa: E402
 from results_file import write_section  # noqa: E402
 
-from imf.scheduler.base import JobRequest, scheduler_for  # noqa: E402
-from imf.sweep.engine import Engine  # noqa: E402
-from imf.sweep.launch import SweepRequest, plan_sweep  # noqa: E402
+from imf.scheduler import JobRequest, scheduler_for  # noqa: E402
+from imf.sweep import Engine  # noqa: E402
+from imf.sweep import SweepRequest, plan_sweep  # noqa: E402
 
 SECTION = "## Sweep (benchmarks/sweep_overhead.py)"
 OUT = ROOT / "benchmarks" / "sweep_overhead.json"
@@ -138,7 +138,7 @@ PLAN_SIZES = (100, 1000, 10000)
 _PLAN = """
 import sys, time
 t0 = time.perf_counter()
-from imf.sweep.launch import SweepRequest, plan_sweep
+from imf.sweep import SweepRequest, plan_sweep
 n = int(sys.argv[1]); out = sys.argv[2]
 lrs = ",".join(f"{i}e-4" for i in range(1, 11))
 grids = ["32,64,96,128,160,192,224,256,288,320x1,2,3,4,5,6,7,8,9,10"] if n >= 100 else []

@@ -25,12 +25,12 @@ import torch
 from results_file import write_section
 
 from imf.config import load_config
-from imf.model.ema import EMAModel
+from imf.model import EMAModel
 from imf.policy import ImfPolicy
-from imf.train.data import build_datasets, make_loader
-from imf.train.evaluate import score
-from imf.train.parts import autocast_for, use_bf16
-from imf.train.parts import pick_device
+from imf.train import build_datasets, make_loader
+from imf.train import score
+from imf.train import autocast_for, use_bf16
+from imf.train import pick_device
 
 SECTION = "## Trial (benchmarks/trial_speed.py)"
 
@@ -69,12 +69,12 @@ LOOP_SECTION = "## Trial loop against its bare step (benchmarks/trial_speed.py l
 
 def loop_and_step(preset: str, compiled: bool, folder: str):
     """Two callables timing ``steps`` training steps: through train_epoch, and bare."""
-    from imf.store.layout import RunLayout
-    from imf.train.budget import TrainClock
-    from imf.train.parts import build_parts
-    from imf.train.state import TrainState
-    from imf.train.step import to_device
-    from imf.train.trial import train_epoch
+    from imf.store import RunLayout
+    from imf.train import TrainClock
+    from imf.train import build_parts
+    from imf.train import TrainState
+    from imf.train import to_device
+    from imf.train import train_epoch
 
     cfg = load_config(preset, [f"training.compile={str(compiled).lower()}", "logging.trackers=none",
                                "training.time_budget_s=null", "training.max_train_steps=null"])

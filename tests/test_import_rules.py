@@ -182,3 +182,44 @@ def test_what_other_parts_import_from_a_face_is_in_its_all():
                     missing = {a.name for a in node.names} - faces[target]
                     where = path.relative_to(PACKAGE.parent)
                     assert not missing, f"{where}: add {sorted(missing)} to imf.{target}.__all__"
+
+
+# benchmarks/ is a consumer, as a third-party package would be (issue #48, round 3, item 2): it
+# imports imf only through the parts' faces and the leaves, and runs trials through the CLI. The
+# white-box profilers below swap or time one inner function in place, which takes its module;
+# each is named here with its reason, and the list can only shrink.
+BENCHMARKS = PACKAGE.parent / "benchmarks"
+BENCHMARK_INNER: dict[str, set[str]] = {
+    # times the JVP's value and tangent passes by wrapping them where the objective looks them up
+    "imf_step.py": {"imf.model.tangent"},
+    # swaps the encoder's crop for the per-pixel gather it replaced, to time both in one step
+    "image_step.py": {"imf.model.encoder"},
+    # the engine's halving rule on a simulated clock, and the uncorrected rule swapped in for comparison
+    "halving_sim.py": {"imf.sweep.halving"},
+}
+
+
+def _benchmark_files() -> list[Path]:
+    return sorted(BENCHMARKS.rglob("*.py"))
+
+
+def test_benchmarks_import_only_faces_and_leaves():
+    faces = {part: _face_names(part) for part in _folder_parts()}
+    bad, used = [], {}
+    for path in _benchmark_files():
+        where = path.relative_to(BENCHMARKS).as_posix()
+        allowed = BENCHMARK_INNER.get(where, set())
+        for module in _past_faces(path, "benchmarks"):
+            if module in allowed:
+                used.setdefault(where, set()).add(module)
+            else:
+                bad.append(f"benchmarks/{where}: {module}")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                target = node.module.removeprefix("imf.")
+                if node.module.startswith("imf.") and target in faces:
+                    missing = {a.name for a in node.names} - faces[target] - {m.split(".")[2] for m in allowed}
+                    if missing:
+                        bad.append(f"benchmarks/{where}: {sorted(missing)} not in imf.{target}.__all__")
+    assert not bad, "benchmarks/ imports imf only through a part's face (its __init__.py __all__): " + "; ".join(bad)
+    assert used == BENCHMARK_INNER, f"BENCHMARK_INNER lists imports no benchmark makes now: shrink it to {used}"

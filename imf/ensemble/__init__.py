@@ -23,7 +23,8 @@ from imf.errors import EnsembleError
 from imf.store import params_of
 from imf.train import save_checkpoint
 
-__all__ = ["MODES", "EnsembleResult", "check_request", "make_ensemble", "select"]
+# chunk_latency and score_selection: benchmarks/learning/ensemble.py times and scores a single model beside the ensemble
+__all__ = ["MODES", "EnsembleResult", "check_request", "make_ensemble", "select", "chunk_latency", "score_selection"]
 
 
 @dataclass

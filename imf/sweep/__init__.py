@@ -15,7 +15,12 @@ _FACE = {"cancel_sweep": "cancel", "Engine": "engine", "SweepDir": "folder", "re
          "Plan": "plan", "TrialPlan": "plan", "cost_of": "plan", "render_plan": "plan", "load_hosts": "queues",
          "resolve_queues": "queues", "parse_rerun": "rerun", "SweepState": "state", "SweepRequest": "launch",
          "dry_run": "launch", "parse_seeds": "launch", "start_sweep": "launch", "find_sweep": "status",
-         "render_status": "status", "status_view": "status"}
+         "render_status": "status", "status_view": "status",
+         # a sweep planned but not started, its halving rule and its trial states: the sweep benchmarks
+         # (benchmarks/speed/sweep_overhead.py, grid_cost.py; benchmarks/learning/halving*.py) plan and
+         # judge without a run
+         "plan_sweep": "launch", "judge": "halving", "RungScore": "state", "ACTIVE": "state",
+         "FINAL": "state", "epoch_settings": "estimate", "assign": "plan"}
 __all__ = sorted(_FACE)
 
 

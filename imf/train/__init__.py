@@ -15,7 +15,12 @@ _FACE = {"ENSEMBLE_CHECKPOINT": "checkpoint:ENSEMBLE", "load_checkpoint": "check
          "policy_from_checkpoint": "evaluate", "run_final_eval": "evaluate", "pick_device": "parts",
          "check_shapes": "plugin_shapes", "evaluate_program": "program_eval:evaluate",
          "program_line": "program_eval:line", "program_run_of": "program_eval", "run_config": "program_eval",
-         "identity_of": "recording", "TrialRequest": "trainers", "TrialOptions": "trial", "run_trial": "trial"}
+         "identity_of": "recording", "TrialRequest": "trainers", "TrialOptions": "trial", "run_trial": "trial",
+         # the pieces of one trial, for the speed benchmarks (benchmarks/speed/trial_speed.py,
+         # gpu_check.py) that time an epoch or a step without starting a trial
+         "TrainClock": "budget", "build_datasets": "data", "loader_workers": "data", "make_loader": "data",
+         "score": "evaluate", "test_seeds": "evaluate", "autocast_for": "parts", "build_parts": "parts",
+         "use_bf16": "parts", "TrainState": "state", "to_device": "step", "train_epoch": "trial"}
 __all__ = sorted(_FACE)
 
 
