@@ -7,6 +7,9 @@ rollout that chose it, not the maximum of each over rollouts), ``selection_*`` (
 best.pt on the selection seeds) and ``holdout_*`` (the latest look in holdout.json), each with
 its ``_se``, and the curve: [minutes, samples, score, success] per rollout.
 
+The run folder is read through the store's face (its layout, log, JSON and YAML readers and
+the holdout ledger), as ``imf report`` reads it: no parsing of a run's files of its own.
+
 A record is a kind of file (imf/upgrade.py, ``KIND``): old records (``fresh_*``, from before the
 seed ranges had names, and ``best*``) read with today's keys through its named step (``upgrade``;
 ``read_records`` upgrades a JSON file of records and writes it back once).
@@ -18,10 +21,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from imf.atomic import atomic_write_text
-from imf.store import read_looks
+from imf.store import RunLayout, is_epoch_row, read_json_object, read_log, read_looks, read_yaml_mapping
 from imf.upgrade import FileKind, Step, write_back
 
 NEAR = 0.9  # an episode scoring this much (coverage / 0.95) without success is a near miss
@@ -62,8 +63,8 @@ def read_records(path: Path) -> list[Any]:
 
 
 def log_rows(run_dir: Path) -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in (run_dir / "logs.json.txt").read_text().splitlines() if line.strip()]
-    return [r for r in rows if "epoch" in r and not r.get("diverged")]
+    """The run's finished epochs' log rows (the store's log reader; a diverged epoch's marker left out)."""
+    return [r for r in read_log(RunLayout(Path(run_dir)).logs).rows if is_epoch_row(r)]
 
 
 def _episodes_se(per_seed: list[float]) -> float | None:
@@ -81,10 +82,11 @@ def _scored(data: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 
 def read_record(run_dir: Path) -> dict[str, Any]:
-    """The record of ``run_dir`` (a finished imf trial); KeyError/OSError when it is not one."""
+    """The record of ``run_dir`` (a finished imf trial); KeyError/OSError/ValueError when it is not one."""
     run_dir = Path(run_dir)
-    config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    summary = json.loads((run_dir / "summary.json").read_text())
+    files = RunLayout(run_dir)
+    config = read_yaml_mapping(files.config)
+    summary = read_json_object(files.summary)
     rows = log_rows(run_dir)
     scored = [r for r in rows if "test_mean_score" in r]
     batch = config["training"]["batch_size"]
@@ -106,8 +108,8 @@ def read_record(run_dir: Path) -> dict[str, Any]:
         "curve": [[r.get("train_s", 0.0) / 60, r["global_step"] * batch, r["test_mean_score"],
                    r.get("test_success_rate")] for r in scored],
     }
-    if (run_dir / "final_eval.json").is_file():
-        record.update(_scored(json.loads((run_dir / "final_eval.json").read_text()), "selection"))
+    if files.final_eval.is_file():
+        record.update(_scored(read_json_object(files.final_eval), "selection"))
     looks = read_looks(run_dir)
     latest = looks.latest  # the claim's look: snapshots' looks are a curve's points
     if latest is not None:
