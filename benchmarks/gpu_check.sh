@@ -79,7 +79,7 @@ else
     echo "nvidia-smi: not found" | tee "$OUT/nvidia-smi.txt"
     [[ $DEVICE == cuda* ]] && FAILED+=(nvidia-smi)
 fi
-"$PY" benchmarks/gpu_check.py env "$OUT" || FAILED+=(env)
+"$PY" benchmarks/speed/gpu_check.py env "$OUT" || FAILED+=(env)
 
 # 2. The GPU-marked tests (they skip without CUDA).
 echo "== pytest -m gpu"
@@ -92,22 +92,22 @@ echo "${line:-no result} (exit $rc)" >"$OUT/pytest.txt"
 
 # 3. The sweep's GPU slot probe, and a real out-of-memory drill (on a CPU: a cuda trial refused).
 echo "== slot probe and out-of-memory drill"
-timeout 300 "$PY" benchmarks/gpu_check.py slot "$OUT" --device "$DEVICE" 2>&1 | tee "$OUT/slot.log"
+timeout 300 "$PY" benchmarks/speed/gpu_check.py slot "$OUT" --device "$DEVICE" 2>&1 | tee "$OUT/slot.log"
 ((PIPESTATUS[0] == 0)) || FAILED+=("slot probe (see $OUT/slot.log)")
-timeout 540 "$PY" benchmarks/gpu_check.py oom "$OUT" --device "$DEVICE" 2>&1 | tee "$OUT/oom.log"
+timeout 540 "$PY" benchmarks/speed/gpu_check.py oom "$OUT" --device "$DEVICE" 2>&1 | tee "$OUT/oom.log"
 ((PIPESTATUS[0] == 0)) || FAILED+=("out-of-memory drill (see $OUT/oom.log)")
 
 # 4-6. Training for a fixed wall time, chunk latency, rollout (one process; see gpu_check.py).
 echo "== reference preset: training, chunk latency, rollout"
 # the budget covers torch.compile of two variants besides the training seconds
-timeout $(( ${TRAIN_S%.*} + 900 )) "$PY" benchmarks/gpu_check.py run "$OUT" "${RUN_ARGS[@]}" 2>&1 | tee "$OUT/run.log"
+timeout $(( ${TRAIN_S%.*} + 900 )) "$PY" benchmarks/speed/gpu_check.py run "$OUT" "${RUN_ARGS[@]}" 2>&1 | tee "$OUT/run.log"
 rc=${PIPESTATUS[0]}
 ((rc == 0)) || FAILED+=("run (exit $rc, see $OUT/run.log)")
 
 # The block to paste into benchmarks/RESULTS.md.
 echo
 echo "==================== summary: paste into benchmarks/RESULTS.md ===================="
-"$PY" benchmarks/gpu_check.py summary "$OUT" | tee "$OUT/summary.md"
+"$PY" benchmarks/speed/gpu_check.py summary "$OUT" | tee "$OUT/summary.md"
 echo "===================================================================================="
 if ((${#FAILED[@]})); then
     echo "gpu_check: FAILED: ${FAILED[*]}"

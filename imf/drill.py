@@ -1,4 +1,4 @@
-"""Kill points for the exactly-once drill (benchmarks/drills_once.py): a controller or job
+"""Kill points for the exactly-once drill (benchmarks/drills/drills_once.py): a controller or job
 wrapper that reaches a named step of a trial's start or end while ``IMF_DRILL_KILL=POINT:N`` is
 set SIGKILLs itself the N-th time it gets there, so the drill can open every window between two
 writes on purpose. Unset (always, outside the drill), a point costs one dictionary look-up.

@@ -1,4 +1,4 @@
-"""benchmarks/ablation.py's table: the rows already committed stay beside the folder's runs, so a
+"""benchmarks/learning/ablation.py's table: the rows already committed stay beside the folder's runs, so a
 session that measures one more change does not need the earlier sessions' run folders."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "learning"))
 
 import ablation  # noqa: E402
 from sizing import sizing  # noqa: E402
@@ -56,7 +56,7 @@ def test_a_named_table_of_runs_sized_by_samples_keeps_its_own_json_and_section(t
         (runs / name).mkdir(parents=True)
     monkeypatch.setattr(ablation, "read_run", lambda folder: {**_row(folder.name, 0.7), "budget_s": None})
     text = ablation.table(runs, "base", write=True, name="image_samples")
-    assert sections == ["## Ablations, image, samples (benchmarks/ablation.py)"]
+    assert sections == ["## Ablations, image, samples (benchmarks/learning/ablation.py)"]
     assert "trained a fixed number of samples" in text and "budget on the cpu clock" not in text
     assert {r["name"] for r in json.loads((results / "ablations_image_samples.json").read_text())} == {"base", "ema"}
     assert [r["name"] for r in json.loads((results / "ablations_image.json").read_text())] == ["img30-base"]

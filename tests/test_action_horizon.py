@@ -1,4 +1,4 @@
-"""benchmarks/action_horizon.py: one checkpoint at several action horizons, paired on the same seeds."""
+"""benchmarks/learning/action_horizon.py: one checkpoint at several action horizons, paired on the same seeds."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "learning"))
 
 import action_horizon  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""benchmarks/claims.py: the numbers of README, docs/ and RESULTS are written from the committed JSON, and a
+"""benchmarks/claims/claims.py: the numbers of README, docs/ and RESULTS are written from the committed JSON, and a
 number edited by hand or a run removed from the JSON fails the check."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "claims"))
 
 import claims  # noqa: E402
 
@@ -96,13 +96,13 @@ def test_a_passage_moved_to_another_published_file_is_found_there(checkout):
 @pytest.mark.slow
 def test_the_command_exits_non_zero_on_a_difference(checkout):
     import subprocess
-    ok = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "claims.py"), "--check", "--root", str(checkout)],
+    ok = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "claims" / "claims.py"), "--check", "--root", str(checkout)],
                         capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     readme = checkout / "docs" / "learning.md"
     number = _first_claimed_number(readme.read_text())
     readme.write_text(readme.read_text().replace(number, "0.999", 1))
-    bad = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "claims.py"), "--check", "--root", str(checkout)],
+    bad = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "claims" / "claims.py"), "--check", "--root", str(checkout)],
                          capture_output=True, text=True)
     assert bad.returncode == 1 and bad.stderr.startswith("claims.py: docs/learning.md, passage learning")
 

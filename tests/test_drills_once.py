@@ -1,6 +1,6 @@
 """Exactly once, under any timing (issue #49): the controller SIGKILLed at steps of a trial's start
 and end, the job wrappers held stopped while the resumed controller looks, then resumed; no trial
-runs twice and its records agree (benchmarks/drills_once.py: a round per kill point here, the
+runs twice and its records agree (benchmarks/drills/drills_once.py: a round per kill point here, the
 benchmark runs hundreds). Also the wrapper's claim, unit by unit."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from imf.scheduler.claim import new_token, read_claim, token_time
 
 from _sweep_helpers import SSHD, start_sshd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "drills"))
 
 # the steps where a start or an end is half done, and a resume's own question about a start
 WIDEST = ("wrapper-claimed", "wrapper-spawned", "wrapper-pid-written", "start-settled", "ended-saved",

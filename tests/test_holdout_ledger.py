@@ -1,4 +1,4 @@
-"""benchmarks/holdout_ledger.py: the committed ledger of holdout looks, and the result JSON's look
+"""benchmarks/learning/holdout_ledger.py: the committed ledger of holdout looks, and the result JSON's look
 counts written from it."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "learning"))
 
 import holdout_ledger  # noqa: E402
 
@@ -28,7 +28,7 @@ def test_every_holdout_number_in_the_result_json_has_its_look_in_the_ledger():
         return e["run"], e["checkpoint"], round(e["coverage"], 6)
     committed = {identity(e) for e in holdout_ledger.load()["looks"]}
     missing = [e for e in holdout_ledger.rebuild(ROOT)["looks"] if identity(e) not in committed]
-    assert not missing, f"run `python benchmarks/holdout_ledger.py --rebuild`: {missing[:3]}"
+    assert not missing, f"run `python benchmarks/learning/holdout_ledger.py --rebuild`: {missing[:3]}"
 
 
 def _rows(name: str) -> list[dict]:

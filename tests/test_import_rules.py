@@ -191,11 +191,11 @@ def test_what_other_parts_import_from_a_face_is_in_its_all():
 BENCHMARKS = PACKAGE.parent / "benchmarks"
 BENCHMARK_INNER: dict[str, set[str]] = {
     # times the JVP's value and tangent passes by wrapping them where the objective looks them up
-    "imf_step.py": {"imf.model.tangent"},
+    "speed/imf_step.py": {"imf.model.tangent"},
     # swaps the encoder's crop for the per-pixel gather it replaced, to time both in one step
-    "image_step.py": {"imf.model.encoder"},
+    "speed/image_step.py": {"imf.model.encoder"},
     # the engine's halving rule on a simulated clock, and the uncorrected rule swapped in for comparison
-    "halving_sim.py": {"imf.sweep.halving"},
+    "learning/halving_sim.py": {"imf.sweep.halving"},
 }
 
 

@@ -1,4 +1,4 @@
-"""benchmarks/learning.py --add: runs trained later (a missing seed) join the committed record,
+"""benchmarks/learning/learning.py --add: runs trained later (a missing seed) join the committed record,
 whose runs stay, each marked with the record and commit it came from."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "learning"))
 
 import learning  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""benchmarks/learning.py at equal compute: ddpm and flow trained a number of samples beside the
+"""benchmarks/learning/learning.py at equal compute: ddpm and flow trained a number of samples beside the
 preset's own imf runs (--samples, --with), and the claim saying what the comparison was equal in."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path[:0] = [str(ROOT / "benchmarks" / "learning"), str(ROOT / "benchmarks" / "claims")]
 
 import learning  # noqa: E402
 from claims_base import ClaimError, Data  # noqa: E402
@@ -116,7 +116,7 @@ def test_a_step_not_measured_is_a_claim_error(results):
     (["--samples", "1e5", "--minutes", "5"], "not allowed with argument"),
 ])
 def test_bad_sizes_are_one_line(args, words):
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "learning.py"), "--obs", "image", *args,
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "learning" / "learning.py"), "--obs", "image", *args,
                            "--no-write", "--out", "/nonexistent/never"], capture_output=True, text=True)
     assert proc.returncode != 0 and words in proc.stderr
     assert not Path("/nonexistent/never").exists()

@@ -1,5 +1,5 @@
 """The iMF step after the two-pass JVP gives the loss and gradients of the step before it
-(benchmarks/imf_step_before.py, the reference benchmarks/imf_step.py times), in float64."""
+(benchmarks/speed/imf_step_before.py, the reference benchmarks/speed/imf_step.py times), in float64."""
 from __future__ import annotations
 
 import sys
@@ -12,7 +12,7 @@ from imf.config import ObjectiveConfig, PolicyConfig
 from imf.model import ImfTransformer
 from imf.objectives.imf import ImfObjective, ImfOptions
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "speed"))
 from imf_step_before import before  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""benchmarks/published_numbers.py: every number in README.md, docs/*.md, benchmarks/RESULTS.md and RUNS.md,
+"""benchmarks/claims/published_numbers.py: every number in README.md, docs/*.md, benchmarks/RESULTS.md and RUNS.md,
 tables and code included, is registered with what it is, and a number changed by hand fails the
 check (the claims passages are claims.py's: tests/test_claims.py)."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "claims"))
 
 import published_numbers as pn  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""benchmarks/run_record.py: what the benchmarks' JSON records of a run folder."""
+"""benchmarks/learning/run_record.py: what the benchmarks' JSON records of a run folder."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "learning"))
 
 from run_record import read_record, upgrade  # noqa: E402
 

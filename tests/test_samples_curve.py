@@ -1,5 +1,5 @@
 """Holdout looks at kept snapshots are a curve's points: recorded in holdout.json with every other
-look, never read as the run's claim, counted apart by the report; benchmarks/samples_to_threshold.py."""
+look, never read as the run's claim, counted apart by the report; benchmarks/learning/samples_to_threshold.py."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ from imf.store.holdout import append_look, read_looks
 from imf.store.layout import run_dir_of
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "learning"))
 
 from samples_to_threshold import first_reach, merged, spread  # noqa: E402
 
@@ -85,7 +85,7 @@ def test_samples_to_threshold_looks_once_per_snapshot_and_reads_back(tmp_path):
                             "--out", str(run), "--store", "none", "--final-eval", "2", "--holdout"],
                            cwd=ROOT, env=env, text=True, capture_output=True)
     assert trial.returncode == 0, trial.stderr[-2000:]
-    script = [sys.executable, str(ROOT / "benchmarks" / "samples_to_threshold.py"), str(run),
+    script = [sys.executable, str(ROOT / "benchmarks" / "learning" / "samples_to_threshold.py"), str(run),
               "--points", "2", "--episodes", "2", "--no-write"]
     first = subprocess.run(script, cwd=ROOT, env=env, text=True, capture_output=True)
     assert first.returncode == 0, first.stderr[-2000:]

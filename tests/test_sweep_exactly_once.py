@@ -3,7 +3,7 @@ start or end, then resumed, never runs the trial twice and leaves one consistent
 
 The death is made in this process: the patched call raises ``Died`` (a BaseException that no
 handler of the engine catches), so nothing after that write happens, as after a SIGKILL.
-benchmarks/drills_exactly_once.py does the same with real SIGKILLs at every write.
+benchmarks/drills/drills_once.py does the same with real SIGKILLs at every write.
 """
 from __future__ import annotations
 

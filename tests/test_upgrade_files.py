@@ -21,7 +21,7 @@ from imf.sweep.launch import SweepRequest, plan_sweep
 from imf.train.checkpoint import load_checkpoint
 from imf.upgrade import FileKind, Step
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "learning"))
 
 from run_record import read_records  # noqa: E402
 

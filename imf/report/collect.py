@@ -134,7 +134,7 @@ def read_final_eval(run_dir: Path, notices: list[str]) -> tuple[float, float | N
 
 def read_holdout(row: TrialRow, run_dir: Path, notices: list[str]) -> None:
     """The latest look at the run's holdout, and how many looks there were (holdout.json); looks
-    at snapshots are a curve's points (benchmarks/samples_to_threshold.py), counted apart."""
+    at snapshots are a curve's points (benchmarks/learning/samples_to_threshold.py), counted apart."""
     try:
         looks = read_looks(run_dir)
     except ValueError as exc:

@@ -25,7 +25,7 @@ LOOK_NUMBERS = ("episodes", "seed_start", "mean", "se", "success_rate", "success
 
 def is_curve_look(look: dict[str, Any]) -> bool:
     """A look at a kept snapshot (checkpoints/snapshots/): a point of a score-against-samples
-    curve (benchmarks/samples_to_threshold.py), never the run's claim."""
+    curve (benchmarks/learning/samples_to_threshold.py), never the run's claim."""
     return str(look.get("checkpoint", "")).startswith(f"{CHECKPOINTS}/{SNAPSHOTS}/")
 
 

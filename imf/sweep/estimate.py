@@ -28,7 +28,7 @@ from imf.sweep.state import SweepState, TrialState
 
 STEPS_TIMED = 2
 _MEASURED = re.compile(r"^measured step: ([0-9.]+) s", re.MULTILINE)
-# Written by benchmarks/grid_cost.py in a source checkout (absent from an installed wheel).
+# Written by benchmarks/speed/grid_cost.py in a source checkout (absent from an installed wheel).
 GRID_COST = Path(__file__).resolve().parents[2] / "benchmarks" / "grid_cost.json"
 # What decides the steps of an epoch of the scripted demos: the episodes made, their split, the
 # windows' length and pads, and the batch (the loader keeps the last short batch).

@@ -1,0 +1,394 @@
+"""The published numbers, written from committed JSON: the passages of README.md, docs/*.md
+(docs/learning.md: "Does it learn?"), benchmarks/RESULTS.md and benchmarks/RUNS.md are
+generated here from benchmarks/learning_results/*.json, never typed.
+
+    python benchmarks/claims/claims.py            # rewrite every passage between its markers
+    python benchmarks/claims/claims.py --check    # exit 1 naming the first passage that disagrees
+
+A passage sits between ``<!-- claims:NAME -->`` and ``<!-- /claims:NAME -->``, in whichever one
+of those files holds the markers. A number edited by hand, or a run removed from the JSON, makes ``--check`` fail (tests/test_claims.py). ``--check``
+also runs the holdout ledger's check (holdout_ledger.py) and the register of every other published
+number (published_numbers.py). Claims are
+holdout numbers (seeds 900000.., looked at once per run, settings chosen before the look);
+selection numbers are labelled as what chose a setting.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learning"))  # benchmarks/learning/
+import holdout_ledger  # noqa: E402
+import published_numbers  # noqa: E402
+from claims_base import ClaimError, Data, coverage_success, cpu_minutes, gap, pct, preset  # noqa: E402
+from claims_choices import (HORIZON_CHOICES, IMAGE_AGAINST, KEYPOINT_CHOICES, SCHEDULE_CHOICE, image_choices,  # noqa: E402
+                            image_samples_choices)
+from claims_attention import readme_attention, results_attention  # noqa: E402
+from claims_compare import comparisons, equal_compute, equal_in, step_costs  # noqa: E402
+from claims_data import readme_more_data, results_curricula, results_data_scaling  # noqa: E402
+from claims_horizon import horizon_lines  # noqa: E402
+from claims_samples import filmstrip_lines, image_limits, samples_lines  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def anchors_line(data: Data) -> str:
+    a = data["anchors"]
+    return (f"Anchors on the same 200 holdout seeds (benchmarks/learning/anchors.py): holding still "
+            f"{a['hold_still']['holdout']['mean']:.3f} coverage and {pct(a['hold_still']['holdout']['success_rate'])} "
+            f"success, the scripted expert {a['expert']['holdout']['mean']:.3f} and "
+            f"{pct(a['expert']['holdout']['success_rate'])}.")
+
+
+def preset_line(data: Data, name: str, what: str) -> str:
+    runs = [data.run(name, "imf", seed) for seed in data.seeds(name)]
+    minutes = runs[0]["budget_s"] / 60
+    per_seed = "; ".join(f"seed {r['seed']}: **{coverage_success(r)}**" for r in runs)
+    samples = ", ".join(f"{r['samples'] / 1e6:.2f}M" for r in runs)
+    return (f"- `{runs[0]['preset']}` ({what}, {minutes:.0f} training minutes, its default), two training "
+            f"seeds, holdout: {per_seed} ({samples} training samples).")
+
+
+def selection_gaps(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, str, str]:
+    """``a`` minus ``b`` on the selection seeds: the coverage gap, the success gap, and which of
+    them is beyond noise."""
+    cov, cov_clear = gap(a, b, "score", seeds="selection")
+    suc, suc_clear = gap(a, b, "success", points=True, seeds="selection")
+    beyond = [what for what, clear in (("coverage", cov_clear), ("success", suc_clear)) if clear]
+    return cov, suc, f"beyond noise on {' and '.join(beyond)}" if beyond else "within noise on both"
+
+
+def seed_pairs(data: Data, name: str, other: str) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
+    """(seed, ``name``'s imf run, ``other``'s) for each training seed the two records share."""
+    pairs = [(seed, data.run(name, "imf", seed), data.run(other, "imf", seed))
+             for seed in sorted(set(data.seeds(name)) & set(data.seeds(other)))]
+    if not pairs:
+        raise ClaimError(f"{data.folder}: {name}.json and {other}.json share no training seed")
+    return pairs
+
+
+def budget_choice(data: Data, name: str, other: str) -> str:
+    """How the image preset's budget was chosen: ``name``'s runs against ``other``'s (the same
+    settings at another budget) on the selection seeds, per training seed."""
+    pairs = seed_pairs(data, name, other)
+    parts = []
+    for seed, a, b in pairs:
+        cov, suc, _ = selection_gaps(a, b)
+        parts.append(f"seed {seed}: coverage {cov}, success {suc}")
+    first, ref = pairs[0][1], pairs[0][2]
+    shipped = preset(data, first["preset"])["training"]["time_budget_s"] / 60
+    return (f"- Its budget was chosen on the selection seeds ({first['selection_episodes']} episodes each, "
+            f"not the holdout): {first['budget_s'] / 60:.0f} CPU-minutes minus {ref['budget_s'] / 60:.0f}, per "
+            f"training seed: {'; '.join(parts)}. The preset ships {shipped:.0f}.")
+
+
+def schedule_lines(data: Data) -> list[str]:
+    """The equal-samples lead (the constant learning rate) at the preset's own samples, against the
+    preset's own runs on the selection seeds, per training seed."""
+    name, other = "ablations_image_schedule", "image_preset"
+    pairs = seed_pairs(data, name, other)
+    lines = [f"Against the preset's own runs ({other}.json: the cosine schedule) on the "
+             f"{pairs[0][1]['selection_episodes']} selection seeds, per training seed (written by "
+             f"benchmarks/claims/claims.py from benchmarks/learning_results/{name}.json). These numbers chose, so they "
+             f"are not claims; nothing was adopted, so no holdout was looked at."]
+    for seed, a, b in pairs:
+        cov, suc, verdict = selection_gaps(a, b)
+        change = ", ".join(f"`{c}`" for c in a["change"] if not c.startswith("training.seed="))
+        lines.append(f"- seed {seed}, {change} ({a['name']}), {a['samples'] / 1e6:.2f}M samples in "
+                     f"{a['train_min']:.0f} CPU-minutes against {b['samples'] / 1e6:.2f}M in {cpu_minutes(b):.0f}: "
+                     f"selection coverage {cov}, success {suc}: {verdict}. Best test rollout (the maximum of the "
+                     f"rollouts that chose best.pt, 50 seeds each): {a['best_test_score']:.3f} against "
+                     f"{b['best_test_score']:.3f}.")
+    return lines + [SCHEDULE_CHOICE]
+
+
+def holdout_before_choices(data: Data, shipped: dict[str, str]) -> str:
+    """What the holdout had shown when each shipped CPU preset was last changed, from the holdout
+    ledger (benchmarks/learning/holdout_ledger.py); ``shipped``: preset -> the JSON of its own runs."""
+    ledger = holdout_ledger.load_from(data.folder)
+    parts = []
+    for preset, own in shipped.items():
+        changes = [c for c in ledger["choices"] if c["preset"] == preset]
+        if not changes:
+            raise ClaimError(f"{data.folder / holdout_ledger.LEDGER}: no choice of {preset}")
+        last = max(changes, key=lambda c: c["date"])
+        before = holdout_ledger.looks_before(ledger, last, data.folder)
+        when = f"`{preset}`'s last change ({last['commit']}, {last['date'][:10]})"
+        if not before:
+            parts.append(f"{when} came before any holdout look at its imf runs")
+            continue
+        best = sum(1 for e in before if e["checkpoint"] == "best.pt")
+        runs = {e["run"] for e in before}
+        mine = {holdout_ledger.run_key(r) for r in data[own] if r.get("objective") == "imf"} & runs
+        parts.append(f"{when} was committed after {len(before)} holdout looks at {len(runs)} imf runs of it "
+                     f"({best} best checkpoints, {len(before) - best} curve snapshots"
+                     + (f"; its own {len(mine)} runs among them" if mine else "") + ")")
+    return ("The presets' settings were chosen on the test and selection seeds, never by a holdout score, "
+            "but not always before the holdout was seen (the holdout ledger, "
+            f"benchmarks/learning_results/{holdout_ledger.LEDGER}): " + "; ".join(parts) + ". Where looks came "
+            "first, the preset's holdout numbers are those of a version picked after they were seen, not an "
+            "untouched estimate.")
+
+
+def readme_learning(data: Data) -> list[str]:
+    ref = data["references"]["lerobot_diffusion_pusht"]
+    names = ("keypoints", "image", "image_preset", "image_preset30")
+    most = max(r["samples"] for name in names for r in data[name] if r.get("objective") == "imf")
+    episodes = {preset(data, data.run(n, "imf", data.seeds(n)[0])["preset"])["data"]["demo_episodes"] for n in names}
+    return [
+        "Every number here is a run's best checkpoint (chosen on the 50 test seeds) scored on 200 "
+        "**holdout** seeds (900000.., imf/config/eval_seeds.py). "
+        + holdout_before_choices(data, {"pusht_lowdim_cpu": "keypoints", "pusht_image_cpu": "image_preset"}) + " "
+        + anchors_line(data),
+        "",
+        f"Data: {' and '.join(map(str, sorted(episodes)))} scripted demonstrations (imf's expert, made on the machine). One torch thread a "
+        "run, its budget on the cpu clock, on a 2-core machine shared with other work "
+        "(benchmarks/learning/learning.py; JSON in benchmarks/learning_results/). A CPU-minute is that machine's: "
+        "the training samples beside each result, and the samples figure below, are what carry to "
+        "another (benchmarks/RESULTS.md, \"The image preset against its target, and what limits it\").",
+        "",
+        preset_line(data, "keypoints", "the T's 9 keypoints and the agent position, 128 x 2"),
+        preset_line(data, "image_preset", "96 x 96 images and the agent position, one frame a step, the small encoder"),
+        "  " + budget_choice(data, "image_preset", "image_preset30").removeprefix("- "),
+        *equal_compute(data, "keypoints"),
+        *equal_compute(data, "image"),
+        f"- For scale, other data and compute: {ref['what']}: {ref['coverage']:.3f} "
+        f"coverage and {pct(ref['success'])} success over {ref['episodes']} episodes after "
+        f"{ref['samples'] / 1e6:.1f}M training samples ({ref['steps'] // 1000}k steps of {ref['batch_size']}), "
+        f"trained on {ref['data']}. imf's runs above saw {100 * most / ref['samples']:.0f}% of those samples "
+        f"at most ({most / 1e6:.2f}M), on a CPU.",
+    ]
+
+
+def results_presets_answer(data: Data) -> list[str]:
+    """RESULTS' answer to "does imf learn PushT?": the shipped presets on the holdout, and how the
+    image preset's budget was chosen."""
+    return [
+        "Each shipped CPU preset's best checkpoint (chosen on the 50 test seeds), once on 200 holdout "
+        "seeds (900000..). " + anchors_line(data),
+        "",
+        preset_line(data, "keypoints", "the T's 9 keypoints and the agent position, 128 x 2"),
+        preset_line(data, "image_preset", "96 x 96 images and the agent position, one frame a step, the small encoder"),
+        budget_choice(data, "image_preset", "image_preset30"),
+    ]
+
+
+def results_objectives_answer(data: Data) -> list[str]:
+    """RESULTS' answer to "imf against ddpm and flow": per training seed, at equal compute."""
+    return [*equal_compute(data, "keypoints"), *equal_compute(data, "image")]
+
+
+def readme_main_job(data: Data) -> list[str]:
+    """How to read the main job's report: equal time, not equal steps."""
+    demo = preset(data, "demo")
+    minutes = demo["training"]["time_budget_s"] / 60
+    hold = data["anchors"]["hold_still"]["test"]
+    expert = data["anchors"]["expert"]["test"]
+    return [
+        f"Reading its report: both trials train for the same {minutes:g} minutes (the wall clock), so it "
+        "compares them at equal training time. The narrower model makes more optimizer steps in those "
+        "minutes, and the report's trend line says so (\"this compares throughput as much as width\"): "
+        "under a time budget a width trend is about speed at equal time, not about width at equal "
+        "steps (the mission's grid compares at equal epochs). Anchors on the same 50 test seeds "
+        f"(benchmarks/learning/anchors.py): holding still {hold['mean']:.3f}, the scripted expert {expert['mean']:.3f}.",
+    ]
+
+
+def results_learning(data: Data, name: str) -> list[str]:
+    """RESULTS' reading of one learning.py table: selection beside holdout, per run."""
+    whose = {"image": "the equal-compute image runs (imf: the preset's own runs; ddpm-100 and flow-1 trained "
+                      "to their compute)",
+             "image_twostep": "the equal-compute image runs at two observation steps, before the preset's "
+                              "ablations",
+             "image_preset": "the image preset's runs",
+             "image_preset30": "the image preset's runs at 30 CPU-minutes, before its budget was raised"}.get(
+                 name, f"the {name} runs")
+    lines = [f"What {whose} say (written by benchmarks/claims/claims.py from "
+             f"benchmarks/learning_results/{name}.json; holdout = the claim, selection = what a "
+             f"choice between runs would use):"]
+    for run in data[name]:
+        if "holdout_score" not in run:
+            raise ClaimError(f"benchmarks/learning_results/{name}.json: run {run.get('id')} has no holdout look")
+        best = f"{run['best_test_score']:.3f} with {pct(run['best_test_success'])} success at epoch {run['best_epoch']}"
+        lines.append(f"- {run['label']}: {run['steps']} steps ({run['samples'] / 1e6:.2f}M samples) in "
+                     f"{run['train_min']:.0f} CPU-minutes; best test rollout {best}; selection "
+                     f"{coverage_success(run, 'selection')}; holdout {coverage_success(run)}, "
+                     f"{run['holdout_near_misses']} of {run['holdout_episodes']} holdout episodes near misses "
+                     f"(score >= 0.90 without success).")
+    return lines + comparisons(data, name)
+
+
+def results_ablations(data: Data, name: str, baseline: str, adopted: dict[str, str],
+                      against: dict[str, str] | None = None) -> list[str]:
+    """Each ablation against its baseline on the selection seeds: the numbers that chose.
+    ``against``: the rows run after an adopted change, each against the run of that change."""
+    rows, against = data[name], against or {}
+    by_name = {r["name"]: r for r in rows}
+    for wanted in {baseline, *(against[r["name"]] for r in rows if r["name"] in against)}:
+        if wanted not in by_name:
+            raise ClaimError(f"benchmarks/learning_results/{name}.json: no baseline run {wanted!r}")
+    base = by_name[baseline]
+    after = ", or the run named where a row was run after a change was adopted" if against else ""
+    sized = not any(r.get("budget_s") for r in rows)  # every run trained a fixed number of samples
+    equal = ("Each pair is equal in training samples, not in CPU seconds: the CPU ratio is the change's own "
+             "cost per sample and the load beside it" if sized else "Each pair is equal in CPU seconds, not in "
+             "samples: the samples ratio is the change's own cost and the load beside it")
+    lines = [f"Against {baseline} on the 200 selection seeds{after} (written by benchmarks/claims/claims.py from "
+             f"benchmarks/learning_results/{name}.json). {equal}. These numbers chose the "
+             f"settings, so they are not claims: the shipped preset's numbers are its holdout runs (Learning).",
+             f"- {baseline}: selection {coverage_success(base, 'selection')}."]
+    for row in _by_baseline(rows, baseline, against):
+        ref = by_name[against.get(row["name"], baseline)]
+        cov, suc, verdict = selection_gaps(row, ref)
+        change = ", ".join(f"`{c}`" for c in row["change"]) or "the preset of its day, unchanged"
+        versus = f" ({row['name']}" + ("" if ref is base else f", against {ref['name']}") + ")"
+        lines.append(f"- {change}{versus}: coverage {cov}, success {suc}: {verdict}, at "
+                     f"{row['samples'] / ref['samples']:.2f}x the samples ({row['samples'] / 1e6:.2f}M against "
+                     f"{ref['samples'] / 1e6:.2f}M)"
+                     + (f" and {row['train_min'] / ref['train_min']:.2f}x the CPU seconds" if sized else "")
+                     + f". {adopted.get(row['name'], 'Not adopted.')}")
+    return lines
+
+
+def _by_baseline(rows: list[dict[str, Any]], baseline: str, against: dict[str, str]) -> list[dict[str, Any]]:
+    """The rows against ``baseline`` first, each followed by the rows run against it."""
+    ordered, refs = [], [baseline]
+    while refs:
+        ref = refs.pop(0)
+        mine = [r for r in rows if r["name"] != baseline and against.get(r["name"], baseline) == ref]
+        ordered += mine
+        refs += [r["name"] for r in mine]
+    return ordered
+
+
+# Each passage by the name on its markers; the file that holds the markers is found (PUBLISHED),
+# so a passage can move between README, docs/ and RESULTS without a change here.
+PASSAGES: dict[str, Callable[[Data], list[str]]] = {
+    "readme-attention": readme_attention,
+    "results-attention-answer": readme_attention,
+    "results-presets-answer": results_presets_answer,
+    "results-objectives-answer": results_objectives_answer,
+    "results-attention": results_attention,
+    "results-data-scaling": results_data_scaling,
+    "results-curricula": results_curricula,
+    "learning-more-data": readme_more_data,
+    "readme-main-job": readme_main_job,
+    "learning": readme_learning,
+    "results-learning-keypoints": lambda d: results_learning(d, "keypoints"),
+    "results-learning-image": lambda d: [
+        *results_learning(d, "image"), f"- What the comparison was equal in: {equal_in(d, 'image')}."],
+    "results-image-step": step_costs,
+    "results-learning-image-twostep": lambda d: results_learning(d, "image_twostep"),
+    "results-learning-image-preset": lambda d: [
+        *results_learning(d, "image_preset"), budget_choice(d, "image_preset", "image_preset30")],
+    "results-learning-image-preset30": lambda d: results_learning(d, "image_preset30"),
+    "results-learning-keypoints30": lambda d: results_learning(d, "keypoints30"),
+    "results-ablations-image": lambda d: results_ablations(
+        d, "ablations_image", "img30-base", image_choices(d), IMAGE_AGAINST),
+    "results-ablations-image-samples": lambda d: results_ablations(
+        d, "ablations_image_samples", "img800k-base", image_samples_choices(d)),
+    "results-ablations-image-schedule": schedule_lines,
+    "results-image-limits": image_limits,
+    "results-filmstrip-image": filmstrip_lines,
+    "results-samples": samples_lines,
+    "results-action-horizon-image": lambda d: horizon_lines(d, HORIZON_CHOICES),
+    "learning-samples": samples_lines,
+    "results-ablations-keypoints": lambda d: results_ablations(d, "ablations_keypoints", "base1800", KEYPOINT_CHOICES),
+}
+
+
+def published(root: Path) -> list[Path]:
+    """The published text a passage may live in: README.md, docs/*.md, benchmarks/RESULTS.md and
+    benchmarks/RUNS.md (every run behind RESULTS' answers)."""
+    return [root / "README.md", *sorted((root / "docs").glob("*.md")), root / "benchmarks" / "RESULTS.md",
+            root / "benchmarks" / "RUNS.md"]
+
+
+def _begin(name: str) -> str:
+    return f"<!-- claims:{name} -->\n"
+
+
+def locate(root: Path, name: str, texts: dict[Path, str]) -> Path:
+    """The one published file that holds passage ``name``'s opening marker."""
+    found = [path for path in texts if _begin(name) in texts[path]]
+    if len(found) != 1:
+        where = ", ".join(str(p.relative_to(root)) for p in found) if found else (
+            "in none of README.md, docs/*.md, benchmarks/RESULTS.md, benchmarks/RUNS.md")
+        what = "are missing" if not found else "appear in more than one file"
+        raise ClaimError(f"the markers of passage {name!r} {what} ({_begin(name).strip()} ... "
+                         f"<!-- /claims:{name} -->: {where})")
+    return found[0]
+
+
+def _span(text: str, name: str, path: Path) -> tuple[int, int]:
+    begin, end = _begin(name), f"<!-- /claims:{name} -->"
+    start = text.find(begin)
+    stop = text.find(end, start + len(begin)) if start >= 0 else -1
+    if start < 0 or stop < 0 or text.find(begin, start + 1) >= 0:
+        raise ClaimError(f"{path}: the markers of passage {name!r} are missing or doubled ({begin.strip()} ... {end})")
+    return start + len(begin), stop
+
+
+def run(root: Path, check: bool) -> list[str]:
+    """Rewrite (or with ``check`` compare) every passage; the problems found, one line each."""
+    data, problems = Data(root), []
+    texts = {path: path.read_text() for path in published(root) if path.is_file()}
+    for name, render in PASSAGES.items():
+        try:
+            path = locate(root, name, texts)
+            file = path.relative_to(root).as_posix()
+            start, stop = _span(texts[path], name, path)
+            wanted = "\n".join(_wrap(line) for line in render(data)) + "\n"
+        except (ClaimError, KeyError, OSError) as exc:
+            problems.append(f"{name}: {exc}")
+            continue
+        current = texts[path][start:stop]
+        if current != wanted:
+            if check:
+                problems.append(f"{file}, passage {name}: {_first_difference(current, wanted)}; "
+                                f"run `python benchmarks/claims/claims.py` to write it from the JSON")
+            texts[path] = texts[path][:start] + wanted + texts[path][stop:]
+    if check:  # the look counts in the JSON are the ledger's; every other published number is registered
+        problems += holdout_ledger.check(root)
+        problems += published_numbers.check(root)
+    if not check:  # the passages that could be written are; the others keep their text
+        for path, text in texts.items():
+            if path.read_text() != text:
+                path.write_text(text)
+    return problems
+
+
+def _wrap(line: str, width: int = 96) -> str:
+    """A passage line wrapped like the hand-written text around it (list items hang)."""
+    indent = " " * (len(line) - len(line.lstrip(" -")))
+    return textwrap.fill(line, width, subsequent_indent=indent, break_on_hyphens=False,
+                         break_long_words=False) if line else line
+
+
+def _first_difference(current: str, wanted: str) -> str:
+    for i, (a, b) in enumerate(zip(current.splitlines(), wanted.splitlines()), start=1):
+        if a != b:
+            word = next((x for x, y in zip(re.split(r"(\s+)", a), re.split(r"(\s+)", b)) if x != y), a)
+            return f"line {i} of the passage says {word.strip()!r} where the JSON gives {b.strip()[:120]!r}"
+    return "the passage has a different number of lines than the JSON gives"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare, write nothing; exit 1 on a difference")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to read and write (default: this one)")
+    args = parser.parse_args()
+    problems = run(args.root, args.check)
+    for line in problems:
+        print(f"claims.py: {line}", file=sys.stderr)
+    if problems:
+        sys.exit(1)
+    print("claims.py: every passage agrees with the JSON" if args.check else "claims.py: passages written")
+
+
+if __name__ == "__main__":
+    main()

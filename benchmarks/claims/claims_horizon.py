@@ -1,0 +1,45 @@
+"""The action-horizon passage of benchmarks/claims/claims.py, from
+benchmarks/learning_results/action_horizon_image.json (benchmarks/learning/action_horizon.py): one best.pt
+replanning every K steps, each K paired with the trained horizon on the same selection seeds."""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learning"))  # benchmarks/learning/
+from action_horizon import paired_gap  # noqa: E402
+
+Z = 1.96
+
+
+def _paired(rows: dict[int, dict[str, Any]], k: int, field: str, scale: float) -> tuple[str, bool]:
+    mean, se = paired_gap(list(rows.values()), k, field)
+    z = mean / se if se > 0 else (0.0 if mean == 0 else math.inf)
+    unit, digits = (" points", 1) if scale == 100 else ("", 3)
+    return f"{scale * mean:+.{digits}f} ± {scale * se:.{digits}f}{unit} (z {z:+.2f})", abs(z) > Z
+
+
+def horizon_lines(data, choices: dict[int, str]) -> list[str]:
+    """Per run, each executed horizon against the trained one; ``choices``: K -> what was done."""
+    rows = data["action_horizon_image"]
+    lines = ["Each row one best.pt executing the first K of the actions it predicts before planning again (written "
+             "by benchmarks/claims/claims.py from benchmarks/learning_results/action_horizon_image.json): the same "
+             "weights and the same 200 selection seeds, so each gap is paired (the mean of the per-seed "
+             "differences ± their SE). These numbers choose a horizon; they are not claims."]
+    for run in sorted({r["run"] for r in rows}):
+        mine = {r["action_steps"]: r for r in rows if r["run"] == run}
+        base = mine[next(iter(mine.values()))["planned"]]
+        lines.append(f"- {run} (training seed {base['seed']}), {base['planned']} actions executed a plan, "
+                     f"as it ran: selection {base['selection_score']:.3f} ± {base['selection_score_se']:.3f} "
+                     f"coverage, {100 * base['selection_success']:.1f}% ± "
+                     f"{100 * base['selection_success_se']:.1f} success.")
+        for k in sorted((k for k in mine if k != base["planned"]), reverse=True):
+            cov, cov_clear = _paired(mine, k, "per_seed", 1)
+            suc, suc_clear = _paired(mine, k, "per_seed_success", 100)
+            beyond = [what for what, clear in (("coverage", cov_clear), ("success", suc_clear)) if clear]
+            verdict = f"beyond noise on {' and '.join(beyond)}" if beyond else "within noise on both"
+            lines.append(f"- {run}, {k} executed: coverage {cov}, success {suc}: {verdict}. "
+                         f"{choices.get(k, 'Not adopted.')}")
+    return lines

@@ -1,0 +1,151 @@
+"""The action horizon without retraining: one best.pt replanning every K steps, on the selection seeds.
+
+    python benchmarks/learning/action_horizon.py RUN_DIR [--steps 1,2,4,10] [--episodes 200] [--no-write]
+
+The policy predicts horizon - n_obs_steps + 1 actions from the current step on (10 in
+`pusht_image_cpu`), and the simulator executes the first `policy.n_action_steps` of them (8) before
+it plans again. `imf eval --action-steps K` executes the first K instead (by default 1, 2, 4 and
+every predicted one): the same weights, so a difference between two K is the receding horizon's alone, not a
+second training run's noise. Each K scores RUN_DIR's best.pt on --episodes selection seeds
+(500000..; the same seeds and sampling noise for every K), so the rows are paired: a K's gap to the
+trained horizon is the mean of its per-seed differences ± their SE. The holdout is never looked
+at: a horizon chosen here is claimed by benchmarks/learning/learning.py afterwards. Writes
+benchmarks/learning_results/action_horizon_<obs>.json (the rows already there for other runs stay)
+and its section of benchmarks/RESULTS.md; benchmarks/claims/claims.py reads the JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import holdout_ledger
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
+from results_file import write_section  # noqa: E402
+from run_record import log_rows  # noqa: E402
+
+from imf.seeds import SELECTION  # noqa: E402
+from imf.stats import standard_error  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS_DIR = ROOT / "benchmarks" / "learning_results"
+HOLDOUT_FIELDS = ("holdout_score", "holdout_score_se", "holdout_success", "holdout_success_se")
+
+
+def score(checkpoint: Path, k: int, episodes: int) -> dict:
+    """``imf eval`` of ``checkpoint`` executing ``k`` actions a plan, on the selection seeds."""
+    cmd = ["nice", "-n", "10", sys.executable, "-m", "imf", "eval", str(checkpoint), "--n-test", str(episodes),
+           "--start-seed", str(SELECTION.start), "--workers", "1", "--action-steps", str(k), "--json"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    start = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+    if proc.returncode != 0:
+        sys.exit(f"action_horizon.py: imf eval --action-steps {k} failed: "
+                 f"{(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
+    return {**json.loads(proc.stdout), "eval_s": time.monotonic() - start}
+
+
+def _mean_se(values: list[float]) -> tuple[float, float]:
+    return sum(values) / len(values), standard_error(values)
+
+
+def holdout_looks(run_dir: Path, config: dict) -> int:
+    """The holdout ledger's looks at this run (its curve, a preset's record): counted there, never here."""
+    rows = log_rows(run_dir) if (run_dir / "logs.json.txt").is_file() else []
+    run = {"obs": config["policy"]["obs_type"], "objective": (config.get("objective") or {}).get("name", "imf"),
+           "seed": config["training"]["seed"]}
+    if rows and "batch_size" in config["training"]:
+        run["samples"] = rows[-1].get("global_step", 0) * config["training"]["batch_size"]
+    return holdout_ledger.looks_of(holdout_ledger.load_from(RESULTS_DIR), run)
+
+
+def row(run_dir: Path, config: dict, scored: dict, looks: int) -> dict:
+    planned = config["policy"]["n_action_steps"]
+    seeds = sorted(scored["per_seed"], key=int)
+    cover = [float(scored["per_seed"][s]) for s in seeds]
+    success = [float(scored["per_seed_success"][s]) for s in seeds]
+    (score_, score_se), (succ, succ_se) = _mean_se(cover), _mean_se(success)
+    return {"obs": config["policy"]["obs_type"], "preset": config["name"], "run": run_dir.name,
+            "seed": config["training"]["seed"], "action_steps": scored["action_steps"], "planned": planned,
+            "selection_score": score_, "selection_score_se": score_se, "selection_success": succ,
+            "selection_success_se": succ_se, "selection_episodes": len(seeds),
+            "selection_seed_start": int(seeds[0]), **dict.fromkeys(HOLDOUT_FIELDS), "holdout_looks": looks,
+            "eval_s": round(scored["eval_s"], 1), "per_seed": cover, "per_seed_success": success}
+
+
+def paired_gap(rows: list[dict], k: int, field: str) -> tuple[float, float]:
+    """Mean ± SE of the per-seed differences, K's row minus the trained horizon's."""
+    by_k = {r["action_steps"]: r for r in rows}
+    base = by_k[rows[0]["planned"]]
+    return _mean_se([a - b for a, b in zip(by_k[k][field], base[field])])
+
+
+def table(rows: list[dict]) -> list[str]:
+    lines = ["| run | executed actions a plan | selection coverage | selection success | coverage vs trained "
+             "horizon (paired) | success vs trained horizon (paired) | eval s |", "|---|---|---|---|---|---|---|"]
+    for run in sorted({r["run"] for r in rows}):
+        mine = sorted((r for r in rows if r["run"] == run), key=lambda r: -r["action_steps"])
+        for r in mine:
+            gap = [paired_gap(mine, r["action_steps"], f) for f in ("per_seed", "per_seed_success")]
+            lines.append(f"| {run} | {r['action_steps']} (ran with {r['planned']}) | {r['selection_score']:.3f} ± "
+                         f"{r['selection_score_se']:.3f} | {100 * r['selection_success']:.1f}% ± "
+                         f"{100 * r['selection_success_se']:.1f} | {gap[0][0]:+.3f} ± {gap[0][1]:.3f} | "
+                         f"{100 * gap[1][0]:+.1f} ± {100 * gap[1][1]:.1f} pts | {r['eval_s']:.0f} |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("--steps", default=None, help="comma-separated K (default: 1, 2, 4, ... up to the trained horizon)")
+    ap.add_argument("--episodes", type=int, default=200)
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args(argv)
+    best = args.run_dir / "checkpoints" / "best.pt"
+    if not best.is_file():
+        sys.exit(f"action_horizon.py: {args.run_dir} has no checkpoints/best.pt (a finished imf trial is needed)")
+    config = yaml.safe_load((args.run_dir / "config.yaml").read_text())
+    policy = config["policy"]
+    planned = policy["n_action_steps"]
+    ahead = policy.get("horizon", planned) - policy.get("n_obs_steps", 1) + 1  # predicted from the current step on
+    try:
+        steps = ([int(s) for s in args.steps.split(",")] if args.steps else
+                 [k for k in (1, 2, 4, 8, 16) if k < planned] + [ahead])
+    except ValueError:
+        sys.exit(f"action_horizon.py: --steps {args.steps!r}: give whole numbers separated by commas, e.g. 1,2,4")
+    bad = [k for k in steps if not 1 <= k <= ahead]
+    if bad:
+        sys.exit(f"action_horizon.py: --steps {bad[0]}: this checkpoint predicts {ahead} actions from the "
+                 f"current step; give 1..{ahead}")
+    # the trained horizon first (the pairs' baseline), then the longest
+    steps = [planned] + sorted(set(steps) - {planned}, reverse=True)
+    rows, looks = [], holdout_looks(args.run_dir, config)
+    for k in steps:
+        rows.append(row(args.run_dir, config, score(best, k, args.episodes), looks))
+        print(f"{args.run_dir.name}: {k} actions a plan (ran with {planned}): coverage {rows[-1]['selection_score']:.3f}, "
+              f"success {rows[-1]['selection_success']:.3f} ({rows[-1]['eval_s']:.0f} s)", flush=True)
+    lines = table(rows)
+    print("\n".join(lines))
+    if args.no_write:
+        return 0
+    path = RESULTS_DIR / f"action_horizon_{rows[0]['obs']}.json"
+    kept = [r for r in (json.loads(path.read_text()) if path.is_file() else []) if r["run"] != args.run_dir.name]
+    kept += rows
+    path.write_text(json.dumps(kept, indent=1) + "\n")
+    write_section(f"## Action horizon, {rows[0]['obs']} (benchmarks/learning/action_horizon.py)", [
+        f"## Action horizon, {rows[0]['obs']} (benchmarks/learning/action_horizon.py)", "",
+        f"`python benchmarks/learning/action_horizon.py RUN_DIR`: one best.pt, `imf eval --action-steps K` on "
+        f"{args.episodes} selection seeds from {SELECTION.start} (the same seeds and noise for every K, so the gaps "
+        f"are paired: mean of the per-seed differences ± their SE), 1 simulator worker, nice'd. These "
+        f"numbers choose a horizon; they are not claims.", "", *table(kept)])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
