@@ -34,8 +34,12 @@ ALLOWED = {
     "registry": {"config"},
     "store": set(), "data": set(), "attention": set(), "config": set(),
 }
-# Leaf helpers anyone may import: they import nothing of imf but each other.
-LEAVES = {"errors", "version", "tables", "stats", "atomic", "clock", "typed", "upgrade", "drill", "seeds", "faces"}
+# Leaf helpers anyone may import: they import nothing of imf but each other. ``contracts``: every
+# plugin group's Protocol, in one file that the parts with a helper base (scheduler, curricula,
+# train) and the registry's check all import, so it sits below all of them (its signatures name
+# the parts' types as Any aliases, never by import, so no circle forms, not even for type hints).
+LEAVES = {"errors", "version", "tables", "stats", "atomic", "clock", "typed", "upgrade", "drill", "seeds", "faces",
+          "contracts"}
 
 
 def _imf_imports(path: Path) -> set[str]:
