@@ -30,7 +30,7 @@ def _status_epoch(run_dir, tmp_path) -> str:
     trial = TrialState("t", [], 0, 2, {}, 1.0, "local:cpu", state="running")
     engine = Engine(SweepDir(tmp_path / "sweep"), SweepState(name="s", config="smoke", trial_command=[], trials=[trial]))
     text = (run_dir / "logs.json.txt").read_text()
-    engine._progress(trial, JobStatus("running", new_log=text, log_size=len(text)))
+    engine.watcher.progress(trial, JobStatus("running", new_log=text, log_size=len(text)))
     return trial_row(trial, now=0.0)[3]
 
 

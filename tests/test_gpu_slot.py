@@ -64,7 +64,7 @@ def test_one_probe_per_host_and_a_missing_gpu_takes_its_queue_down(tmp_path, mon
     req = request(tmp_path, grids=["32x1,2,3,4"], queues=["local:0", "local:1", "local:cpu"])
     sdir, state, _ = plan_sweep(req)
     lines: list[str] = []
-    Engine(sdir, state, lines.append)._check_queues()
+    Engine(sdir, state, lines.append).queue_health.check_queues()
     assert probes == ["local:0"]  # one probe answers for both GPU slots of this machine
     gpu0, gpu1, cpu = state.queues
     assert gpu0.state == "live" and gpu0.gpu["free_mib"] == 20480

@@ -50,21 +50,21 @@ def _running(tmp_path, log_offset: int):
 def test_a_running_job_back_in_the_queue_counts_an_attempt_once_and_is_read_again(tmp_path):
     engine, trial = _running(tmp_path, log_offset=500)
     requeued = slurm_status("7", "PENDING", "BeginTime", RAN)
-    engine._watch(trial, requeued)
+    engine.watcher.watch(trial, requeued)
     assert (trial.state, trial.attempts, trial.log_offset, trial.epoch) == ("queued", 2, 0, 0)
     assert [h["outcome"] for h in trial.history] == ["preempted"]
     assert "job 7 was requeued (BeginTime)" in trial.history[0]["reason"]
-    engine._watch(trial, requeued)  # still waiting: the same attempt
+    engine.watcher.watch(trial, requeued)  # still waiting: the same attempt
     assert trial.attempts == 2 and len(trial.history) == 1
     assert "preempted p-causal-e32-l1-s42" in (tmp_path / "p" / "sweep.log").read_text()
 
 
 def test_a_job_that_never_ran_or_is_suspended_is_only_waiting(tmp_path):
     engine, trial = _running(tmp_path, log_offset=0)  # submitted, not started yet
-    engine._watch(trial, slurm_status("7", "PENDING", "Priority", RAN))
+    engine.watcher.watch(trial, slurm_status("7", "PENDING", "Priority", RAN))
     assert (trial.state, trial.attempts, trial.history) == ("queued", 1, [])
     engine, trial = _running(tmp_path / "s", log_offset=500)
-    engine._watch(trial, slurm_status("7", "SUSPENDED", "None", RAN))
+    engine.watcher.watch(trial, slurm_status("7", "SUSPENDED", "None", RAN))
     assert (trial.state, trial.attempts, trial.history) == ("queued", 1, [])
 
 

@@ -142,7 +142,7 @@ def test_a_job_submitted_as_its_controller_died_is_re_attached_and_one_still_on_
     landed, lost = state.trials
     submitted = engine.scheduler(landed.queue).start(jobs[landed.id])  # sbatch answered, too late to save
     resumed = Engine(sdir, sdir.load(), lambda s: None)
-    resumed._reattach_all()  # what --resume does first
+    resumed.recovery.reattach_all()  # what --resume does first
     again = {t.id: t for t in resumed.state.trials}
     assert again[landed.id].state == "running"  # re-attached (its next poll says it is queued)
     assert again[landed.id].handle.extra["job_id"] == submitted.extra["job_id"]

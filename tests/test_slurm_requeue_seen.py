@@ -6,7 +6,7 @@ from __future__ import annotations
 from imf.atomic import atomic_write_json
 from imf.scheduler.base import JobStatus
 from imf.scheduler.slurm_status import RESTARTS, read_progress, slurm_status
-from imf.sweep.engine_base import EngineBase
+from imf.sweep.outcomes import Outcomes
 from imf.sweep.state import TrialState
 
 
@@ -26,20 +26,20 @@ def test_the_restart_count_is_read_for_this_attempt_only(tmp_path):
 
 def test_a_restart_missed_while_queued_is_credited_once():
     trial = _trial()
-    why = EngineBase._note_requeue(trial, JobStatus("running", restarts=1))
+    why = Outcomes.note_requeue(trial, JobStatus("running", restarts=1))
     assert trial.restarts_seen == 1 and "restart 1" in why
-    assert EngineBase._note_requeue(trial, JobStatus("running", restarts=1)) is None  # once only
+    assert Outcomes.note_requeue(trial, JobStatus("running", restarts=1)) is None  # once only
 
 
 def test_a_requeue_seen_waiting_is_not_counted_again_when_the_job_reports_it():
     trial = _trial()
-    assert EngineBase._note_requeue(trial, JobStatus("queued", requeued=True, reason="BeginTime")) == "BeginTime"
+    assert Outcomes.note_requeue(trial, JobStatus("queued", requeued=True, reason="BeginTime")) == "BeginTime"
     assert trial.restarts_seen == 1
-    assert EngineBase._note_requeue(trial, JobStatus("running", restarts=1)) is None
-    assert EngineBase._note_requeue(trial, JobStatus("exited", exit_code=0, restarts=2))  # a second, missed
+    assert Outcomes.note_requeue(trial, JobStatus("running", restarts=1)) is None
+    assert Outcomes.note_requeue(trial, JobStatus("exited", exit_code=0, restarts=2))  # a second, missed
 
 
 def test_a_job_that_never_ran_or_was_never_requeued_is_no_preemption():
-    assert EngineBase._note_requeue(_trial(log_offset=0), JobStatus("queued", requeued=True)) is None
-    assert EngineBase._note_requeue(_trial(), JobStatus("running")) is None
-    assert EngineBase._note_requeue(_trial(), JobStatus("queued", requeued=False)) is None  # suspended
+    assert Outcomes.note_requeue(_trial(log_offset=0), JobStatus("queued", requeued=True)) is None
+    assert Outcomes.note_requeue(_trial(), JobStatus("running")) is None
+    assert Outcomes.note_requeue(_trial(), JobStatus("queued", requeued=False)) is None  # suspended

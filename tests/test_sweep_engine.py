@@ -267,7 +267,7 @@ def test_a_spec_of_several_slots_is_checked_once(tmp_path, monkeypatch):
     monkeypatch.setattr(LocalScheduler, "probe_gpus", lambda self: probed.append(self.spec) or {
         "devices": [{"index": i, "name": "Fake", "free_mib": 1, "total_mib": 2} for i in (0, 1)]})
     sdir, state, _ = plan_sweep(request(tmp_path, queues=["local:cpu", "local:cpu", "local:0", "local:1"]))
-    Engine(sdir, state, lambda s: None)._check_queues()
+    Engine(sdir, state, lambda s: None).queue_health.check_queues()
     assert checked == ["local:cpu", "local:0", "local:1"]
     assert probed == ["local:0"] and all(q.state == "live" for q in state.queues)
 

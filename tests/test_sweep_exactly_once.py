@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from _sweep_helpers import fake_command, wait_for
 
-from imf.sweep import engine_base
+from imf.sweep import outcomes
 from imf.sweep.launch import SweepRequest, resume_sweep, start_sweep
 from imf.sweep.recovery import Recovery
 from imf.store.layout import PID
@@ -69,7 +69,7 @@ def test_a_controller_that_dies_as_its_trial_spawns_never_runs_the_trial_twice(t
     sweep_dir = tmp_path / "t"
     assert json.loads((sweep_dir / "sweep.json").read_text())["trials"][0]["state"] == "starting"
 
-    reattach = Recovery._reattach_all
+    reattach = Recovery.reattach_all
 
     def reattach_then_wake(self):
         reattach(self)  # the resumed controller looked: no pid file
@@ -77,7 +77,7 @@ def test_a_controller_that_dies_as_its_trial_spawns_never_runs_the_trial_twice(t
         run_dir = sweep_dir / self.state.trials[0].id
         wait_for(lambda: child.poll() is not None or (run_dir / PID).is_file(), timeout=60)
 
-    monkeypatch.setattr(Recovery, "_reattach_all", reattach_then_wake)
+    monkeypatch.setattr(Recovery, "reattach_all", reattach_then_wake)
     resume_sweep(sweep_dir, lambda s: None)
     wait_for(lambda: child.poll() is not None, timeout=60)
     _ran_once(sweep_dir, ledger)
@@ -86,16 +86,16 @@ def test_a_controller_that_dies_as_its_trial_spawns_never_runs_the_trial_twice(t
 def test_a_controller_that_dies_after_recording_a_trial_records_it_once(tmp_path, monkeypatch):
     ledger = tmp_path / "ledger.txt"
     monkeypatch.setenv("IMF_TRIAL_COMMAND", fake_command("--epoch-s", "0.01", "--ledger", str(ledger)))
-    record = engine_base.record_trial
+    record = outcomes.record_trial
 
     def record_then_die(*args):
         problems = record(*args)
         raise Died  # the stores hold it; sweep.json may not say so yet
 
-    monkeypatch.setattr(engine_base, "record_trial", record_then_die)
+    monkeypatch.setattr(outcomes, "record_trial", record_then_die)
     with pytest.raises(Died):
         start_sweep(_request(tmp_path), lambda s: None)
-    monkeypatch.setattr(engine_base, "record_trial", record)
+    monkeypatch.setattr(outcomes, "record_trial", record)
     resume_sweep(tmp_path / "t", lambda s: None)
     _ran_once(tmp_path / "t", ledger)
     log = (tmp_path / "t" / "sweep.log").read_text()

@@ -230,7 +230,7 @@ def _resolve(polls):
     from imf.sweep.stall import StallWatch
     from imf.sweep.state import Orphan, TrialState
 
-    class Resolver(Recovery):
+    class Context:  # the part of the engine's shared context that resolving reads
         def __init__(self):
             self.stalls, self.lines = StallWatch(), []
 
@@ -242,9 +242,9 @@ def _resolve(polls):
 
     trial = TrialState(id="t", overrides=[], seed=42, epochs=1, params={}, cost=1.0, queue="local:cpu")
     orphan = Orphan("ssh://h/cpu", Handle(pid=5, token="a"), 1)
-    resolver = Resolver()
-    resolver._resolve(trial, orphan)
-    return trial, resolver.lines
+    context = Context()
+    Recovery(context, None, None, None).resolve(trial, orphan)
+    return trial, context.lines
 
 
 def test_an_orphan_that_ends_on_its_own_as_it_is_stopped_gives_its_result():

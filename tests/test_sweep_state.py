@@ -66,9 +66,9 @@ def test_every_event_leads_to_a_known_state():
 
 # writes of a ``.state`` outside TrialState.move that are not a trial's state: (file, target)
 NOT_A_TRIAL = {
-    ("engine_base.py", "self.state"),  # the engine's SweepState, set once in __init__
+    ("context.py", "self.state"),  # the engine's SweepState, set once in SweepContext.__init__
     ("halving.py", "self.state"),  # Halving's SweepState, set once in __init__
-    ("engine_base.py", "queue.state"),  # a QueueState: live, down or blocked
+    ("queue_health.py", "queue.state"),  # a QueueState: live, down or blocked
     ("launch.py", "queue.state"),
 }
 

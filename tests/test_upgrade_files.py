@@ -89,7 +89,7 @@ def test_a_tokenless_starting_trial_that_shows_its_previous_pid_had_not_started(
     state = sdir.load()
     assert state.trials[0].stale_pid == stale and sdir.state_file.read_bytes() == before  # in memory only
     engine = Engine(sdir, state, lambda s: None)
-    engine._reattach_all()
+    engine.recovery.reattach_all()
     (trial,) = engine.state.trials
     assert trial.state == "pending" and trial.handle is None and trial.stale_pid is None
     log = (sdir.path / "sweep.log").read_text()

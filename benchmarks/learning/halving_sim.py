@@ -3,7 +3,7 @@
 A planting through the real engine takes ~8 s of wall time on this machine, too slow for
 hundreds. Here the sweep's queue loop is replayed on a simulated clock with the engine's own
 parts: the plan of ``imf sweep`` (``plan_sweep``: queues and order), the trial state machine
-(``TrialState.move``), the engine's work stealing (``Engine._steal_for``) and its halving
+(``TrialState.move``), the engine's work stealing (``Starter.steal_for``) and its halving
 (``imf.sweep.halving.Halving``, fed each poll's new log lines as ``JobStatus.new_log``, as the
 engine feeds it). Every poll (``--poll`` simulated seconds) walks the running trials in the
 engine's order, then gives each free slot its next trial. A trial starts ``--start-s`` after
@@ -46,7 +46,8 @@ from results_file import write_section  # noqa: E402
 from imf.scheduler import JobStatus  # noqa: E402
 from imf.stats import Z95  # noqa: E402
 from imf.sweep import halving as rule  # noqa: E402
-from imf.sweep import ACTIVE, Engine, FINAL, SweepState, plan_sweep  # noqa: E402
+from imf.sweep import ACTIVE, FINAL, SweepState, plan_sweep  # noqa: E402
+from imf.sweep.starter import Starter  # noqa: E402
 
 SECTION = "## Successive halving on near rivals, {rule} (benchmarks/learning/halving_sim.py{flag})"
 
@@ -79,7 +80,7 @@ class SimulatedSweep:
         self.begins: dict[str, float] = {}  # when the trial's first epoch starts
         self.ended: dict[str, float] = {}
 
-    def log(self, line: str) -> None:  # Engine._steal_for notes its moves here
+    def log(self, line: str) -> None:  # Starter.steal_for notes its moves here
         pass
 
     def run(self) -> SimResult:
@@ -91,7 +92,7 @@ class SimulatedSweep:
                 if any(t.queue == queue.name and t.state in ACTIVE for t in self.state.trials):
                     continue
                 pending = self.state.pending_on(queue.name)
-                trial = pending[0] if pending else Engine._steal_for(self, queue)
+                trial = pending[0] if pending else Starter.steal_for(self, queue)
                 if trial is not None:
                     trial.queue = queue.name
                     trial.move("launch")

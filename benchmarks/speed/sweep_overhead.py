@@ -48,8 +48,16 @@ class TimedEngine(Engine):
     poll_s = 0.0
     polls = 0
 
-    def scheduler(self, queue):
-        sch = super().scheduler(queue)
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        opened = self.ctx.scheduler  # every part of the engine asks the shared context
+
+        def scheduler(queue):
+            return self._timed(opened(queue))
+        self.ctx.scheduler = scheduler
+
+    @staticmethod
+    def _timed(sch):
         if not getattr(sch, "_timed", False):
             inner = sch.poll
 

@@ -1,7 +1,7 @@
 """Attention-mask plugins (group ``imf.masks``).
 
-A mask plugin is a callable ``(n_action, n_time, n_obs) -> AttentionMasks`` (``Mask``; one
-that declares ``Options`` gets them as a fourth argument).
+A mask plugin is a callable ``(n_action, n_time, n_obs) -> AttentionMasks`` (``Mask``, imf/contracts.py;
+one that declares ``Options`` gets them as a fourth argument).
 Masks are boolean numpy arrays where True means "may attend", or None for no
 mask. Self-attention runs over the n_action action tokens; cross-attention
 goes from action tokens to the condition tokens, laid out as n_time time
@@ -10,9 +10,9 @@ tokens followed by n_obs observation tokens.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
-
 import numpy as np
+
+from imf.contracts import Mask  # the group's contract (imf/contracts.py), on this part's face
 
 __all__ = ["AttentionMasks", "Mask", "causal", "full"]  # the face; the masks are found as plugins
 
@@ -21,12 +21,6 @@ __all__ = ["AttentionMasks", "Mask", "causal", "full"]  # the face; the masks ar
 class AttentionMasks:
     self_attn: np.ndarray | None  # (n_action, n_action) bool, or None = attend everywhere
     cross_attn: np.ndarray | None  # (n_action, n_time + n_obs) bool, or None
-
-
-class Mask(Protocol):
-    """The contract of an ``imf.masks`` plugin (imf/registry/contracts.py checks it)."""
-
-    def __call__(self, n_action: int, n_time: int, n_obs: int) -> AttentionMasks: ...
 
 
 def _check_counts(n_action: int, n_time: int, n_obs: int) -> None:

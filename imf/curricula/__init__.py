@@ -30,7 +30,9 @@ class TrainEpisodes:
 
 
 class Curriculum(ABC):
-    """The contract of ``imf.curricula`` plugins (a plugin may extend it, or only match it)."""
+    """The helper base of ``imf.curricula`` plugins: it keeps the group's contract
+    (``imf.contracts.Curriculum``) with an empty ``check``; a plugin may extend it, or only match
+    the contract."""
 
     def __init__(self, options: object) -> None:
         self.options = options

@@ -1,4 +1,4 @@
-"""The objective protocol (plugin group ``imf.objectives``) and the pieces objectives share.
+"""What objectives (plugin group ``imf.objectives``) share; their contract is ``imf.contracts.Objective``.
 
 An objective is built as ``cls(cfg: ObjectiveConfig, options)`` and gives
 - ``loss(model, actions (B,H,A), cond (B,n_obs,F), generator=None) -> (loss, metrics)``,
@@ -14,28 +14,14 @@ exposes ``horizon`` and ``action_dim`` (see ``imf.model.ImfTransformer``). Flow 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
+from imf.contracts import Objective  # noqa: F401  (the group's contract, imf/contracts.py, named here too)
 from imf.errors import ConfigError, OptionError
 
 Metrics = dict[str, "torch.Tensor | float"]  # 0-dim tensors on the device, or host floats
-
-
-class Objective(Protocol):
-    """The contract of an ``imf.objectives`` plugin (imf/registry/contracts.py checks it)."""
-
-    name: str
-    uses_v_head: bool
-
-    def __init__(self, cfg: Any, options: Any = None) -> None: ...
-
-    def loss(self, model, actions: torch.Tensor, cond: torch.Tensor,
-             generator: torch.Generator | None = None) -> tuple[torch.Tensor, Metrics]: ...
-
-    def sample(self, model, cond: torch.Tensor, n_steps: int | None = None,
-               generator: torch.Generator | None = None) -> torch.Tensor: ...
 
 
 @dataclass

@@ -1,39 +1,21 @@
-"""Each plugin group's contract, and the one check of a plugin against it (``imf plugins --check``).
+"""The one check of a plugin against its group's contract (``imf plugins --check``).
 
-A contract is a class beside its group, one style for all: the methods (and ``__init__`` or
-``__call__``) a plugin must have, with the parameters the callers pass, and the attributes it
-must carry (annotated without a value):
-
-    imf.curricula   imf.curricula.Curriculum      cls(options): check, pool
-    imf.masks       imf.attention.Mask            a function (n_action, n_time, n_obs)
-    imf.objectives  imf.objectives.base.Objective cls(cfg, options): loss, sample
-    imf.schedulers  imf.scheduler.base.Scheduler  the base class schedulers extend
-    imf.stores      imf.store.base.Store          cls(root): record, read
-    imf.trackers    imf.trackers.Tracker          cls(): start, log, finish
-    imf.trainers    imf.train.trainers.Trainer    cls(): check, run (one trial of a config)
+The contracts are the Protocols of imf/contracts.py, one per group, one style: the members (and
+``__init__`` or ``__call__``) a plugin must have, with the parameters the callers pass, and the
+attributes it must carry (annotated without a value). ``problem`` holds a plugin to one of them:
+a plugin need not extend anything, it keeps its contract by its shape.
 
 A plugin that declares ``Options`` (imf/registry/options.py) also takes them as the last argument
 of its constructor (of the call, for a function), where the contract does not pass them always.
-The contracts are named here as "module:attr", loaded like entry points, so the registry imports
-none of the groups' packages.
 """
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any
 
 from imf import registry
+from imf.contracts import CONTRACTS
 
-CONTRACTS = {
-    "imf.curricula": "imf.curricula:Curriculum",
-    "imf.masks": "imf.attention:Mask",
-    "imf.objectives": "imf.objectives.base:Objective",
-    "imf.schedulers": "imf.scheduler.base:Scheduler",
-    "imf.stores": "imf.store.base:Store",
-    "imf.trackers": "imf.trackers:Tracker",
-    "imf.trainers": "imf.train.trainers:Trainer",
-}
 _NOT_MEMBERS = {"__init__", "__call__"}
 
 
@@ -66,8 +48,8 @@ def _verdicts(group: str) -> list[tuple[registry.PluginInfo, str | None]]:
 
 
 def contract_of(group: str) -> type:
-    module, _, attr = CONTRACTS[group].partition(":")
-    return getattr(importlib.import_module(module), attr)
+    """The Protocol of ``group`` (imf/contracts.py)."""
+    return CONTRACTS[group]
 
 
 def problem(plugin: Any, contract: type) -> str | None:

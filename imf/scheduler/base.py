@@ -1,4 +1,4 @@
-"""The scheduler plugin protocol: one job per queue slot, as a detached process in its folder.
+"""Schedulers' shared code: one job per queue slot, as a detached process in its folder.
 
 A plugin of group ``imf.schedulers`` is a class with ``from_spec(spec, options)``. The engine
 picks it by the queue spec's scheme (``local:0`` -> ``local``, ``ssh://host/gpu:0`` -> ``ssh``),
@@ -11,7 +11,7 @@ of the job's files in its run folder: ``pid`` ("PID STARTTIME TOKEN"), ``stdout.
 ignores files of another attempt, and a start refuses (``BusyError``) while the folder's job
 of another attempt is alive. ``start`` returns a ``Handle`` that the engine keeps in sweep.json
 and hands back to ``poll``, ``stop`` and ``fetch``. docs/INTERFACES.md, "Schedulers", is the
-whole protocol.
+whole protocol; its typed contract is ``imf.contracts.Scheduler``.
 """
 from __future__ import annotations
 
@@ -109,7 +109,9 @@ class JobStatus:
 
 
 class Scheduler(ABC):
-    """Runs jobs on one queue slot; each job it starts is known by its ``Handle``."""
+    """Runs jobs on one queue slot; each job it starts is known by its ``Handle``. The helper
+    base of the built-in schedulers: it keeps the group's contract (``imf.contracts.Scheduler``)
+    and implements its optional members; a plugin may extend it, or only match the contract."""
 
     query_keys: tuple[str, ...] = ()  # options a spec may carry after "?" besides speed
     # the hosts-file keys it reads (an entry may hold these; "defaults" gives it only these)

@@ -1,4 +1,4 @@
-"""The store protocol, and the record a finished trial hands to every store.
+"""The record a finished trial hands to every store (their contract: ``imf.contracts.Store``).
 
 A store is built as ``cls(root)`` where ``root`` is the project folder it writes into.
 ``record`` is an upsert by attempt (``same_attempt``: the trial id and the attempt's
@@ -10,30 +10,16 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from imf.clock import now_iso
+from imf.contracts import Store  # noqa: F401  (the group's contract, imf/contracts.py, on the store's face)
 from imf.errors import StoreError
 from imf.store.layout import SUMMARY
 from imf.store.summary import RunSummary
 
 BEST_METRIC = "test_mean_score"
 _ID_FORBIDDEN = "`\n\r\t"
-
-
-@runtime_checkable
-class Store(Protocol):
-    """What every ``imf.stores`` plugin provides."""
-
-    def __init__(self, root: Path) -> None: ...
-
-    def record(self, record: dict[str, Any]) -> None:
-        """Upsert ``record`` by its attempt (its ``id`` and ``run_uid``)."""
-        ...
-
-    def read(self) -> list[dict[str, Any]]:
-        """Every trial recorded so far, in the order first recorded."""
-        ...
 
 
 def check_id(trial_id: Any, where: str) -> str:

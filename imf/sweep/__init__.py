@@ -1,7 +1,8 @@
-"""The sweep controller: plan a grid onto queues (plan), run it (engine: the queue loop and its
-recovery), keep its state (state: sweep.json; validate), show it (status, live), stop it
-(cancel), and end it (finish: stores, report, notify). It starts trials as processes through
-the scheduler plugins of imf/scheduler/ and never imports the trainer, the model or torch.
+"""The sweep controller: plan a grid onto queues (plan), run it (engine: the run loop over its
+parts: outcomes, queue health, starter, watcher, recovery), keep its state (state: sweep.json;
+validate), show it (status, live), stop it (cancel), and end it (finish: stores, report,
+notify). It starts trials as processes through the scheduler plugins of imf/scheduler/ and
+never imports the trainer, the model or torch.
 
 The names below are the sweep's face for other parts; each loads its module on first use
 (PEP 562 ``__getattr__``), so ``imf --help`` imports none of the controller.

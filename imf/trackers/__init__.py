@@ -9,7 +9,7 @@ is a class built as ``cls(options)`` (its ``Options`` dataclass, from
   how to sync or view it) is printed once;
 - ``log(scalars: dict[str, float], step: int)``: finite scalars at ``global_step``, named as in
   logs.json.txt;
-- ``finish()`` (``Tracker``);
+- ``finish()`` (``Tracker``, imf/contracts.py);
 
 and ``requires``, the distributions it needs (``imf plugins`` shows them; a missing one is a
 broken plugin and one error line before a trial's folder is made). A tracker never kills
@@ -20,10 +20,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 from imf import registry
 from imf.config import Config
+from imf.contracts import Tracker  # the group's contract (imf/contracts.py), on this part's face
 from imf.errors import ConfigError, PluginError
 from imf.registry import as_dict, resolve_options
 
@@ -45,19 +46,6 @@ class TrackerRun:
     # whether this start continues it (imf trial --resume): a tracker continues that run
     run_uid: str = ""
     resume: bool = False
-
-
-class Tracker(Protocol):
-    """The contract of an ``imf.trackers`` plugin (imf/registry/contracts.py checks it); built
-    as ``cls()``, or ``cls(options)`` when it declares ``Options``."""
-
-    def __init__(self) -> None: ...
-
-    def start(self, run: TrackerRun) -> str | None: ...
-
-    def log(self, scalars: dict[str, float], step: int) -> None: ...
-
-    def finish(self) -> None: ...
 
 
 def tracker_names(cfg: Config) -> list[str]:

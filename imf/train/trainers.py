@@ -1,4 +1,4 @@
-"""The ``imf.trainers`` plugin group's contract, and what ``imf trial`` hands a trainer.
+"""The ``imf.trainers`` plugin group's helper base, and what ``imf trial`` hands a trainer.
 
 A config's ``trainer:`` key names the plugin (imf's own ``imf`` without the key). ``imf trial``
 builds a ``TrialRequest`` from its command line, looks the trainer up through the registry and
@@ -40,7 +40,8 @@ class TrialRequest:
 
 
 class Trainer(ABC):
-    """What every ``imf.trainers`` plugin provides: built as ``cls()``."""
+    """The helper base of ``imf.trainers`` plugins, built as ``cls()``: it keeps the group's
+    contract (``imf.contracts.Trainer``); a plugin may extend it, or only match the contract."""
 
     @abstractmethod
     def check(self, request: TrialRequest) -> None:
