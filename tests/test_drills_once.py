@@ -83,3 +83,31 @@ def test_tokens_carry_their_time_and_a_new_one_is_later_than_every_known_one():
     ahead = f"{token_time(first) + 10**12:016x}abcdef01"  # a token from a clock 1000 s ahead
     assert token_time(new_token([first, ahead, "legacy"])) > token_time(ahead)
     assert token_time("0123456789abcdef") is None  # an older imf's token: compared for equality only
+
+
+def _unused_pid() -> int:
+    """A pid no process runs under now (the writer of a temp that was killed)."""
+    top = int(Path("/proc/sys/kernel/pid_max").read_text())
+    return next(pid for pid in range(top - 1, 1, -1) if not Path(f"/proc/{pid}").exists())
+
+
+@pytest.mark.parametrize("command", [pytest.param("start", marks=pytest.mark.slow), "revoke"])
+def test_a_claim_half_written_by_a_killed_start_is_cleaned_by_the_next_claim(tmp_path, command):
+    """The controller-kills drill found it: a start SIGKILLed while writing the claim left its temp
+    (``.claim.<pid>@<host>.<token>.tmp``) in the job folder for good. The claim is written only under
+    the folder's lock, so the next start or revoke there removes a temp whose writer is gone."""
+    import socket
+    folder = tmp_path / "job"
+    folder.mkdir()
+    left = folder / f".claim.{_unused_pid()}@{socket.gethostname()}.0123abcd.tmp"
+    left.write_text("t0")
+    mine = folder / f".claim.{os.getpid()}@{socket.gethostname()}.89abcdef.tmp"  # a live writer's: kept
+    mine.write_text("t1")
+    if command == "revoke":
+        assert wrapper.revoke(folder, "t2") == "revoked"
+    else:
+        import io
+        code = wrapper.start(folder, new_token(), dict(os.environ), [sys.executable, "-c", "pass"],
+                             io.BytesIO(), io.StringIO())
+        assert code == 0
+    assert not left.exists() and mine.exists()

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from imf.atomic import atomic_write_text
+from imf.atomic import atomic_write_text, clean_stale_temps
 
 CLAIM = "claim"
 LOCKS = ".locks"
@@ -77,7 +77,11 @@ def read_claim(folder: Path) -> Claim | None:
 
 
 def write_claim(folder: Path, token: str, revoked: bool = False) -> None:
+    """Claim ``folder`` for ``token`` (or revoke it); the caller holds the folder's lock."""
     folder.mkdir(parents=True, exist_ok=True)
+    # A start killed mid-write left its temp claim; claims are written under the lock only, so a
+    # temp whose writer is gone is a leftover (a live writer's, or another host's young one, stays).
+    clean_stale_temps(folder, only=(CLAIM,))
     atomic_write_text(folder / CLAIM, f"{REVOKED} {token}\n" if revoked else f"{token}\n")
 
 
