@@ -32,7 +32,7 @@ from imf.clock import now_iso
 from imf.errors import ImfError, SweepError
 from imf.scheduler import JobRequest, Scheduler
 from imf.store import SWEEP_STATE
-from imf.sweep.context import SweepContext
+from imf.sweep.context import Part, SweepContext
 from imf.sweep.finish import notify, write_report
 from imf.sweep.folder import SweepDir
 from imf.sweep.outcomes import Outcomes
@@ -45,12 +45,14 @@ from imf.sweep.watcher import Watcher
 __all__ = ["Engine"]
 
 
-class Engine:
-    """One sweep's controller: the run loop over the engine's parts."""
+class Engine(Part):
+    """One sweep's controller: the run loop over the engine's parts. As a ``Part`` it shows the
+    shared context's state, sdir, log, save and scheduler to the code that drives a sweep."""
 
     def __init__(self, sdir: SweepDir, state: SweepState, echo: Callable[[str], None] = print,
                  sleep: Callable[[float], None] = time.sleep):
-        self.ctx = ctx = SweepContext(sdir, state, echo, sleep)
+        super().__init__(SweepContext(sdir, state, echo, sleep))
+        ctx = self.ctx
         self.outcomes = Outcomes(ctx)
         self.queue_health = QueueHealth(ctx, self.outcomes)
         self.starter = Starter(ctx, self.outcomes, self.queue_health)
@@ -61,25 +63,8 @@ class Engine:
 
     # ------------------------------------------------------------------ the face others use
     @property
-    def sdir(self) -> SweepDir:
-        return self.ctx.sdir
-
-    @property
-    def state(self) -> SweepState:
-        return self.ctx.state
-
-    @property
     def schedulers(self) -> dict[str, Scheduler]:
         return self.ctx.schedulers
-
-    def log(self, message: str) -> None:
-        self.ctx.log(message)
-
-    def save(self) -> None:
-        self.ctx.save()
-
-    def scheduler(self, queue: str) -> Scheduler:
-        return self.ctx.scheduler(queue)
 
     def job_request(self, trial: TrialState) -> JobRequest:
         return self.starter.job_request(trial)
