@@ -72,6 +72,12 @@ def image_samples_choices(data: Data) -> dict[str, str]:
         **{f"img800k-{c}": f"{WITHIN_AT_EQUAL_SAMPLES}; its gain at 30 CPU-minutes (img30-{c}) came with "
                            f"{_ratio(data, ab, f'img30-{c}', 'img30-ref')} the samples." for c in ("ema995", "ratio075")},
         "img800k-kp64": f"{WITHIN_AT_EQUAL_SAMPLES}.",
+        "img800k-base-again": "Not a change: the baseline's settings and training seed trained again (2026-12-06, "
+                              "beside other runs): one setting trained twice, so a single run's gap this wide "
+                              "ranks nothing.",
+        "img800k-vhead": f"{WITHIN_AT_EQUAL_SAMPLES}, with a cheaper step (benchmarks/imf_step.json): the "
+                         "candidate for the default iMF tangent (issue #47, item 3) once the presets are measured "
+                         "again with it on the holdout (not run).",
         "img800k-lrconst": f"Not adopted: the lead of this batch, at one training seed and {at} samples; at the "
                            f"preset's own {preset} samples, two training seeds, it is within noise on both "
                            "(Ablations, image, schedule).",
