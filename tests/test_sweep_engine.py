@@ -213,7 +213,10 @@ def test_a_sweep_json_of_an_older_imf_without_handle_dir_and_token_resumes(tmp_p
     data = assert_finished(sweep_dir, n=1)
     (trial,) = data["trials"]
     assert trial["attempts"] == 1 and not (sweep_dir / trial["id"] / "attempts").exists()
-    assert f"re-attached {trial['id']}" in (sweep_dir / "sweep.log").read_text()
+    log = (sweep_dir / "sweep.log").read_text()
+    assert f"re-attached {trial['id']}" in log
+    # the handle was completed once, before re-attaching, and the log says so
+    assert log.count("a handle saved by an imf before handles held the job's folder") == 1
 
 
 def test_resume_of_a_finished_sweep_starts_nothing(tmp_path, monkeypatch):

@@ -140,6 +140,7 @@ class Engine(Part):
                 health.queue_down(self.state.queue(name), why)
             health.require_queues({**down, **plugins})
         self.recovery.resolve_orphans()
+        self.recovery.complete_old_handles()
         self.recovery.reattach_all()
 
     def _step(self) -> bool:

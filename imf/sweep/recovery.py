@@ -93,16 +93,27 @@ class Recovery(Part):
                          f"{self.sdir.path} stops it once the host is back")
 
     # ------------------------------------------------------------------ re-attaching
+    def complete_old_handles(self) -> None:
+        """Once, on resume: a sweep.json of an imf before handles held the job's folder gets each
+        active trial's folder from its scheduler (the file's own upgrade cannot: the folder is the
+        scheduler's to name), and the log says so; re-attaching then reads every handle alike."""
+        old = [t for t in self.state.trials if t.state in ACTIVE and (t.handle is None or not t.handle.dir)]
+        for trial in old:
+            queue = self.state.queue(trial.queue)
+            job = self.starter.job_request(trial)
+            trial.handle = Handle(queue.spec, self.scheduler(queue.name).job_dir(job), str(job.run_dir),
+                                  trial.handle.token if trial.handle else "")
+            self.log(f"{trial.id}: a handle saved by an imf before handles held the job's folder; "
+                     f"its folder is {trial.handle.dir}")
+        if old:
+            self.save()
+
     def reattach_all(self, states: tuple[str, ...] = ACTIVE) -> None:
         """Re-attach to the trials in ``states`` (on resume, every active one; later, the ones
         still ``starting`` because their slot did not answer)."""
         for trial in [t for t in self.state.trials if t.state in states]:
             queue = self.state.queue(trial.queue)
             sch = self.scheduler(queue.name)
-            if trial.handle is None or not trial.handle.dir:  # sweeps of imf before handles held it
-                job = self.starter.job_request(trial)
-                trial.handle = Handle(queue.spec, sch.job_dir(job), str(job.run_dir),
-                                      trial.handle.token if trial.handle else "")
             revoked = False
             try:
                 status = sch.poll(trial.handle, 0)  # by its folder, pid and start time
