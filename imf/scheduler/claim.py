@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from imf.atomic import atomic_write_text, clean_stale_temps
+from imf.store import PID
 
 CLAIM = "claim"
 LOCKS = ".locks"
@@ -83,6 +84,14 @@ def write_claim(folder: Path, token: str, revoked: bool = False) -> None:
     # temp whose writer is gone is a leftover (a live writer's, or another host's young one, stays).
     clean_stale_temps(folder, only=(CLAIM,))
     atomic_write_text(folder / CLAIM, f"{REVOKED} {token}\n" if revoked else f"{token}\n")
+
+
+def write_pid(folder: Path, pid: int, started: int | None, token: str) -> None:
+    """The job's pid file ("PID STARTTIME TOKEN"), written under the folder's lock like the claim:
+    a local controller writes it in its own process, so a temp of one SIGKILLed mid-write, its
+    writer gone, is removed first."""
+    clean_stale_temps(folder, only=(PID,))
+    atomic_write_text(folder / PID, f"{pid} {started} {token}\n")
 
 
 def refusal(claim: Claim | None, token: str) -> str | None:

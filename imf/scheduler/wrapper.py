@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
 from imf import drill
-from imf.atomic import atomic_write_text, clean_stale_temps
+from imf.atomic import atomic_write_text
 from imf.errors import ImfError
 from imf.scheduler import claim, gpu_probe
 from imf.store import (ATTEMPTS, EXIT_CODE, LATEST, LOGS, PID, STDOUT, SUMMARY, RunLayout, checkpoint_name,
@@ -198,16 +198,8 @@ def _spawn(folder: Path, token: str, env: dict[str, str], argv: list[str]) -> No
     drill.point("wrapper-spawned")
     started = process_start_time(child.pid)
     if started is not None:  # (the child writes the same line again when it runs)
-        _write_pid(folder, child.pid, started, token)
+        claim.write_pid(folder, child.pid, started, token)
     drill.point("wrapper-pid-written")
-
-
-def _write_pid(folder: Path, pid: int, started: int | None, token: str) -> None:
-    """Write the pid file; the caller holds the claim lock. A local controller writes it in its
-    own process, so one SIGKILLed mid-write left its temp: under the lock, a temp pid file whose
-    writer is gone is a leftover (the claim's are cleaned as the claim is written)."""
-    clean_stale_temps(folder, only=(PID,))
-    atomic_write_text(folder / PID, f"{pid} {started} {token}\n")
 
 
 def run_attempt(folder: Path, token: str, argv: list[str], env: dict[str, str] | None = None,
@@ -223,7 +215,7 @@ def run_attempt(folder: Path, token: str, argv: list[str], env: dict[str, str] |
         if not claim.owns(folder, token):  # revoked, or another attempt claimed it meanwhile
             return 0
         pid = os.getpid()
-        _write_pid(folder, pid, process_start_time(pid), token)
+        claim.write_pid(folder, pid, process_start_time(pid), token)
     with open(folder / STDOUT, "ab") as log:
         if say:
             log.write(say.encode() + b"\n")
