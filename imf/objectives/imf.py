@@ -6,11 +6,15 @@ is plain flow matching at the boundary. So the batch splits into a plain-forward
 a JVP block (see ``sample_t_r``).
 
 Tangent sources (``objective.options.tangent``):
-- ``boundary``: v_theta = u(z_t, t, t), one extra no-grad forward on the JVP block;
-- ``v_head``: an auxiliary head on the same trunk, trained with ||v_head - v||^2; its
-  output is the tangent, and it comes from the same pass as u: the written-out JVP runs its
-  value pass (u and v_theta, with their graphs), then the tangent pass from that pass's
-  tape (imf/model/tangent.py), so this tangent costs no forward of its own.
+- ``v_head`` (the default, and the official iMF's tangent source): an auxiliary head on the
+  same trunk, trained with ||v_head - v||^2; its output is the tangent, and it comes from the
+  same pass as u: the written-out JVP runs its value pass (u and v_theta, with their graphs),
+  then the tangent pass from that pass's tape (imf/model/tangent.py), so this tangent costs
+  no forward of its own. Why the default: it learns within noise of ``boundary`` on the
+  selection seeds and makes the step cheaper (benchmarks/RUNS.md, "Ablations, keypoints15";
+  benchmarks/RESULTS.md, the iMF step against a flow step);
+- ``boundary``: v_theta = u(z_t, t, t), one extra no-grad forward on the JVP block (a
+  checkpoint trained before v_head was the default holds no v-head and keeps this one);
 - ``shared``: the boundary tangent u(z_t, t, t) without its extra forward. Each r < t row is
   drawn as a copy of an r = t row (same x, e, t, condition; ``draw_paired_batch``), so the
   r = t block's own forward, detached, is the tangent of its partner. The loss is the
@@ -36,8 +40,8 @@ TANGENTS = ("boundary", "v_head", "shared")
 
 @dataclass
 class ImfOptions(MeanFlowOptions):
-    # boundary: u(z_t, t, t); v_head: an auxiliary head; shared: u(z_t, t, t) of a paired r = t row
-    tangent: str = "boundary"
+    # v_head: an auxiliary head; boundary: u(z_t, t, t); shared: u(z_t, t, t) of a paired r = t row
+    tangent: str = "v_head"
 
     def __post_init__(self) -> None:
         super().__post_init__()
