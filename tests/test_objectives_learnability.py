@@ -39,9 +39,9 @@ def train(name: str, steps: int, seed: int = 0, **objective):
     torch.manual_seed(seed)
     cfg = PolicyConfig(n_emb=64, n_layer=2, n_head=2, p_drop_attn=0.0, horizon=1, n_obs_steps=1,
                        n_action_steps=1, time_scale=1.0)
-    model = ImfTransformer(cfg, 2)
     cls = registry.get("imf.objectives", name)
     obj = cls(ObjectiveConfig(name=name), resolve(cls, objective, "objective.options", name))
+    model = ImfTransformer(cfg, 2, v_head=obj.uses_v_head)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1e-3, total_steps=steps, pct_start=0.05)
     g = torch.Generator().manual_seed(seed)

@@ -56,7 +56,7 @@ def test_with_dropout_the_boundary_step_draws_the_same_masks_as_before():
     cfg = PolicyConfig(mask="causal", n_emb=32, n_layer=2, n_head=2, p_drop_attn=0.2, p_drop_emb=0.1,
                        horizon=6, n_obs_steps=2, n_action_steps=3)
     model = ImfTransformer(cfg, 4).double().train()
-    new = ImfObjective(ObjectiveConfig(name="imf"), ImfOptions())
+    new = ImfObjective(ObjectiveConfig(name="imf"), ImfOptions(tangent="boundary"))
     g = torch.Generator().manual_seed(1)
     x = torch.rand(8, 6, 2, generator=g, dtype=torch.float64) * 2 - 1
     cond = torch.randn(8, 2, 4, generator=g, dtype=torch.float64)

@@ -111,8 +111,8 @@ def test_partial_load_reports_shape_mismatch_and_keeps_new_modules_initialised()
     assert "model.head.weight" in report.shape_mismatched
     assert torch.equal(wide.model.head.weight, before)
     assert "encoder.trunk.0.weight" in report.loaded  # the encoder shapes match
-    old = make_policy(seed=6).eval()  # boundary tangent: no v-head
-    new = make_policy("objective.tangent=v_head", seed=7).eval()
+    old = make_policy("objective.options.tangent=boundary", seed=6).eval()  # no v-head
+    new = make_policy(seed=7).eval()  # the default tangent, v_head
     report = load_weights_partial(new, old.state_dict())
     assert report.missing == ["model.v_head.bias", "model.v_head.weight"]
     o = obs()

@@ -94,6 +94,8 @@ def test_init_partial_loads_what_matches_and_missing_tensors_stay_allowed(tmp_pa
     path, ckpt = _checkpoint(tmp_path, "smoke", "objective.tangent=boundary")
     check_warm_start(load_config("smoke", ["objective.tangent=v_head"]), ckpt, path)  # a new head: missing
     check_warm_start(load_config("smoke", ["policy.mask=full", "policy.n_head=1"]), ckpt, path)
+    path, ckpt = _checkpoint(tmp_path, "smoke")  # the default tangent: a v-head
+    check_warm_start(load_config("smoke", ["objective.options.tangent=boundary"]), ckpt, path)  # unused: unexpected
 
 
 @pytest.mark.slow
@@ -107,10 +109,10 @@ def test_a_trial_from_a_checkpoint_of_another_size_is_refused_then_runs_partial(
     refused = run_imf(*args, "--out", str(tmp_path / "refused"), cwd=tmp_path)
     assert refused.returncode == 2 and not (tmp_path / "refused").exists()
     line, = refused.stderr.strip().splitlines()
-    assert line.startswith(f"imf: error: --init-from {path}: 66 of 74 tensors differ in shape")
+    assert line.startswith(f"imf: error: --init-from {path}: 67 of 76 tensors differ in shape")
     partial = run_imf(*args, "training.init_partial=true", "--out", str(tmp_path / "partial"), cwd=tmp_path)
     assert partial.returncode == 0, partial.stderr
-    assert (f"partial warm start (training.init_partial) from {path}: 8 tensors loaded, 0 missing, "
-            "0 unexpected, 66 shape-mismatched") in partial.stdout
+    assert (f"partial warm start (training.init_partial) from {path}: 9 tensors loaded, 0 missing, "
+            "0 unexpected, 67 shape-mismatched") in partial.stdout
     summary = json.loads((tmp_path / "partial" / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["warm_started"] is True

@@ -21,8 +21,9 @@ samples_to_threshold.py, attention.py look, anchors.py) is followed by ``--rebui
 dated "uncommitted" until its commit is in the history; rebuild again after committing) and
 ``--write``; tests/test_holdout_ledger.py fails while a published number has no look here.
 
-A choice is a commit that changed a shipped CPU preset's settings (its YAML, comments aside); the
-ledger counts the holdout looks at imf runs of that preset published before it. Looks counts in
+A choice is a commit that changed a shipped CPU preset's settings (its YAML, comments aside, or a
+default it takes: ``DEFAULT_CHANGES``); the ledger counts the holdout looks at imf runs of that
+preset published before it. Looks counts in
 the result JSON are written from the ledger (``--write``), never by hand; ``claims.py --check``
 runs ``--check``.
 """
@@ -54,6 +55,10 @@ BEST = {"keypoints": "python benchmarks/learning/learning.py --obs keypoints",
 # The files whose records carry a holdout_looks count to keep equal to the ledger's.
 COUNTED = (*BEST, "ablations_image", "ablations_image_samples", "ablations_image_schedule", "action_horizon_image")
 PRESETS = ("pusht_lowdim_cpu", "pusht_image_cpu")
+# Commits that changed the shipped presets' settings outside their YAML, through a default every
+# preset takes: (commit, presets, what changed). A YAML diff cannot see these, so they are named.
+DEFAULT_CHANGES = (("660380f", PRESETS, "objective.options.tangent defaults to v_head (was boundary): "
+                    "the imf objective's default, which every shipped preset takes"),)
 
 
 def run_key(record: dict[str, Any]) -> str:
@@ -183,6 +188,10 @@ def choices(root: Path) -> list[dict[str, Any]]:
             if now != before:
                 out.append({"preset": preset, "commit": commit, "date": date, "what": subject[:200]})
             before = now
+    for commit, presets, what in DEFAULT_CHANGES:
+        short, date = _git(root, "show", "-s", "--format=%h %aI", commit).split()
+        out += [{"preset": preset, "commit": short, "date": date, "what": what} for preset in presets
+                if not any(c["preset"] == preset and c["commit"] == short for c in out)]
     return sorted(out, key=lambda c: c["date"])
 
 
