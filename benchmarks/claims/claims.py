@@ -24,7 +24,7 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learning"))  # benchmarks/learning/
 import holdout_ledger  # noqa: E402
 import published_numbers  # noqa: E402
-from claims_base import ClaimError, Data, coverage_success, cpu_minutes, gap, pct, preset  # noqa: E402
+from claims_base import ClaimError, Data, coverage_success, cpu_minutes, pct, preset  # noqa: E402
 from claims_choices import (HORIZON_CHOICES, IMAGE_AGAINST, KEYPOINT_CHOICES, SCHEDULE_CHOICE, image_choices,  # noqa: E402
                             image_samples_choices)
 from claims_attention import readme_attention, results_attention  # noqa: E402
@@ -32,58 +32,10 @@ from claims_compare import comparisons, equal_compute, equal_in, step_costs  # n
 from claims_data import readme_more_data, results_curricula, results_data_scaling  # noqa: E402
 from claims_horizon import horizon_lines  # noqa: E402
 from claims_samples import filmstrip_lines, image_limits, samples_lines  # noqa: E402
+from claims_presets import (budget_choice, readme_learning, results_presets_answer, seed_pairs,  # noqa: E402
+                            selection_gaps)
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def anchors_line(data: Data) -> str:
-    a = data["anchors"]
-    return (f"Anchors on the same 200 holdout seeds (benchmarks/learning/anchors.py): holding still "
-            f"{a['hold_still']['holdout']['mean']:.3f} coverage and {pct(a['hold_still']['holdout']['success_rate'])} "
-            f"success, the scripted expert {a['expert']['holdout']['mean']:.3f} and "
-            f"{pct(a['expert']['holdout']['success_rate'])}.")
-
-
-def preset_line(data: Data, name: str, what: str) -> str:
-    runs = [data.run(name, "imf", seed) for seed in data.seeds(name)]
-    minutes = runs[0]["budget_s"] / 60
-    per_seed = "; ".join(f"seed {r['seed']}: **{coverage_success(r)}**" for r in runs)
-    samples = ", ".join(f"{r['samples'] / 1e6:.2f}M" for r in runs)
-    return (f"- `{runs[0]['preset']}` ({what}, {minutes:.0f} training minutes, its default), two training "
-            f"seeds, holdout: {per_seed} ({samples} training samples).")
-
-
-def selection_gaps(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, str, str]:
-    """``a`` minus ``b`` on the selection seeds: the coverage gap, the success gap, and which of
-    them is beyond noise."""
-    cov, cov_clear = gap(a, b, "score", seeds="selection")
-    suc, suc_clear = gap(a, b, "success", points=True, seeds="selection")
-    beyond = [what for what, clear in (("coverage", cov_clear), ("success", suc_clear)) if clear]
-    return cov, suc, f"beyond noise on {' and '.join(beyond)}" if beyond else "within noise on both"
-
-
-def seed_pairs(data: Data, name: str, other: str) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
-    """(seed, ``name``'s imf run, ``other``'s) for each training seed the two records share."""
-    pairs = [(seed, data.run(name, "imf", seed), data.run(other, "imf", seed))
-             for seed in sorted(set(data.seeds(name)) & set(data.seeds(other)))]
-    if not pairs:
-        raise ClaimError(f"{data.folder}: {name}.json and {other}.json share no training seed")
-    return pairs
-
-
-def budget_choice(data: Data, name: str, other: str) -> str:
-    """How the image preset's budget was chosen: ``name``'s runs against ``other``'s (the same
-    settings at another budget) on the selection seeds, per training seed."""
-    pairs = seed_pairs(data, name, other)
-    parts = []
-    for seed, a, b in pairs:
-        cov, suc, _ = selection_gaps(a, b)
-        parts.append(f"seed {seed}: coverage {cov}, success {suc}")
-    first, ref = pairs[0][1], pairs[0][2]
-    shipped = preset(data, first["preset"])["training"]["time_budget_s"] / 60
-    return (f"- Its budget was chosen on the selection seeds ({first['selection_episodes']} episodes each, "
-            f"not the holdout): {first['budget_s'] / 60:.0f} CPU-minutes minus {ref['budget_s'] / 60:.0f}, per "
-            f"training seed: {'; '.join(parts)}. The preset ships {shipped:.0f}.")
 
 
 def schedule_lines(data: Data) -> list[str]:
@@ -104,77 +56,6 @@ def schedule_lines(data: Data) -> list[str]:
                      f"rollouts that chose best.pt, 50 seeds each): {a['best_test_score']:.3f} against "
                      f"{b['best_test_score']:.3f}.")
     return lines + [SCHEDULE_CHOICE]
-
-
-def holdout_before_choices(data: Data, shipped: dict[str, str]) -> str:
-    """What the holdout had shown when each shipped CPU preset was last changed, from the holdout
-    ledger (benchmarks/learning/holdout_ledger.py); ``shipped``: preset -> the JSON of its own runs."""
-    ledger = holdout_ledger.load_from(data.folder)
-    parts = []
-    for preset, own in shipped.items():
-        changes = [c for c in ledger["choices"] if c["preset"] == preset]
-        if not changes:
-            raise ClaimError(f"{data.folder / holdout_ledger.LEDGER}: no choice of {preset}")
-        last = max(changes, key=lambda c: c["date"])
-        before = holdout_ledger.looks_before(ledger, last, data.folder)
-        when = f"`{preset}`'s last change ({last['commit']}, {last['date'][:10]})"
-        if not before:
-            parts.append(f"{when} came before any holdout look at its imf runs")
-            continue
-        best = sum(1 for e in before if e["checkpoint"] == "best.pt")
-        runs = {e["run"] for e in before}
-        mine = {holdout_ledger.run_key(r) for r in data[own] if r.get("objective") == "imf"} & runs
-        parts.append(f"{when} was committed after {len(before)} holdout looks at {len(runs)} imf runs of it "
-                     f"({best} best checkpoints, {len(before) - best} curve snapshots"
-                     + (f"; its own {len(mine)} runs among them" if mine else "") + ")")
-    return ("The presets' settings were chosen on the test and selection seeds, never by a holdout score, "
-            "but not always before the holdout was seen (the holdout ledger, "
-            f"benchmarks/learning_results/{holdout_ledger.LEDGER}): " + "; ".join(parts) + ". Where looks came "
-            "first, the preset's holdout numbers are those of a version picked after they were seen, not an "
-            "untouched estimate.")
-
-
-def readme_learning(data: Data) -> list[str]:
-    ref = data["references"]["lerobot_diffusion_pusht"]
-    names = ("keypoints", "image", "image_preset", "image_preset30")
-    most = max(r["samples"] for name in names for r in data[name] if r.get("objective") == "imf")
-    episodes = {preset(data, data.run(n, "imf", data.seeds(n)[0])["preset"])["data"]["demo_episodes"] for n in names}
-    return [
-        "Every number here is a run's best checkpoint (chosen on the 50 test seeds) scored on 200 "
-        "**holdout** seeds (900000.., imf/config/eval_seeds.py). "
-        + holdout_before_choices(data, {"pusht_lowdim_cpu": "keypoints", "pusht_image_cpu": "image_preset"}) + " "
-        + anchors_line(data),
-        "",
-        f"Data: {' and '.join(map(str, sorted(episodes)))} scripted demonstrations (imf's expert, made on the machine). One torch thread a "
-        "run, its budget on the cpu clock, on a 2-core machine shared with other work "
-        "(benchmarks/learning/learning.py; JSON in benchmarks/learning_results/). A CPU-minute is that machine's: "
-        "the training samples beside each result, and the samples figure below, are what carry to "
-        "another (benchmarks/RESULTS.md, \"The image preset against its target, and what limits it\").",
-        "",
-        preset_line(data, "keypoints", "the T's 9 keypoints and the agent position, 128 x 2"),
-        preset_line(data, "image_preset", "96 x 96 images and the agent position, one frame a step, the small encoder"),
-        "  " + budget_choice(data, "image_preset", "image_preset30").removeprefix("- "),
-        *equal_compute(data, "keypoints"),
-        *equal_compute(data, "image"),
-        f"- For scale, other data and compute: {ref['what']}: {ref['coverage']:.3f} "
-        f"coverage and {pct(ref['success'])} success over {ref['episodes']} episodes after "
-        f"{ref['samples'] / 1e6:.1f}M training samples ({ref['steps'] // 1000}k steps of {ref['batch_size']}), "
-        f"trained on {ref['data']}. imf's runs above saw {100 * most / ref['samples']:.0f}% of those samples "
-        f"at most ({most / 1e6:.2f}M), on a CPU.",
-    ]
-
-
-def results_presets_answer(data: Data) -> list[str]:
-    """RESULTS' answer to "does imf learn PushT?": the shipped presets on the holdout, and how the
-    image preset's budget was chosen."""
-    return [
-        "Each shipped CPU preset's best checkpoint (chosen on the 50 test seeds), once on 200 holdout "
-        "seeds (900000..). " + anchors_line(data),
-        "",
-        preset_line(data, "keypoints", "the T's 9 keypoints and the agent position, 128 x 2"),
-        preset_line(data, "image_preset", "96 x 96 images and the agent position, one frame a step, the small encoder"),
-        budget_choice(data, "image_preset", "image_preset30"),
-    ]
 
 
 def results_objectives_answer(data: Data) -> list[str]:

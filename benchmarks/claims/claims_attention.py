@@ -70,7 +70,8 @@ def readme_attention(data: Data) -> list[str]:
     sizes = sorted({(x["n_emb"], x["n_layer"]) for x in cells})
     return [
         f"Does full attention beat causal? Two sweeps run here with `imf sweep --mask causal` and "
-        f"`--mask full` ({_setting(data, 'obs_type')}, `{_setting(data, 'preset')}` with "
+        f"`--mask full` ({_setting(data, 'obs_type')}, `{_setting(data, 'preset')}` as it was before issue #47 "
+        f"changed it (the boundary tangent), with "
         f"{_setting(data, 'n_head')} heads on both sides, {len(sizes)} cells of n_emb x n_layer "
         f"{', '.join(f'{e}x{l}' for e, l in sizes)}, seeds {' and '.join(map(str, seeds))}, "
         f"{_setting(data, 'epochs')} epochs of {_setting(data, 'steps_per_epoch')} steps of "

@@ -75,9 +75,10 @@ def image_samples_choices(data: Data) -> dict[str, str]:
         "img800k-base-again": "Not a change: the baseline's settings and training seed trained again (2026-12-06, "
                               "beside other runs): one setting trained twice, so a single run's gap this wide "
                               "ranks nothing.",
-        "img800k-vhead": f"{WITHIN_AT_EQUAL_SAMPLES}, with a cheaper step (benchmarks/imf_step.json): the "
-                         "candidate for the default iMF tangent (issue #47, item 3) once the presets are measured "
-                         "again with it on the holdout (not run).",
+        "img800k-vhead": "Adopted as the default iMF tangent (issue #47, item 3; so in both CPU presets): within "
+                         "noise at equal samples here and on the keypoint preset over three training seeds "
+                         "(Ablations, keypoints15), with a cheaper step (benchmarks/imf_step.json); the presets "
+                         "were then measured again on the holdout with it (Learning).",
         "img800k-lrconst": f"Not adopted: the lead of this batch, at one training seed and {at} samples; at the "
                            f"preset's own {preset} samples, two training seeds, it is within noise on both "
                            "(Ablations, image, schedule).",

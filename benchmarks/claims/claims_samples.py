@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from claims_base import cpu_minutes
+from claims_presets import SHIPPED
 
 
 def _reached(curve: dict[str, Any], test) -> str:
@@ -60,9 +61,9 @@ def _rate(runs: list[dict]) -> float:
 def image_limits(data) -> list[str]:
     """Whether the image preset reached its target on the holdout, and what the JSON says limits it:
     samples per CPU-second, and the scores of images and keypoints at about the same samples."""
-    runs = [r for r in data["image_preset"] if r["objective"] == "imf"]
+    runs = [r for r in data[SHIPPED["pusht_image_cpu"]] if r["objective"] == "imf"]
     two = [r for r in data["image_twostep"] if r["objective"] == "imf"]
-    keys = [r for r in data["keypoints"] if r["objective"] == "imf"]
+    keys = [r for r in data[SHIPPED["pusht_lowdim_cpu"]] if r["objective"] == "imf"]
     per_seed = "; ".join(f"seed {r['seed']} {r['holdout_score']:.3f} / {100 * r['holdout_success']:.1f}%" for r in runs)
     lines = []
     for what, cov, suc in (("Target", 0.80, 0.25), ("Moonshot", 0.85, 0.40)):

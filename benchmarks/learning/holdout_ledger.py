@@ -49,6 +49,8 @@ BEST = {"keypoints": "python benchmarks/learning/learning.py --obs keypoints",
         "image_twostep": "python benchmarks/learning/learning.py --obs image --name image_twostep",
         "image_preset30": "python benchmarks/learning/learning.py --obs image --name image_preset30",
         "image_preset": "python benchmarks/learning/learning.py --obs image --name image_preset",
+        "keypoints_preset": "python benchmarks/learning/learning.py --obs keypoints --name keypoints_preset",
+        "image_preset_vhead": "python benchmarks/learning/learning.py --obs image --name image_preset_vhead",
         "image": "python benchmarks/learning/learning.py --obs image --samples 2.34e6 (ddpm, flow); --with image_preset",
         "data_scaling": "python benchmarks/learning/data_scaling.py",
         "curricula": "python benchmarks/learning/curricula.py"}

@@ -15,17 +15,22 @@ from imf.config import (DEFAULT_PRESET, RECOMMENDED_EPISODES, Config, check_epis
                         holdout_seeds, load_config, load_resolved, parse_json_overrides, split_config_args)
 from imf.errors import EXIT_FAILED, EXIT_SIGNAL_BASE, OUTCOME_EXIT, ConfigError, ImfError, SweepError
 from imf.registry import fill_options
-from imf.store import (CONFIG, SIZED_ID, SUMMARY, RunLock, RunSummary, default_trial_id, params_of,
+from imf.store import (CONFIG, ID_HASH_CHARS, SUMMARY, RunLock, RunSummary, default_trial_id, params_of,
                        read_json_object, readable_id)
 from imf.sweep import NAME_RE
 from imf.seeds import HOLDOUT, SELECTION, TEST_START
+
+# the parts of a default trial id (imf.store.default_trial_id), in words a narrow help column can wrap
+ID_PARTS = (f"the config's name, <mask>, e<n_emb>, l<n_layer>, s<seed> and the first {ID_HASH_CHARS} hex "
+            "of the trial hash")
 
 
 @app.command(cls=Command, context_settings={"allow_extra_args": False})
 def trial(
     args: list[str] = typer.Argument(None, help="CONFIG (a preset or YAML path), then key=value dotted overrides.",
                                      autocompletion=complete_config_args),
-    trial_id: str = typer.Option(None, "--id", help=f"Trial id (default <config>-{SIZED_ID})."),
+    trial_id: str = typer.Option(None, "--id", help=f"Trial id (default: {ID_PARTS}, joined by '-', "
+                                                    "e.g. smoke-causal-e64-l2-s42-3fa9c1)."),
     out: Path = typer.Option(None, "--out", help="The trial's run folder (default runs/<id>)."),
     seed: int = typer.Option(None, "--seed", help="Seed for torch, numpy and random (training.seed)."),
     epochs: int = typer.Option(None, "--epochs", help="Number of epochs (training.num_epochs)."),
