@@ -79,13 +79,17 @@ def readme_main_job(data: Data) -> list[str]:
     ]
 
 
-def results_learning(data: Data, name: str) -> list[str]:
-    """RESULTS' reading of one learning.py table: selection beside holdout, per run."""
+def results_learning(data: Data, name: str, compare: bool = True) -> list[str]:
+    """RESULTS' reading of one learning.py table: selection beside holdout, per run; then imf
+    against ddpm and flow where ``compare`` (a record of one preset's own runs has only imf)."""
     whose = {"image": "the equal-compute image runs (imf: the preset's own runs; ddpm-100 and flow-1 trained "
                       "to their compute)",
              "image_twostep": "the equal-compute image runs at two observation steps, before the preset's "
                               "ablations",
-             "image_preset": "the image preset's runs",
+             "image_preset": "the image preset's runs (the boundary tangent)",
+             "image_preset_vhead": "the image preset's runs at its current settings",
+             "keypoints_preset": "the keypoint preset's runs at its current settings",
+             "keypoints": "the keypoints runs (the keypoint preset before issue #47: batch 128, the boundary tangent)",
              "image_preset30": "the image preset's runs at 30 CPU-minutes, before its budget was raised"}.get(
                  name, f"the {name} runs")
     lines = [f"What {whose} say (written by benchmarks/claims/claims.py from "
@@ -100,7 +104,7 @@ def results_learning(data: Data, name: str) -> list[str]:
                      f"{coverage_success(run, 'selection')}; holdout {coverage_success(run)}, "
                      f"{run['holdout_near_misses']} of {run['holdout_episodes']} holdout episodes near misses "
                      f"(score >= 0.90 without success).")
-    return lines + comparisons(data, name)
+    return lines + (comparisons(data, name) if compare else [])
 
 
 def results_ablations(data: Data, name: str, baseline: str, adopted: dict[str, str],
@@ -160,6 +164,8 @@ PASSAGES: dict[str, Callable[[Data], list[str]]] = {
     "readme-main-job": readme_main_job,
     "learning": readme_learning,
     "results-learning-keypoints": lambda d: results_learning(d, "keypoints"),
+    "results-learning-keypoints-preset": lambda d: results_learning(d, "keypoints_preset", compare=False),
+    "results-learning-image-preset-vhead": lambda d: results_learning(d, "image_preset_vhead", compare=False),
     "results-learning-image": lambda d: [
         *results_learning(d, "image"), f"- What the comparison was equal in: {equal_in(d, 'image')}."],
     "results-image-step": step_costs,
