@@ -113,11 +113,11 @@ def test_what_the_holdout_had_shown_before_a_choice_is_written_from_the_ledger(c
     ledger_path = checkout / "benchmarks" / "learning_results" / "holdout_ledger.json"
     ledger = json.loads(ledger_path.read_text())
     text = " ".join((checkout / "docs" / "learning.md").read_text().split())
-    assert "`pusht_image_cpu`'s last change" in text and "was committed after 22 holdout looks" in text
+    assert "`pusht_image_cpu`'s last change" in text and "was committed after 40 holdout looks" in text
     snapshots = [e for e in ledger["looks"] if e["run"].startswith("image/imf/") and e["checkpoint"] != "best.pt"]
     ledger["looks"] = [e for e in ledger["looks"] if e not in snapshots[:1]]
     ledger_path.write_text(json.dumps(ledger))
     problems = claims.run(checkout, check=True)
     assert any(p.startswith("docs/learning.md, passage learning: ") for p in problems), problems
     claims.run(checkout, check=False)
-    assert "was committed after 21 holdout looks" in " ".join((checkout / "docs" / "learning.md").read_text().split())
+    assert "was committed after 39 holdout looks" in " ".join((checkout / "docs" / "learning.md").read_text().split())

@@ -32,8 +32,8 @@ from claims_compare import comparisons, equal_compute, equal_in, step_costs  # n
 from claims_data import readme_more_data, results_curricula, results_data_scaling  # noqa: E402
 from claims_horizon import horizon_lines  # noqa: E402
 from claims_samples import filmstrip_lines, image_limits, samples_lines  # noqa: E402
-from claims_presets import (budget_choice, readme_learning, results_presets_answer, seed_pairs,  # noqa: E402
-                            selection_gaps)
+from claims_presets import (budget_choice, readme_learning, readme_presets, results_presets_answer,  # noqa: E402
+                            seed_pairs, selection_gaps)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -162,6 +162,7 @@ PASSAGES: dict[str, Callable[[Data], list[str]]] = {
     "results-curricula": results_curricula,
     "learning-more-data": readme_more_data,
     "readme-main-job": readme_main_job,
+    "readme-presets": readme_presets,
     "learning": readme_learning,
     "results-learning-keypoints": lambda d: results_learning(d, "keypoints"),
     "results-learning-keypoints-preset": lambda d: results_learning(d, "keypoints_preset", compare=False),

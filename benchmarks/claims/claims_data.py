@@ -80,8 +80,8 @@ def scaling_parts(data: Any) -> dict[str, Any]:
                   f"against its {reference['samples'] / 1e6:.1f}M).")
     spread = [abs(runs[0]["holdout_score"] - runs[1]["holdout_score"]) for runs in sizes.values() if len(runs) == 2]
     if spread and any(len(runs) == 1 for runs in sizes.values()):
-        steps.append(f"- A step of one training seed has the episodes' SE only, not the spread between runs: "
-                     f"where two seeds ran, their holdout coverage differed by "
+        steps.append("- A step of one training seed has the episodes' SE only, not the spread between runs: "
+                     "where two seeds ran, their holdout coverage differed by "
                      + (f"{spread[0]:.3f}." if max(spread) == min(spread) else f"{min(spread):.3f} to {max(spread):.3f}."))
     return {"sizes": sizes, "size_lines": [_size_line(n, runs) for n, runs in sizes.items()], "steps": steps,
             "reading": _reading(pairs, gains) + _against_smallest(sizes), "budget": budget_or_data(data, sizes), "at_200": at_200}
@@ -198,7 +198,8 @@ def readme_more_data(data: Any) -> list[str]:
     per_size = "; ".join(
         f"{n}: {mean_of(runs, 'holdout_score')[0]:.3f} / {100 * mean_of(runs, 'holdout_success')[0]:.1f}%"
         f"{'' if len(runs) > 1 else ' (one seed)'}" for n, runs in parts["sizes"].items())
-    lines = [f"`pusht_lowdim_cpu` at its {minutes:.0f} training minutes on N scripted demonstrations "
+    lines = [f"`pusht_lowdim_cpu` at its {minutes:.0f} training minutes, at its settings before issue #47 (the "
+             "boundary tangent, batch 128), on N scripted demonstrations "
              f"(benchmarks/learning/data_scaling.py; holdout coverage / success, the mean of the training seeds "
              f"run at each size): {per_size}. Reading: {parts['reading']}"]
     lines += ["", parts["budget"]] if parts["budget"] else []

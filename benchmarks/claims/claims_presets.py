@@ -51,6 +51,22 @@ def shipped_lines(data: Data) -> list[str]:
     return lines
 
 
+def readme_presets(data: Data) -> list[str]:
+    """The README's line per shipped preset: its holdout at its current settings, beside a reference."""
+    ref = data["references"]["lerobot_diffusion_pusht"]
+    lines = ["What the shipped CPU presets reach (each run's best checkpoint, chosen on the test seeds, looked "
+             "at once on 200 holdout seeds; one torch thread, budget on the cpu clock; docs/learning.md):"]
+    for name, record in SHIPPED.items():
+        runs = [data.run(record, "imf", seed) for seed in data.seeds(record)]
+        per_seed = ", ".join(f"seed {r['seed']} {r['holdout_score']:.3f} coverage / {pct(r['holdout_success'])} "
+                             f"success ({r['samples'] / 1e6:.2f}M samples)" for r in runs)
+        lines.append(f"- `{name}` ({INPUTS[name].split(',')[0]}, {runs[0]['budget_s'] / 60:.0f} CPU-minutes): "
+                     f"{per_seed}.")
+    lines.append(f"- For scale, quoted, not re-run: {ref['what']}: {ref['coverage']:.3f} coverage and "
+                 f"{pct(ref['success'])} success after {ref['samples'] / 1e6:.1f}M training samples.")
+    return lines
+
+
 def target_line(data: Data, name: str, record: str) -> str:
     coverage, success = TARGETS[name]
     runs = [data.run(record, "imf", seed) for seed in data.seeds(record)]
