@@ -62,7 +62,7 @@ def readme_presets(data: Data) -> list[str]:
                              f"success ({r['samples'] / 1e6:.2f}M samples)" for r in runs)
         lines.append(f"- `{name}` ({INPUTS[name].split(',')[0]}, {runs[0]['budget_s'] / 60:.0f} CPU-minutes): "
                      f"{per_seed}.")
-    lines.append(f"- For scale, quoted, not re-run: {ref['what']}: {ref['coverage']:.3f} coverage and "
+    lines.append(f"- For scale: {ref['what']}: {ref['coverage']:.3f} coverage and "
                  f"{pct(ref['success'])} success after {ref['samples'] / 1e6:.1f}M training samples.")
     return lines
 
