@@ -24,7 +24,7 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learning"))  # benchmarks/learning/
 import holdout_ledger  # noqa: E402
 import published_numbers  # noqa: E402
-from claims_base import ClaimError, Data, coverage_success, cpu_minutes, pct, preset  # noqa: E402
+from claims_base import KEYPOINTS_BEFORE_47, ClaimError, Data, coverage_success, cpu_minutes, pct, preset  # noqa: E402
 from claims_choices import (HORIZON_CHOICES, IMAGE_AGAINST, KEYPOINT_CHOICES, SCHEDULE_CHOICE, image_choices,  # noqa: E402
                             image_samples_choices)
 from claims_attention import readme_attention, results_attention  # noqa: E402
@@ -89,7 +89,7 @@ def results_learning(data: Data, name: str, compare: bool = True) -> list[str]:
              "image_preset": "the image preset's runs (the boundary tangent)",
              "image_preset_vhead": "the image preset's runs at its current settings",
              "keypoints_preset": "the keypoint preset's runs at its current settings",
-             "keypoints": "the keypoints runs (the keypoint preset before issue #47: batch 128, the boundary tangent)",
+             "keypoints": f"the keypoints runs (the keypoint preset before issue #47: {KEYPOINTS_BEFORE_47})",
              "image_preset30": "the image preset's runs at 30 CPU-minutes, before its budget was raised"}.get(
                  name, f"the {name} runs")
     lines = [f"What {whose} say (written by benchmarks/claims/claims.py from "

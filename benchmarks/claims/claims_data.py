@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from claims_base import KEYPOINTS_BEFORE_47
+
 Z = 1.96
 
 
@@ -198,8 +200,8 @@ def readme_more_data(data: Any) -> list[str]:
     per_size = "; ".join(
         f"{n}: {mean_of(runs, 'holdout_score')[0]:.3f} / {100 * mean_of(runs, 'holdout_success')[0]:.1f}%"
         f"{'' if len(runs) > 1 else ' (one seed)'}" for n, runs in parts["sizes"].items())
-    lines = [f"`pusht_lowdim_cpu` at its {minutes:.0f} training minutes, at its settings before issue #47 (the "
-             "boundary tangent, batch 128), on N scripted demonstrations "
+    lines = [f"`pusht_lowdim_cpu` at its {minutes:.0f} training minutes, at its settings before issue #47 "
+             f"({KEYPOINTS_BEFORE_47}), on N scripted demonstrations "
              f"(benchmarks/learning/data_scaling.py; holdout coverage / success, the mean of the training seeds "
              f"run at each size): {per_size}. Reading: {parts['reading']}"]
     lines += ["", parts["budget"]] if parts["budget"] else []

@@ -9,18 +9,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learning"))  # benchmarks/learning/
 import holdout_ledger  # noqa: E402
-from claims_base import ClaimError, Data, coverage_success, gap, pct, preset  # noqa: E402
+from claims_base import KEYPOINTS_BEFORE_47, ClaimError, Data, coverage_success, gap, pct, preset  # noqa: E402
 from claims_compare import equal_compute  # noqa: E402
 
 # Each shipped CPU preset: the record of its own runs at its current settings (learning.py --name),
 # and the record of its runs at the settings before its last change, with what that change was.
 SHIPPED = {"pusht_lowdim_cpu": "keypoints_preset", "pusht_image_cpu": "image_preset_vhead"}
-EARLIER = {"pusht_lowdim_cpu": ("keypoints", "the boundary tangent, batch 128, EMA capped at 0.9999"),
+EARLIER = {"pusht_lowdim_cpu": ("keypoints", KEYPOINTS_BEFORE_47),
            "pusht_image_cpu": ("image_preset", "the boundary tangent")}
 # issue #47: holdout coverage and success at every training seed, within the preset's own budget
 TARGETS = {"pusht_lowdim_cpu": (0.95, 0.60), "pusht_image_cpu": (0.95, 0.80)}
 EQUAL_COMPUTE_AT = ("- The comparisons of imf against ddpm and flow below ran at the presets' settings before their "
-                    "last change (the boundary tangent; keypoints at batch 128 and EMA capped at 0.9999).")
+                    f"last change (keypoints: {KEYPOINTS_BEFORE_47}; images: the boundary tangent).")
 INPUTS = {"pusht_lowdim_cpu": "the T's 9 keypoints and the agent position",
           "pusht_image_cpu": "96 x 96 images and the agent position, one frame a step, the small encoder"}
 

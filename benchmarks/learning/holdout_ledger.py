@@ -23,9 +23,8 @@ dated "uncommitted" until its commit is in the history; rebuild again after comm
 
 A choice is a commit that changed a shipped CPU preset's settings (its YAML, comments aside, or a
 default it takes: ``DEFAULT_CHANGES``); the ledger counts the holdout looks at imf runs of that
-preset published before it. Looks counts in
-the result JSON are written from the ledger (``--write``), never by hand; ``claims.py --check``
-runs ``--check``.
+preset published before it. Looks counts in the result JSON are written from the ledger
+(``--write``), never by hand; ``claims.py --check`` runs ``--check``.
 """
 from __future__ import annotations
 

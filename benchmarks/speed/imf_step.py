@@ -8,9 +8,9 @@ on a fixed batch. Every variant of a cell is timed in the same round, rounds int
 (A, B, C, A, B, C, ...), on the CPU clock of this process with one torch thread, and the median
 of the rounds kept, so load from other work on a shared machine hits all of them alike.
 Variants: flow; imf with the v-head tangent (the default since issue #47) at r = t shares 0.5
-and 0.75; imf with the boundary tangent (the default before) at the same shares; imf with the shared tangent (each r < t
-row paired with an r = t row whose forward gives its tangent: no extra forward) at the same
-shares; and, for the 0.5 share of the boundary and v-head tangents, the step before the two-pass
+and 0.75; imf with the boundary tangent (the default before) at the same shares; imf with the
+shared tangent (each r < t row paired with an r = t row whose forward gives its tangent: no
+extra forward) at the same shares; and, for the 0.5 share of the boundary and v-head tangents, the step before the two-pass
 JVP (benchmarks/speed/imf_step_before.py), side by side.
 
 Then a breakdown by part of flow and the 0.5 variants of the three tangents: each part's CPU
