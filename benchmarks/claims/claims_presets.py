@@ -14,9 +14,11 @@ from claims_compare import equal_compute  # noqa: E402
 
 # Each shipped CPU preset: the record of its own runs at its current settings (learning.py --name),
 # and the record of its runs at the settings before its last change, with what that change was.
-SHIPPED = {"pusht_lowdim_cpu": "keypoints_preset", "pusht_image_cpu": "image_preset_vhead"}
-EARLIER = {"pusht_lowdim_cpu": ("keypoints", KEYPOINTS_BEFORE_47),
-           "pusht_image_cpu": ("image_preset", "the boundary tangent")}
+SHIPPED = {"pusht_lowdim_cpu": "keypoints_preset64", "pusht_image_cpu": "image_preset_vhead"}
+# Per preset, newest first: the records of its runs at each earlier version, and how that
+# version differed from the one after it.
+EARLIER = {"pusht_lowdim_cpu": (("keypoints_preset", "128 x 2"), ("keypoints", f"128 x 2, {KEYPOINTS_BEFORE_47}")),
+           "pusht_image_cpu": (("image_preset", "the boundary tangent"),)}
 # issue #47: holdout coverage and success at every training seed, within the preset's own budget
 TARGETS = {"pusht_lowdim_cpu": (0.95, 0.60), "pusht_image_cpu": (0.95, 0.80)}
 EQUAL_COMPUTE_AT = ("- The comparisons of imf against ddpm and flow below ran at the presets' settings before their "
@@ -41,13 +43,14 @@ def shipped_lines(data: Data) -> list[str]:
     for name, record in SHIPPED.items():
         lines.append(preset_line(data, record, what(data, name)))
         lines.append("  " + target_line(data, name, record))
-        earlier, change = EARLIER[name]
-        runs = [data.run(earlier, "imf", seed) for seed in data.seeds(earlier)]
-        per_seed = "; ".join(f"seed {r['seed']}: {coverage_success(r)}" for r in runs)
-        samples = ", ".join(f"{r['samples'] / 1e6:.2f}M" for r in runs)
-        lines.append(f"  At its settings before the last change ({change}; {earlier}.json): {per_seed} "
-                     f"({samples} training samples). Other runs, "
-                     "not a paired test: nothing was chosen by these numbers.")
+        for i, (earlier, change) in enumerate(EARLIER[name]):
+            runs = [data.run(earlier, "imf", seed) for seed in data.seeds(earlier)]
+            per_seed = "; ".join(f"seed {r['seed']}: {coverage_success(r)}" for r in runs)
+            samples = ", ".join(f"{r['samples'] / 1e6:.2f}M" for r in runs)
+            when = "before the last change" if i == 0 else "before that"
+            lines.append(f"  At its settings {when} ({change}; {earlier}.json): {per_seed} "
+                         f"({samples} training samples). Other runs, "
+                         "not a paired test: nothing was chosen by these numbers.")
     return lines
 
 
@@ -163,7 +166,7 @@ def holdout_before_choices(data: Data, shipped: dict[str, str]) -> str:
 
 def readme_learning(data: Data) -> list[str]:
     ref = data["references"]["lerobot_diffusion_pusht"]
-    names = ("keypoints", "image", "image_preset", "image_preset30", *SHIPPED.values())
+    names = ("keypoints", "keypoints_preset", "image", "image_preset", "image_preset30", *SHIPPED.values())
     most = max(r["samples"] for name in names for r in data[name] if r.get("objective") == "imf")
     episodes = {preset(data, data.run(n, "imf", data.seeds(n)[0])["preset"])["data"]["demo_episodes"] for n in names}
     return [
