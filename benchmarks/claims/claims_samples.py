@@ -67,7 +67,7 @@ def test_curve_samples(runs: list[dict], success: float, goal: float) -> str:
         points = [{"samples": samples, "success": rate} for _, samples, _, rate in r["curve"]]
         first = next((p["samples"] for p in points if p["success"] >= success), None)
         met = met and first is not None and first <= goal
-        parts.append(f"seed {r['seed']} at " + _reached({"points": points}, lambda p: p["success"] >= success))
+        parts.append(f"seed {r['seed']}: " + _reached({"points": points}, lambda p: p["success"] >= success))
     return (f"- Training samples to {100 * success:.0f}% success (issue #47: at most {goal / 1e6:.0f}M), read off the "
             f"shipped runs' test-seed curves (one rollout of 50 test seeds a point: noisy, and a first crossing is "
             f"an optimistic reading; the holdout curve needs snapshots these runs did not keep): "
