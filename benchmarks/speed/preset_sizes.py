@@ -1,0 +1,154 @@
+"""Training samples a CPU-second of a preset's own loop at other model sizes, measured in one run.
+
+    python benchmarks/speed/preset_sizes.py [--preset pusht_lowdim_cpu] [--cells 32x2,64x2,128x2,128x1]
+                                     [--steps 40] [--rounds 5] [--no-write]
+    python benchmarks/speed/preset_sizes.py --render   # RUNS.md's section again from the JSON
+
+Each cell is the preset with ``policy.n_emb`` x ``policy.n_layer`` changed and nothing else, trained
+through the trial's own epoch loop (imf.train.trial.train_epoch: loader, loss, backward, clip,
+AdamW, schedule, EMA), so what a budget on the cpu clock buys is what is timed. One torch
+thread, the CPU clock of this process; the cells are timed in turn, round by round (the order
+reversed every other round), after a warm-up epoch each, and the median round kept, so load
+from other work on a shared machine hits every cell alike. The ratio to the preset's own size
+is the figure to read: the samples a CPU-second move with the machine.
+
+Writes benchmarks/preset_sizes_<preset>.json and its section of benchmarks/RUNS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
+from results_file import RUNS, write_section  # noqa: E402
+
+from imf.config import load_config  # noqa: E402
+from imf.errors import ConfigError  # noqa: E402
+from imf.store import RunLayout  # noqa: E402
+from imf.train import TrainClock, TrainState, build_parts, train_epoch  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def section(preset: str) -> str:
+    return f"## Training samples a CPU-second of {preset} at other sizes (benchmarks/speed/preset_sizes.py)"
+
+
+def out_path(preset: str) -> Path:
+    return ROOT / "benchmarks" / f"preset_sizes_{preset}.json"
+
+
+def epoch_timer(preset: str, n_emb: int, n_layer: int, folder: Path):
+    """A callable training ``steps`` steps of the preset at this size; returns its CPU seconds."""
+    cfg = load_config(preset, [f"policy.n_emb={n_emb}", f"policy.n_layer={n_layer}", "logging.trackers=none",
+                               "training.time_budget_s=null", "training.max_train_steps=null"])
+    parts = build_parts(cfg, RunLayout(folder), torch.device("cpu"), None, lambda line: None, "speed")
+    state = TrainState()
+
+    def run(steps: int) -> float:
+        parts.steps_per_epoch, parts.clock = steps, TrainClock("wall", None)
+        start = time.process_time()
+        train_epoch(cfg, parts, state)
+        state.epoch += 1
+        return time.process_time() - start
+    params = sum(p.numel() for p in parts.policy.parameters())
+    return run, cfg.training.batch_size, params, (cfg.policy.n_emb, cfg.policy.n_layer)
+
+
+def measure(preset: str, cells: list[tuple[int, int]], steps: int, rounds: int) -> dict:
+    own = load_config(preset, []).policy
+    if (own.n_emb, own.n_layer) not in cells:
+        cells = [(own.n_emb, own.n_layer), *cells]  # the ratios are to the preset's own size
+    load_start = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        timers = {cell: epoch_timer(preset, *cell, Path(tmp) / f"{cell[0]}x{cell[1]}") for cell in cells}
+        for run, *_ in timers.values():
+            run(steps)  # warm-up: allocator, loader start
+        times: dict[tuple[int, int], list[float]] = {cell: [] for cell in cells}
+        for r in range(rounds):
+            for cell in (cells if r % 2 == 0 else cells[::-1]):
+                times[cell].append(timers[cell][0](steps))
+    rows = []
+    for cell in cells:
+        _, batch, params, _ = timers[cell]
+        rows.append({"n_emb": cell[0], "n_layer": cell[1], "params": params, "batch": batch,
+                     "cpu_s_per_step": statistics.median(times[cell]) / steps,
+                     "samples_per_cpu_s": steps * batch / statistics.median(times[cell])})
+    base = next(r for r in rows if (r["n_emb"], r["n_layer"]) == (own.n_emb, own.n_layer))
+    for row in rows:
+        row["ratio_to_preset"] = row["samples_per_cpu_s"] / base["samples_per_cpu_s"]
+    return {"preset": preset, "own_size": [own.n_emb, own.n_layer], "steps": steps, "rounds": rounds,
+            "machine": {"when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                        "arch": platform.machine(), "torch": torch.__version__, "cores": os.cpu_count(),
+                        "load_start": load_start, "load_end": os.getloadavg()[0]},
+            "cells": rows}
+
+
+def render(run: dict) -> list[str]:
+    m = run["machine"]
+    cells = ",".join(f"{r['n_emb']}x{r['n_layer']}" for r in run["cells"])
+    lines = [section(run["preset"]), "",
+             f"`python benchmarks/speed/preset_sizes.py --preset {run['preset']} --cells {cells} --steps {run['steps']} "
+             f"--rounds {run['rounds']}` on {m['arch']}, {m['cores']} cores, "
+             f"torch {m['torch']}, {m['when']}; 1 torch thread, the CPU clock of the process; {run['steps']} steps of "
+             f"the trial's epoch loop a cell a round, the median of {run['rounds']} interleaved rounds (load "
+             f"{m['load_start']:.1f} at the start, {m['load_end']:.1f} at the end: the ratios are the figures to "
+             f"read). The preset's own size is {run['own_size'][0]} x {run['own_size'][1]}. JSON: "
+             f"benchmarks/preset_sizes_{run['preset']}.json.", "",
+             "| n_emb x n_layer | parameters | CPU ms a step | samples / CPU-s | against the preset's size |",
+             "|---|---|---|---|---|"]
+    for row in run["cells"]:
+        lines.append(f"| {row['n_emb']}x{row['n_layer']} | {row['params']:,} | {1000 * row['cpu_s_per_step']:.1f} | "
+                     f"{row['samples_per_cpu_s']:,.0f} | {row['ratio_to_preset']:.2f}x |")
+    return lines
+
+
+def parse_cells(text: str) -> list[tuple[int, int]]:
+    try:
+        cells = [tuple(int(v) for v in cell.split("x")) for cell in text.split(",")]
+    except ValueError:
+        cells = []
+    if not cells or any(len(c) != 2 or min(c) < 1 for c in cells):
+        sys.exit(f"preset_sizes.py: --cells {text!r}: give n_embxn_layer pairs, comma-separated (e.g. 64x2,128x2)")
+    return cells
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="pusht_lowdim_cpu")
+    parser.add_argument("--cells", default="32x2,64x2,128x2,128x1")
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--render", action="store_true", help="only write the section from the JSON")
+    args = parser.parse_args()
+    if args.render:
+        write_section(section(args.preset), render(json.loads(out_path(args.preset).read_text())), RUNS)
+        return
+    cells = parse_cells(args.cells)
+    if args.steps < 1 or args.rounds < 1:
+        sys.exit(f"preset_sizes.py: --steps {args.steps} --rounds {args.rounds}: both must be at least 1")
+    torch.set_num_threads(1)
+    try:
+        run = measure(args.preset, cells, args.steps, args.rounds)
+    except ConfigError as exc:
+        sys.exit(f"preset_sizes.py: {exc}")
+    text = render(run)
+    print("\n".join(text))
+    if not args.no_write:
+        out_path(args.preset).write_text(json.dumps(run, indent=1) + "\n")
+        write_section(section(args.preset), text, RUNS)
+
+
+if __name__ == "__main__":
+    main()
