@@ -124,16 +124,16 @@ def test_what_the_holdout_had_shown_before_a_choice_is_written_from_the_ledger(c
 
 
 def test_samples_to_a_success_rate_are_read_off_the_test_curves():
-    from claims_samples import test_curve_samples
+    from claims_samples import samples_to_success_on_test_curves
 
     def run(seed, successes):  # curve points: [minutes, samples, score, success]
         return {"seed": seed, "curve": [[i, (i + 1) * 250_000, 0.5, s] for i, s in enumerate(successes)]}
 
-    early = test_curve_samples([run(42, [0.2, 0.6, 0.7]), run(43, [0.1, 0.5, 0.6, 0.9])], 0.60, 1e6)
+    early = samples_to_success_on_test_curves([run(42, [0.2, 0.6, 0.7]), run(43, [0.1, 0.5, 0.6, 0.9])], 0.60, 1e6)
     assert "seed 42: 0.50M (held at every later point)" in early
     assert "seed 43: 0.75M" in early and early.endswith(": met.")
-    late = test_curve_samples([run(42, [0.2, 0.6, 0.4]), run(43, [0.1, 0.2, 0.3, 0.5, 0.6])], 0.60, 1e6)
+    late = samples_to_success_on_test_curves([run(42, [0.2, 0.6, 0.4]), run(43, [0.1, 0.2, 0.3, 0.5, 0.6])], 0.60, 1e6)
     assert "below it again at 1 of the 1 later points" in late
     assert "seed 43: 1.25M" in late and late.endswith(": not met.")
-    never = test_curve_samples([run(42, [0.1, 0.2])], 0.60, 1e6)
+    never = samples_to_success_on_test_curves([run(42, [0.1, 0.2])], 0.60, 1e6)
     assert "seed 42: not reached in 0.50M" in never and never.endswith(": not met.")

@@ -12,8 +12,7 @@ import holdout_ledger  # noqa: E402
 from claims_base import KEYPOINTS_BEFORE_47, ClaimError, Data, coverage_success, gap, pct, preset  # noqa: E402
 from claims_compare import equal_compute  # noqa: E402
 
-# Each shipped CPU preset: the record of its own runs at its current settings (learning.py --name),
-# and the record of its runs at the settings before its last change, with what that change was.
+# Each shipped CPU preset: the record of its own runs at its current settings (learning.py --name).
 SHIPPED = {"pusht_lowdim_cpu": "keypoints_preset64", "pusht_image_cpu": "image_preset_vhead"}
 # Per preset, newest first: the records of its runs at each earlier version, and how that
 # version differed from the one after it.

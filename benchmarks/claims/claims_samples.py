@@ -58,7 +58,7 @@ def _rate(runs: list[dict]) -> float:
     return sum(r["samples"] / (60 * cpu_minutes(r)) for r in runs) / len(runs)
 
 
-def test_curve_samples(runs: list[dict], success: float, goal: float) -> str:
+def samples_to_success_on_test_curves(runs: list[dict], success: float, goal: float) -> str:
     """Issue #47's samples figure for the shipped image preset, read off its runs' test-seed
     curves (no snapshot of them was kept for a holdout curve): where success first reached
     ``success``, and how often a later rollout fell below it again."""
@@ -93,7 +93,7 @@ def image_limits(data) -> list[str]:
              f"- Samples per CPU-second, one thread: images at one observation step {_rate(runs):.0f}, at two "
              f"{_rate(two):.0f}, keypoints {_rate(keys):.0f} (training samples over the budget's seconds): one "
              f"observation step halves the frames the encoder sees a sample."]
-    lines.append(test_curve_samples(runs, 0.60, 1e6))
+    lines.append(samples_to_success_on_test_curves(runs, 0.60, 1e6))
     again = [r for r in data["ablations_image"] if r["name"] == "img30-ref"]
     if again:  # the preset run again later, on another machine of the same kind
         rate = _rate(again)
