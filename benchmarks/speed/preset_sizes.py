@@ -30,12 +30,13 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
+from epoch_timer import timed_epoch  # noqa: E402
 from results_file import RUNS, write_section  # noqa: E402
 
 from imf.config import load_config  # noqa: E402
 from imf.errors import ConfigError  # noqa: E402
 from imf.store import RunLayout  # noqa: E402
-from imf.train import TrainClock, TrainState, build_parts, train_epoch  # noqa: E402
+from imf.train import TrainState, build_parts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,11 +57,7 @@ def epoch_timer(preset: str, n_emb: int, n_layer: int, folder: Path):
     state = TrainState()
 
     def run(steps: int) -> float:
-        parts.steps_per_epoch, parts.clock = steps, TrainClock("wall", None)
-        start = time.process_time()
-        train_epoch(cfg, parts, state)
-        state.epoch += 1
-        return time.process_time() - start
+        return timed_epoch(cfg, parts, state, steps, time.process_time)
     params = sum(p.numel() for p in parts.policy.parameters())
     return run, cfg.training.batch_size, params, (cfg.policy.n_emb, cfg.policy.n_layer)
 

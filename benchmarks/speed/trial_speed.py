@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
+from epoch_timer import timed_epoch  # noqa: E402
 from results_file import write_section  # noqa: E402
 
 from imf.config import load_config  # noqa: E402
@@ -70,11 +71,9 @@ LOOP_SECTION = "## Trial loop against its bare step (benchmarks/speed/trial_spee
 def loop_and_step(preset: str, compiled: bool, folder: str):
     """Two callables timing ``steps`` training steps: through train_epoch, and bare."""
     from imf.store import RunLayout
-    from imf.train import TrainClock
     from imf.train import build_parts
     from imf.train import TrainState
     from imf.train import to_device
-    from imf.train import train_epoch
 
     cfg = load_config(preset, [f"training.compile={str(compiled).lower()}", "logging.trackers=none",
                                "training.time_budget_s=null", "training.max_train_steps=null"])
@@ -96,11 +95,7 @@ def loop_and_step(preset: str, compiled: bool, folder: str):
         return time.perf_counter() - t0
 
     def loop(steps: int) -> float:
-        parts.steps_per_epoch, parts.clock = steps, TrainClock("wall", None)
-        t0 = time.perf_counter()
-        train_epoch(cfg, parts, state)
-        state.epoch += 1
-        return time.perf_counter() - t0
+        return timed_epoch(cfg, parts, state, steps, time.perf_counter)
     return loop, bare, t.batch_size
 
 
