@@ -49,8 +49,9 @@ def out_path(preset: str) -> Path:
     return ROOT / "benchmarks" / f"preset_sizes_{preset}.json"
 
 
-def epoch_timer(preset: str, n_emb: int, n_layer: int, folder: Path):
-    """A callable training ``steps`` steps of the preset at this size; returns its CPU seconds."""
+def size_timer(preset: str, n_emb: int, n_layer: int, folder: Path):
+    """(a callable training ``steps`` steps of the preset at this size and returning its CPU
+    seconds, the batch, the parameter count)."""
     cfg = load_config(preset, [f"policy.n_emb={n_emb}", f"policy.n_layer={n_layer}", "logging.trackers=none",
                                "training.time_budget_s=null", "training.max_train_steps=null"])
     parts = build_parts(cfg, RunLayout(folder), torch.device("cpu"), None, lambda line: None, "speed")
@@ -59,7 +60,7 @@ def epoch_timer(preset: str, n_emb: int, n_layer: int, folder: Path):
     def run(steps: int) -> float:
         return timed_epoch(cfg, parts, state, steps, time.process_time)
     params = sum(p.numel() for p in parts.policy.parameters())
-    return run, cfg.training.batch_size, params, (cfg.policy.n_emb, cfg.policy.n_layer)
+    return run, cfg.training.batch_size, params
 
 
 def measure(preset: str, cells: list[tuple[int, int]], steps: int, rounds: int) -> dict:
@@ -68,7 +69,7 @@ def measure(preset: str, cells: list[tuple[int, int]], steps: int, rounds: int) 
         cells = [(own.n_emb, own.n_layer), *cells]  # the ratios are to the preset's own size
     load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        timers = {cell: epoch_timer(preset, *cell, Path(tmp) / f"{cell[0]}x{cell[1]}") for cell in cells}
+        timers = {cell: size_timer(preset, *cell, Path(tmp) / f"{cell[0]}x{cell[1]}") for cell in cells}
         for run, *_ in timers.values():
             run(steps)  # warm-up: allocator, loader start
         times: dict[tuple[int, int], list[float]] = {cell: [] for cell in cells}
@@ -77,7 +78,7 @@ def measure(preset: str, cells: list[tuple[int, int]], steps: int, rounds: int) 
                 times[cell].append(timers[cell][0](steps))
     rows = []
     for cell in cells:
-        _, batch, params, _ = timers[cell]
+        _, batch, params = timers[cell]
         rows.append({"n_emb": cell[0], "n_layer": cell[1], "params": params, "batch": batch,
                      "cpu_s_per_step": statistics.median(times[cell]) / steps,
                      "samples_per_cpu_s": steps * batch / statistics.median(times[cell])})
