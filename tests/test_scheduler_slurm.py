@@ -23,6 +23,7 @@ from slurm_cluster import SlurmCluster, missing_binaries
 from imf.scheduler.base import JobRequest
 from imf.scheduler.slurm import SlurmScheduler
 from imf.sweep.launch import SweepRequest, resume_sweep, start_sweep
+from imf.store.layout import EXIT_CODE
 from imf.store.scoreboard import ScoreboardStore
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
@@ -184,6 +185,31 @@ def test_a_requeued_job_read_at_random_moments_is_never_taken_for_ended(slurm, t
         queue.stop(handle)
 
 
+def test_a_requeued_job_whose_first_run_wrote_its_exit_file_is_read_as_running_again(slurm, tmp_path):
+    """Drill: Slurm signals a job's processes children first (proctrack/linuxproc), so the
+    trainer can die of the requeue's SIGTERM before its wrapper is signalled, and the wrapper
+    then writes "143 TOKEN". The same job runs again with the same token: that file is the
+    first run's, and no poll of the restart may read the trial as ended by it (CI once
+    recorded the requeued trial as failed)."""
+    queue = SlurmScheduler("slurm://debug")
+    run = tmp_path / "r"
+    handle = queue.start(JobRequest(trial_id="t", sweep="drill", run_dir=run, argv=["sleep", "600"],
+                                    config="smoke", token="tok"))
+    wait_for(lambda: (run / "pid").is_file() and queue.poll(handle).state == "running", timeout=120)
+    first_pid = (run / "pid").read_text()
+    (run / EXIT_CODE).write_text("143 tok\n")  # what the first run's wrapper wrote in that race
+    requeue_and_release(handle.extra["job_id"])
+    seen = []
+    while not (seen and seen[-1][0] == "running" and (run / "pid").read_text() != first_pid):
+        status = queue.poll(handle)
+        seen.append((status.state, status.exit_code))
+        assert status.state in ("queued", "running"), seen
+        time.sleep(0.2)
+    assert queue.poll(handle).state == "running"
+    assert not (run / EXIT_CODE).exists()  # the restart put the first run's end away
+    queue.stop(handle)
+
+
 def test_a_job_requeued_by_slurm_resumes_in_the_same_job(slurm, tmp_path, monkeypatch):
     # scontrol requeue is what a preemption with PreemptMode=REQUEUE does to a job. A busy
     # controller once never saw the job waiting: the job's restart count tells it then
@@ -200,7 +226,8 @@ def test_a_job_requeued_by_slurm_resumes_in_the_same_job(slurm, tmp_path, monkey
     assert not thread.is_alive() and not errors, errors
     trial = sweep_json(tmp_path / "rq")["trials"][0]
     # the requeue is an attempt of its own (issue #45): the same job and token run again, resumed
-    assert trial["state"] == "completed" and trial["attempts"] == 2 and trial["handle"]["job_id"] == job_id
+    assert trial["state"] == "completed" and trial["attempts"] == 2 and trial["handle"]["job_id"] == job_id, \
+        (trial["history"], (tmp_path / "rq" / "sweep.log").read_text()[-2000:])
     assert [h["outcome"] for h in trial["history"]] == ["preempted", "completed"]
     assert f"job {job_id} was requeued" in trial["history"][0]["reason"]
     run = tmp_path / "rq" / trial["id"]

@@ -112,6 +112,7 @@ def test_plugins_lists_slurm_with_submitit_and_a_missing_requirement_is_broken()
     ("7", "PENDING", "Priority", None, ("queued", None, False, "Priority")),
     ("7", "PENDING", "None", None, ("queued", None, False, "pending")),
     ("7", "RUNNING", "None", None, ("running", None, False, "")),
+    ("7", "RUNNING", "None", 143, ("running", None, False, "")),  # a requeued job's first run's end
     ("7", "COMPLETING", "None", 0, ("exited", 0, False, "")),
     ("7", "COMPLETED", "None", 0, ("exited", 0, False, "")),
     ("7", "TIMEOUT", "TimeLimit", -15, ("lost", -15, True, "Slurm ended job 7 with TIMEOUT")),

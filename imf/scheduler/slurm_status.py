@@ -18,6 +18,10 @@ QUEUED = ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "
           "SUSPENDED", "STOPPED")
 SUSPENDED = ("SUSPENDED", "STOPPED")  # paused where it runs: it goes on, no new start
 RUNNING = ("RUNNING", "COMPLETING", "SIGNALING", "STAGE_OUT", "RESIZING")
+# the job's command runs: an exit file there is this run's, read once Slurm ends the job a moment
+# later, or a requeued job's first run's (Slurm signals the trainer before its wrapper, which may
+# then write "143 TOKEN"), which the same job with the same token must not be ended by
+RUNS = ("RUNNING", "RESIZING")
 # ended by Slurm or its node, not by the trial: the retry resumes it from its latest.pt (on the
 # shared file system); NODE_FAIL: the host died under it
 RESUMABLE = ("TIMEOUT", "PREEMPTED", "NODE_FAIL")
@@ -70,7 +74,7 @@ def slurm_status(job_id: str | None, state: str | None, reason: str, p: Progress
     elif state in QUEUED:
         status.state, status.reason = "queued", reason if reason and reason != "None" else state.lower()
         status.requeued = state not in SUSPENDED  # back in the queue (if it ran: requeued or preempted)
-    elif state in RUNNING and p.exit_code is None:
+    elif state in RUNS or state in RUNNING and p.exit_code is None:
         pass
     elif state in RESUMABLE:
         status.state, status.exit_code, status.resume = "lost", p.exit_code, True

@@ -7,7 +7,9 @@ It is the only writer of a job's files in its run folder (each written whole, th
                                        is never taken for the job)
     exit_code   "CODE TOKEN"           the command's exit status (128 + N after signal N); not
                                        written when the wrapper itself got SIGTERM/SIGINT/SIGHUP
-                                       (the job was stopped: whoever stopped it knows why)
+                                       (the job was stopped: whoever stopped it knows why);
+                                       removed when the same attempt runs again (a batch system
+                                       requeued its job)
     claim       "TOKEN"                the attempt that owns the folder, written by ``start`` before
                 "revoked TOKEN"        its child exists; a child runs only while the claim is its
                                        own (imf/scheduler/claim.py: the lock, the order of writes)
@@ -216,6 +218,8 @@ def run_attempt(folder: Path, token: str, argv: list[str], env: dict[str, str] |
             return 0
         pid = os.getpid()
         claim.write_pid(folder, pid, process_start_time(pid), token)
+        if exit_code_of(folder, token) is not None:  # a batch system ran this job before (requeued)
+            (folder / EXIT_CODE).unlink()
     with open(folder / STDOUT, "ab") as log:
         if say:
             log.write(say.encode() + b"\n")
