@@ -195,19 +195,21 @@ def test_a_requeued_job_whose_first_run_wrote_its_exit_file_is_read_as_running_a
     run = tmp_path / "r"
     handle = queue.start(JobRequest(trial_id="t", sweep="drill", run_dir=run, argv=["sleep", "600"],
                                     config="smoke", token="tok"))
-    wait_for(lambda: (run / "pid").is_file() and queue.poll(handle).state == "running", timeout=120)
-    first_pid = (run / "pid").read_text()
-    (run / EXIT_CODE).write_text("143 tok\n")  # what the first run's wrapper wrote in that race
-    requeue_and_release(handle.extra["job_id"])
-    seen = []
-    while not (seen and seen[-1][0] == "running" and (run / "pid").read_text() != first_pid):
-        status = queue.poll(handle)
-        seen.append((status.state, status.exit_code))
-        assert status.state in ("queued", "running"), seen
-        time.sleep(0.2)
-    assert queue.poll(handle).state == "running"
-    assert not (run / EXIT_CODE).exists()  # the restart put the first run's end away
-    queue.stop(handle)
+    try:
+        wait_for(lambda: (run / "pid").is_file() and queue.poll(handle).state == "running", timeout=120)
+        first_pid = (run / "pid").read_text()
+        (run / EXIT_CODE).write_text("143 tok\n")  # what the first run's wrapper wrote in that race
+        requeue_and_release(handle.extra["job_id"])
+        seen = []
+        while not (seen and seen[-1][0] == "running" and (run / "pid").read_text() != first_pid):
+            status = queue.poll(handle)
+            seen.append((status.state, status.exit_code))
+            assert status.state in ("queued", "running"), seen
+            time.sleep(0.2)
+        assert queue.poll(handle).state == "running"
+        assert not (run / EXIT_CODE).exists()  # the restart put the first run's end away
+    finally:
+        queue.stop(handle)
 
 
 def test_a_job_requeued_by_slurm_resumes_in_the_same_job(slurm, tmp_path, monkeypatch):
