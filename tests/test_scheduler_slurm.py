@@ -200,8 +200,9 @@ def test_a_requeued_job_whose_first_run_wrote_its_exit_file_is_read_as_running_a
         first_pid = (run / "pid").read_text()
         (run / EXIT_CODE).write_text("143 tok\n")  # what the first run's wrapper wrote in that race
         requeue_and_release(handle.extra["job_id"])
-        seen = []
+        seen, deadline = [], time.monotonic() + 240
         while not (seen and seen[-1][0] == "running" and (run / "pid").read_text() != first_pid):
+            assert time.monotonic() < deadline, f"the restart never ran: {seen[-5:]}"
             status = queue.poll(handle)
             seen.append((status.state, status.exit_code))
             assert status.state in ("queued", "running"), seen
