@@ -108,3 +108,24 @@ def test_register_keeps_a_reviewers_word_and_drops_what_left_the_text(checkout):
     again = pn.register(checkout)
     assert {k: again[k] for k in reviewed} == reviewed
     assert again["README.md | ## Where things live | 7 #1"] == {"kind": "unreviewed"}
+
+
+UNIT_NUMBER = re.compile(r"(?<![\w.])\d+\.\d+(?=[xMk%]|ms\b|s\b)")
+
+
+def test_a_number_with_a_unit_edited_in_its_last_digit_fails_the_check(checkout):
+    """"1.86x" and "2.72M" are numbers to the register: an edit of their last digit (to "1.87x"),
+    which leaves the digits before the point alone, fails the check, in every section that has one."""
+    values, entries = pn.json_values(checkout), pn._load(checkout)
+    tried = 0
+    for path in pn.published(checkout):
+        file, text = path.relative_to(checkout).as_posix(), path.read_text()
+        for heading, _, chunk in pn.sections(text):
+            mine = {k: v for k, v in entries.items() if k.startswith(f"{file} | {heading} | ")}
+            for m in UNIT_NUMBER.finditer(chunk):
+                changed = chunk[:m.end() - 1] + _changed(m.group(0))[-1] + chunk[m.end():]
+                line = chunk[chunk.rfind("\n", 0, m.start()) + 1:chunk.find("\n", m.end())]
+                assert pn.check_section(file, heading, changed, mine, values), \
+                    f"{file}: {m.group(0)} edited in its last digit in {line.strip()[:100]!r} passed the check"
+                tried += 1
+    assert tried > 50

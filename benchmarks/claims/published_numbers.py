@@ -39,7 +39,10 @@ from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
 REGISTER = Path("benchmarks") / "published_numbers.json"
-NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
+# A number is taken whole (atomic group: "1.86x" is 1.86, never 1), with its exponent ("4e-3") and
+# one unit letter after it ("2.72M", "1.86x", "3k", "5G"); a letter run that is no unit
+# ("128x2", "2324b0b") makes it no number.
+NUMBER = re.compile(r"(?<![\w.])[-+]?(?>\d+(?:,\d{3})*(?:\.\d+)?(?:e[-+]?\d+)?)(?=[xMkG]?(?!\w))")
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?|\b\d{2}:\d{2}(?::\d{2})?\b")
 PASSAGE = re.compile(r"<!-- claims:([\w-]+) -->\n.*?<!-- /claims:\1 -->", re.S)
 
@@ -129,7 +132,8 @@ def json_values(root: Path) -> dict[str, float]:
 
 
 def _digits(token: str) -> int:
-    return len(token.replace(",", "").lstrip("+-").replace(".", "").lstrip("0"))
+    """Significant digits of ``token``'s mantissa ("4e-3": 1)."""
+    return len(token.split("e")[0].replace(",", "").lstrip("+-").replace(".", "").lstrip("0"))
 
 
 def _shows(token: str, value: float, unit: str = "") -> bool:
