@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         f"`python benchmarks/learning/action_horizon.py RUN_DIR`: one best.pt, `imf eval --action-steps K` on "
         f"{args.episodes} selection seeds from {SELECTION.start} (the same seeds and noise for every K, so the gaps "
         f"are paired: mean of the per-seed differences ± their SE), 1 simulator worker, nice'd. These "
-        f"numbers choose a horizon; they are not claims.", "", *table(kept)])
+        f"numbers choose a horizon; they are not claims. JSON: benchmarks/learning_results/{path.name}.", "",
+        *table(kept)])
     return 0
 
 
