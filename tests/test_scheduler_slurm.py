@@ -173,16 +173,19 @@ def test_a_requeued_job_read_at_random_moments_is_never_taken_for_ended(slurm, t
         run = tmp_path / f"r{rep}"
         handle = queue.start(JobRequest(trial_id=f"t{rep}", sweep="drill", run_dir=run,
                                         argv=["sleep", "600"], config="smoke", token=f"tok{rep}"))
-        wait_for(lambda: (run / "pid").is_file() and queue.poll(handle).state == "running", timeout=120)
-        time.sleep(rng.uniform(0, 1))
-        requeue_and_release(handle.extra["job_id"])
-        seen = []
-        while not (seen and seen[-1] == ("running", 1)):
-            status = queue.poll(handle)
-            seen.append((status.state, status.restarts))
-            assert status.state in ("queued", "running"), (rep, seen, status.reason)
-            time.sleep(rng.uniform(0, 0.5))
-        queue.stop(handle)
+        try:
+            wait_for(lambda: (run / "pid").is_file() and queue.poll(handle).state == "running", timeout=120)
+            time.sleep(rng.uniform(0, 1))
+            requeue_and_release(handle.extra["job_id"])
+            seen, deadline = [], time.monotonic() + 240
+            while not (seen and seen[-1] == ("running", 1)):
+                assert time.monotonic() < deadline, f"rep {rep}: the restart never ran: {seen[-5:]}"
+                status = queue.poll(handle)
+                seen.append((status.state, status.restarts))
+                assert status.state in ("queued", "running"), (rep, seen, status.reason)
+                time.sleep(rng.uniform(0, 0.5))
+        finally:
+            queue.stop(handle)
 
 
 def test_a_requeued_job_whose_first_run_wrote_its_exit_file_is_read_as_running_again(slurm, tmp_path):
