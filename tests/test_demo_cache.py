@@ -9,6 +9,7 @@ import pytest
 import zarr
 from filelock import FileLock
 
+from imf.errors import DataError
 from imf.pusht import expert as expert_module
 from imf.pusht.expert import cached_sizes, demo_dataset_path, ensure_demo_dataset
 from imf_process import run_imf
@@ -87,3 +88,37 @@ def test_imf_data_demo_copies_from_the_cache(twelve, tmp_path):
     assert proc.stdout.strip() == (f"wrote 6 episodes to {tmp_path / 'six.zarr'}: the first 6 of the cached "
                                    f"{demo_dataset_path(12, SEED, big)} (the same episode seeds, so the same data)")
     assert_same_store(tmp_path / "six.zarr", fresh)
+
+
+def test_a_noisy_expert_records_its_own_targets_from_states_off_its_path(tmp_path):
+    """DART-style demos: the first target is the plain expert's (same reset, same plan); after
+    it the states leave the plain path (the executed targets were perturbed), and every recorded
+    action is still a target the expert gave, inside the arena and never the perturbed one."""
+    plain = expert_module.run_expert_episode(expert_module.DEMO_SEED_BASE, record=True)
+    noisy = expert_module.run_expert_episode(expert_module.DEMO_SEED_BASE, record=True, noise=5.0)
+    assert noisy.success
+    assert np.array_equal(noisy.arrays["action"][0], plain.arrays["action"][0])
+    assert np.array_equal(noisy.arrays["state"][0], plain.arrays["state"][0])
+    steps = min(len(plain.arrays["state"]), len(noisy.arrays["state"]))
+    assert not np.allclose(noisy.arrays["state"][1:steps, :2], plain.arrays["state"][1:steps, :2], atol=0.5)
+    # the agent did not go where the recorded action said: the executed target was another one
+    again = expert_module.run_expert_episode(expert_module.DEMO_SEED_BASE, record=True, noise=5.0)
+    assert np.array_equal(again.arrays["action"], noisy.arrays["action"])  # seeded by the episode
+    actions = noisy.arrays["action"]
+    assert actions.min() >= 0.0 and actions.max() <= 512.0
+
+
+def test_a_noisy_set_is_cached_under_its_own_name_and_never_mixed_with_a_plain_one(twelve, tmp_path):
+    big, fresh = twelve
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / demo_dataset_path(12, SEED, big).name).symlink_to(demo_dataset_path(12, SEED, big))
+    noisy = ensure_demo_dataset(3, seed=SEED, cache_dir=cache, noise=5.0)
+    assert noisy == demo_dataset_path(3, SEED, cache, noise=5.0) and noisy.name.endswith("_noise5.zarr")
+    assert cached_sizes(SEED, cache) == [12] and cached_sizes(SEED, cache, noise=5.0) == [3]
+    plain_states = _arrays(demo_dataset_path(12, SEED, big))["data/state"]
+    assert not np.array_equal(_arrays(noisy)["data/state"][:20], plain_states[:20])  # made, not copied
+    with pytest.raises(DataError, match=r"demo noise -1.0: .*data.expert_noise"):
+        ensure_demo_dataset(3, seed=SEED, cache_dir=cache, noise=-1.0)
+    assert sorted(p.name for p in cache.iterdir() if p.suffix == ".zarr") == sorted(
+        [demo_dataset_path(12, SEED, big).name, noisy.name])

@@ -63,6 +63,7 @@ class DataConfig:
     path: str | None = None  # a replay-buffer zarr; None: scripted demos, cached
     demo_episodes: int = 100
     demo_seed: int = 0
+    expert_noise: float = 0.0  # world units added to the expert's executed targets (not the recorded ones)
     cache_dir: str | None = None  # None: ~/.cache/imf (or $IMF_CACHE)
     val_ratio: float = 0.02
     split_seed: int = 42

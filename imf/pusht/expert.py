@@ -6,9 +6,17 @@ from making it twice, and the store is written under a temporary name and rename
 seeds of a set run in order and the failed ones are skipped, so a set is the first episodes of
 any larger set of its seed: when one of those is cached, its first episodes are copied instead
 of running the expert again.
+
+``noise`` (world units, 0 by default) perturbs what the expert's targets do, not what is
+recorded: each executed target is the expert's plus a Gaussian draw of that standard deviation
+(seeded by the episode), and the stored action is the expert's own target. The data then holds
+states a little off the expert's path, each labelled with where the expert steers (DART,
+Laskey et al. 2017): the states a policy's own small errors lead to. A set made with noise is
+cached under its own name and never mixed with a set of another noise.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import tempfile
@@ -21,7 +29,7 @@ import numpy as np
 
 from imf.data import copy_episodes, prepare_output, read_episode_ends, write_episodes
 from imf.errors import DataError
-from imf.pusht.env import PushTEnv
+from imf.pusht.env import WORLD_SIZE, PushTEnv
 from imf.pusht.planner import ScriptedExpert
 from imf.seeds import DEMO_START
 
@@ -41,11 +49,13 @@ class ExpertEpisode:
 
 
 def run_expert_episode(seed: int, expert: ScriptedExpert | None = None, max_steps: int = MAX_STEPS,
-                       record: bool = False, legacy: bool = False) -> ExpertEpisode:
-    """One expert episode from reset(seed); with record=True, the replay-buffer rows."""
+                       record: bool = False, legacy: bool = False, noise: float = 0.0) -> ExpertEpisode:
+    """One expert episode from reset(seed); with record=True, the replay-buffer rows. ``noise``:
+    the standard deviation (world units) added to each executed target, never to the recorded one."""
     expert = expert or ScriptedExpert()
     env = PushTEnv("state", legacy=legacy)
     obs, info = env.reset(seed=seed)
+    rng = np.random.default_rng(seed) if noise > 0 else None
     rows: dict[str, list] = {k: [] for k in ("img", "state", "action", "keypoint", "n_contacts")}
     started = time.perf_counter()
     max_cov, steps, done = info["coverage"], 0, False
@@ -57,7 +67,8 @@ def run_expert_episode(seed: int, expert: ScriptedExpert | None = None, max_step
             rows["action"].append(np.asarray(action, dtype=np.float32))
             rows["keypoint"].append(env.keypoints())
             rows["n_contacts"].append(np.float32([info["n_contacts"]]))
-        obs, _, done, _, info = env.step(action)
+        executed = action if rng is None else np.clip(np.asarray(action) + rng.normal(0.0, noise, 2), 0.0, WORLD_SIZE)
+        obs, _, done, _, info = env.step(executed)
         steps += 1
         max_cov = max(max_cov, info["coverage"])
         if done or steps >= max_steps:
@@ -67,10 +78,11 @@ def run_expert_episode(seed: int, expert: ScriptedExpert | None = None, max_step
 
 
 def make_demo_dataset(path: str | os.PathLike, n_episodes: int, seed: int = 0,
-                      progress: Callable[[ExpertEpisode], None] | None = None) -> Path:
+                      progress: Callable[[ExpertEpisode], None] | None = None, noise: float = 0.0) -> Path:
     """Record n_episodes successful expert episodes (failures are skipped) into a zarr store."""
     if n_episodes < 1:
         raise DataError(f"a demo data set needs at least 1 episode, got {n_episodes}")
+    check_noise(noise)
     prepare_output(path)  # a bad path fails now, not after the expert's work
     expert = ScriptedExpert()
     episodes: list[dict[str, np.ndarray]] = []
@@ -79,7 +91,7 @@ def make_demo_dataset(path: str | os.PathLike, n_episodes: int, seed: int = 0,
     # come back memory-mapped, so the writer reads them from disk and memory stays one episode.
     with tempfile.TemporaryDirectory(prefix="imf-demo-images-") as spill:
         for episode_seed in range(first_seed, first_seed + tries):
-            episode = run_expert_episode(episode_seed, expert, record=True)
+            episode = run_expert_episode(episode_seed, expert, record=True, noise=noise)
             if episode.success and episode.arrays:
                 episodes.append(_images_on_disk(episode.arrays, Path(spill) / f"{len(episodes)}.npy"))
             if progress is not None:
@@ -88,7 +100,8 @@ def make_demo_dataset(path: str | os.PathLike, n_episodes: int, seed: int = 0,
                 break
         else:
             raise DataError(f"the scripted expert failed too often: {len(episodes)} of "
-                            f"{n_episodes} demo episodes after {tries} tries")
+                            f"{n_episodes} demo episodes after {tries} tries"
+                            + (f" with noise {noise:g}" if noise > 0 else ""))
         return write_episodes(path, episodes)
 
 
@@ -101,16 +114,28 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("IMF_CACHE") or Path.home() / ".cache" / "imf")
 
 
-def demo_dataset_path(n_episodes: int, seed: int = 0, cache_dir: str | os.PathLike | None = None) -> Path:
+def check_noise(noise: float) -> None:
+    if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0.0 <= noise < math.inf:
+        raise DataError(f"demo noise {noise!r}: give a standard deviation in world units, 0 or more "
+                        f"(data.expert_noise; 0: the expert's own path)")
+
+
+def _noise_tag(noise: float) -> str:
+    return f"_noise{noise:g}" if noise > 0 else ""
+
+
+def demo_dataset_path(n_episodes: int, seed: int = 0, cache_dir: str | os.PathLike | None = None,
+                      noise: float = 0.0) -> Path:
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    return root / f"pusht_demo_v{DEMO_FORMAT_VERSION}_n{n_episodes}_s{seed}.zarr"
+    return root / f"pusht_demo_v{DEMO_FORMAT_VERSION}_n{n_episodes}_s{seed}{_noise_tag(noise)}.zarr"
 
 
 def ensure_demo_dataset(n_episodes: int, seed: int = 0, cache_dir: str | os.PathLike | None = None,
-                        progress: Callable[[ExpertEpisode], None] | None = None) -> Path:
+                        progress: Callable[[ExpertEpisode], None] | None = None, noise: float = 0.0) -> Path:
     """The cached scripted demo data set, made first if missing."""
     from filelock import FileLock
-    path = demo_dataset_path(n_episodes, seed, cache_dir)
+    check_noise(noise)
+    path = demo_dataset_path(n_episodes, seed, cache_dir, noise)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -119,27 +144,28 @@ def ensure_demo_dataset(n_episodes: int, seed: int = 0, cache_dir: str | os.Path
     with FileLock(str(path) + ".lock"):
         if _is_complete(path, n_episodes):
             return path
-        if copy_from_cache(path, n_episodes, seed, path.parent) is not None:
+        if copy_from_cache(path, n_episodes, seed, path.parent, noise) is not None:
             return path
-        return make_demo_dataset(path, n_episodes, seed, progress)
+        return make_demo_dataset(path, n_episodes, seed, progress, noise)
 
 
-def cached_sizes(seed: int = 0, cache_dir: str | os.PathLike | None = None) -> list[int]:
-    """The episode counts of the cached sets of ``seed`` in this format, smallest first."""
+def cached_sizes(seed: int = 0, cache_dir: str | os.PathLike | None = None, noise: float = 0.0) -> list[int]:
+    """The episode counts of the cached sets of ``seed`` and ``noise`` in this format, smallest first."""
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    name = re.compile(rf"pusht_demo_v{DEMO_FORMAT_VERSION}_n(\d+)_s{seed}\.zarr")
-    found = (name.fullmatch(p.name) for p in root.glob(f"pusht_demo_v{DEMO_FORMAT_VERSION}_n*_s{seed}.zarr"))
+    tag = _noise_tag(noise)
+    name = re.compile(rf"pusht_demo_v{DEMO_FORMAT_VERSION}_n(\d+)_s{seed}{re.escape(tag)}\.zarr")
+    found = (name.fullmatch(p.name) for p in root.glob(f"pusht_demo_v{DEMO_FORMAT_VERSION}_n*_s{seed}{tag}.zarr"))
     return sorted(int(m.group(1)) for m in found if m)
 
 
 def copy_from_cache(path: str | os.PathLike, n_episodes: int, seed: int = 0,
-                    cache_dir: str | os.PathLike | None = None) -> Path | None:
-    """Write the first ``n_episodes`` of the smallest complete cached set of ``seed`` that has
-    them (other than ``path`` itself) to ``path``; the set copied from, or None when there is
-    none. A set whose lock is held (being made) is passed over, never waited for."""
+                    cache_dir: str | os.PathLike | None = None, noise: float = 0.0) -> Path | None:
+    """Write the first ``n_episodes`` of the smallest complete cached set of ``seed`` and
+    ``noise`` that has them (other than ``path`` itself) to ``path``; the set copied from, or
+    None when there is none. A set whose lock is held (being made) is passed over, never waited for."""
     from filelock import FileLock, Timeout
-    for size in cached_sizes(seed, cache_dir):
-        source = demo_dataset_path(size, seed, cache_dir)
+    for size in cached_sizes(seed, cache_dir, noise):
+        source = demo_dataset_path(size, seed, cache_dir, noise)
         if size < n_episodes or source.resolve() == Path(path).resolve():
             continue
         try:
