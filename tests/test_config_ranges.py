@@ -87,6 +87,7 @@ def test_each_numeric_field_refuses_values_outside_its_range(key):
     ("training.max_train_steps=-3", "config key 'training.max_train_steps': must be >= 1 or null, got -3"),
     ("data.demo_episodes=-2", "config key 'data.demo_episodes': must be >= 1, got -2"),
     ("data.expert_noise=-0.5", "config key 'data.expert_noise': must be >= 0 world units, got -0.5"),
+    ("data.expert_finish=0", "config key 'data.expert_finish': must be in (0, 1] or null, got 0.0"),
     ("data.val_ratio=1", "config key 'data.val_ratio': must be in [0, 1), got 1.0"),
     ("training.time_budget_s=0", "config key 'training.time_budget_s': must be > 0 or null, got 0.0"),
     ("training.betas=[0.9,1.5]", "config key 'training.betas': each item must be in [0, 1), got [0.9, 1.5]"),

@@ -11,7 +11,9 @@ from filelock import FileLock
 
 from imf.errors import DataError
 from imf.pusht import expert as expert_module
-from imf.pusht.expert import cached_sizes, demo_dataset_path, ensure_demo_dataset
+from imf.pusht.expert import DemoRecipe, cached_sizes, demo_dataset_path, ensure_demo_dataset
+
+NOISY = DemoRecipe(noise=5.0)
 from imf_process import run_imf
 
 SEED = 3
@@ -95,14 +97,14 @@ def test_a_noisy_expert_records_its_own_targets_from_states_off_its_path(tmp_pat
     it the states leave the plain path (the executed targets were perturbed), and every recorded
     action is still a target the expert gave, inside the arena and never the perturbed one."""
     plain = expert_module.run_expert_episode(expert_module.DEMO_SEED_BASE, record=True)
-    noisy = expert_module.run_expert_episode(expert_module.DEMO_SEED_BASE, record=True, noise=5.0)
+    noisy = expert_module.run_expert_episode(expert_module.DEMO_SEED_BASE, record=True, recipe=DemoRecipe(noise=5.0))
     assert noisy.success
     assert np.array_equal(noisy.arrays["action"][0], plain.arrays["action"][0])
     assert np.array_equal(noisy.arrays["state"][0], plain.arrays["state"][0])
     steps = min(len(plain.arrays["state"]), len(noisy.arrays["state"]))
     assert not np.allclose(noisy.arrays["state"][1:steps, :2], plain.arrays["state"][1:steps, :2], atol=0.5)
     # the agent did not go where the recorded action said: the executed target was another one
-    again = expert_module.run_expert_episode(expert_module.DEMO_SEED_BASE, record=True, noise=5.0)
+    again = expert_module.run_expert_episode(expert_module.DEMO_SEED_BASE, record=True, recipe=DemoRecipe(noise=5.0))
     assert np.array_equal(again.arrays["action"], noisy.arrays["action"])  # seeded by the episode
     actions = noisy.arrays["action"]
     assert actions.min() >= 0.0 and actions.max() <= 512.0
@@ -113,12 +115,28 @@ def test_a_noisy_set_is_cached_under_its_own_name_and_never_mixed_with_a_plain_o
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / demo_dataset_path(12, SEED, big).name).symlink_to(demo_dataset_path(12, SEED, big))
-    noisy = ensure_demo_dataset(3, seed=SEED, cache_dir=cache, noise=5.0)
-    assert noisy == demo_dataset_path(3, SEED, cache, noise=5.0) and noisy.name.endswith("_noise5.zarr")
-    assert cached_sizes(SEED, cache) == [12] and cached_sizes(SEED, cache, noise=5.0) == [3]
+    noisy = ensure_demo_dataset(3, seed=SEED, cache_dir=cache, recipe=NOISY)
+    assert noisy == demo_dataset_path(3, SEED, cache, NOISY) and noisy.name.endswith("_noise5.zarr")
+    assert cached_sizes(SEED, cache) == [12] and cached_sizes(SEED, cache, NOISY) == [3]
     plain_states = _arrays(demo_dataset_path(12, SEED, big))["data/state"]
     assert not np.array_equal(_arrays(noisy)["data/state"][:20], plain_states[:20])  # made, not copied
     with pytest.raises(DataError, match=r"demo noise -1.0: .*data.expert_noise"):
-        ensure_demo_dataset(3, seed=SEED, cache_dir=cache, noise=-1.0)
+        ensure_demo_dataset(3, seed=SEED, cache_dir=cache, recipe=DemoRecipe(noise=-1.0))
     assert sorted(p.name for p in cache.iterdir() if p.suffix == ".zarr") == sorted(
         [demo_dataset_path(12, SEED, big).name, noisy.name])
+
+
+def test_an_expert_asked_to_finish_pushes_on_after_success_and_the_plain_one_stops_there():
+    """The plain expert's episode ends at the step that crosses the task's threshold; with
+    finish=0.98 the same episode goes on (the same steps up to there) until the coverage reaches
+    0.98 or FINISH_STEPS more steps pass, and it still counts as a success."""
+    seed = expert_module.DEMO_SEED_BASE
+    plain = expert_module.run_expert_episode(seed, record=True)
+    finished = expert_module.run_expert_episode(seed, record=True, recipe=DemoRecipe(finish=0.98))
+    assert plain.success and finished.success
+    n = plain.steps
+    assert finished.steps > n and np.array_equal(finished.arrays["action"][:n], plain.arrays["action"])
+    assert finished.max_coverage >= 0.98 or finished.steps == n + expert_module.FINISH_STEPS
+    assert DemoRecipe(finish=0.98).tag == "_finish0.98" and DemoRecipe(5.0, 0.98).tag == "_noise5_finish0.98"
+    with pytest.raises(DataError, match=r"demo finish 1.5: .*\(0, 1\].*data.expert_finish"):
+        DemoRecipe(finish=1.5)

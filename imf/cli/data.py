@@ -19,20 +19,24 @@ def data_demo(
     seed: int = typer.Option(0, "--seed", help="Seed of the episode seeds (same seed, same data)."),
     noise: float = typer.Option(0.0, "--noise", min=0.0, help="World units (standard deviation) added to each "
                                 "executed expert target; the recorded action stays the expert's (0: none)."),
+    finish: float = typer.Option(None, "--finish", min=0.0, max=1.0, help="A coverage the expert pushes on to "
+                                 "after success (at most 40 more steps; default: it stops at success)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing store at --out."),
 ) -> None:
     """Record scripted-expert PushT demonstrations in the reference replay-buffer layout; the
     first episodes of a cached set of the same seed ($IMF_CACHE or ~/.cache/imf) are the same
     data, so they are copied when one is there. With --noise the expert's executed targets are
-    perturbed and its own targets recorded: states off its path, labelled with where it steers."""
+    perturbed and its own targets recorded: states off its path, labelled with where it steers;
+    with --finish it pushes on after success."""
     from rich.progress import Progress
     from imf.errors import DataError
     from imf.data import prepare_output
-    from imf.pusht import copy_from_cache, make_demo_dataset
+    from imf.pusht import DemoRecipe, copy_from_cache, make_demo_dataset
     if out.exists() and not force:
         raise DataError(f"--out {out} exists; pass --force to replace it")
     prepare_output(out)  # a bad --out fails before the progress bar
-    source = copy_from_cache(out, episodes, seed, noise=noise)
+    recipe = DemoRecipe(noise, finish)
+    source = copy_from_cache(out, episodes, seed, recipe=recipe)
     if source is not None:
         typer.echo(f"wrote {episodes} episodes to {out}: the first {episodes} of the cached {source} "
                    f"(the same episode seeds, so the same data)")
@@ -46,7 +50,7 @@ def data_demo(
             failed += not episode.success
             bar.update(task, advance=episode.success,
                        description=f"expert episodes ({failed} failed, skipped)")
-        path = make_demo_dataset(out, episodes, seed, progress=advance, noise=noise)
+        path = make_demo_dataset(out, episodes, seed, progress=advance, recipe=recipe)
     typer.echo(f"wrote {episodes} episodes to {path}")
 
 

@@ -64,6 +64,7 @@ class DataConfig:
     demo_episodes: int = 100
     demo_seed: int = 0
     expert_noise: float = 0.0  # world units added to the expert's executed targets (not the recorded ones)
+    expert_finish: float | None = None  # a coverage the expert pushes on to after success; None: it stops there
     cache_dir: str | None = None  # None: ~/.cache/imf (or $IMF_CACHE)
     val_ratio: float = 0.02
     split_seed: int = 42

@@ -7,12 +7,16 @@ seeds of a set run in order and the failed ones are skipped, so a set is the fir
 any larger set of its seed: when one of those is cached, its first episodes are copied instead
 of running the expert again.
 
-``noise`` (world units, 0 by default) perturbs what the expert's targets do, not what is
-recorded: each executed target is the expert's plus a Gaussian draw of that standard deviation
-(seeded by the episode), and the stored action is the expert's own target. The data then holds
-states a little off the expert's path, each labelled with where the expert steers (DART,
-Laskey et al. 2017): the states a policy's own small errors lead to. A set made with noise is
-cached under its own name and never mixed with a set of another noise.
+A `DemoRecipe` says how the episodes are recorded (the plain expert by default), and a set of
+another recipe is cached under its own name, never mixed with a plain one:
+- ``noise`` (world units) perturbs what the expert's targets do, not what is recorded: each
+  executed target is the expert's plus a Gaussian draw of that standard deviation (seeded by
+  the episode), and the stored action is the expert's own target. The data then holds states a
+  little off the expert's path, each labelled with where the expert steers (DART, Laskey et al.
+  2017): the states a policy's own small errors lead to.
+- ``finish`` (a coverage) keeps the expert pushing after the task's success (coverage > 0.95)
+  until the coverage reaches it, or FINISH_STEPS more steps: the plain expert stops the moment
+  it crosses the threshold, so its data never shows a T pushed past it.
 """
 from __future__ import annotations
 
@@ -36,6 +40,41 @@ from imf.seeds import DEMO_START
 DEMO_FORMAT_VERSION = 3  # 2: targets clipped to the arena; 3: the reference's block fill and goal pixels
 DEMO_SEED_BASE = DEMO_START  # episode seeds start here: above every seed range of imf/seeds.py
 MAX_STEPS = 300
+FINISH_STEPS = 40  # the most steps the expert goes on after success when a recipe asks it to finish
+
+
+@dataclass(frozen=True)
+class DemoRecipe:
+    """How the expert's episodes are recorded: the executed targets' noise (world units) and the
+    coverage to finish at after success (None: stop at success). Bad values raise DataError
+    naming the config key."""
+
+    noise: float = 0.0
+    finish: float | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.noise, bool) or not isinstance(self.noise, (int, float)) \
+                or not 0.0 <= self.noise < math.inf:
+            raise DataError(f"demo noise {self.noise!r}: give a standard deviation in world units, 0 or more "
+                            f"(data.expert_noise; 0: the expert's own path)")
+        if self.finish is not None and (isinstance(self.finish, bool) or not isinstance(self.finish, (int, float))
+                                        or not 0.0 < self.finish <= 1.0):
+            raise DataError(f"demo finish {self.finish!r}: give a coverage in (0, 1] to push on to after "
+                            f"success (data.expert_finish; null: stop at success)")
+
+    @property
+    def tag(self) -> str:
+        """The cached set's name suffix: "" for the plain expert."""
+        return (f"_noise{self.noise:g}" if self.noise > 0 else "") + \
+            (f"_finish{self.finish:g}" if self.finish is not None else "")
+
+    def describe(self) -> str:
+        parts = ([f"the expert's executed targets perturbed by {self.noise:g} world units"] if self.noise > 0 else []) \
+            + ([f"pushing on after success to coverage {self.finish:g}"] if self.finish is not None else [])
+        return ", ".join(parts)
+
+
+PLAIN = DemoRecipe()
 
 
 @dataclass
@@ -49,16 +88,16 @@ class ExpertEpisode:
 
 
 def run_expert_episode(seed: int, expert: ScriptedExpert | None = None, max_steps: int = MAX_STEPS,
-                       record: bool = False, legacy: bool = False, noise: float = 0.0) -> ExpertEpisode:
-    """One expert episode from reset(seed); with record=True, the replay-buffer rows. ``noise``:
-    the standard deviation (world units) added to each executed target, never to the recorded one."""
+                       record: bool = False, legacy: bool = False, recipe: DemoRecipe = PLAIN) -> ExpertEpisode:
+    """One expert episode from reset(seed), recorded as ``recipe`` says; with record=True, the
+    replay-buffer rows."""
     expert = expert or ScriptedExpert()
     env = PushTEnv("state", legacy=legacy)
     obs, info = env.reset(seed=seed)
-    rng = np.random.default_rng(seed) if noise > 0 else None
+    rng = np.random.default_rng(seed) if recipe.noise > 0 else None
     rows: dict[str, list] = {k: [] for k in ("img", "state", "action", "keypoint", "n_contacts")}
     started = time.perf_counter()
-    max_cov, steps, done = info["coverage"], 0, False
+    max_cov, steps, succeeded_at = info["coverage"], 0, None
     for action in expert.actions(env):
         if record:
             image = env.render_obs_image()  # (3, 96, 96) in [0, 1]
@@ -67,22 +106,27 @@ def run_expert_episode(seed: int, expert: ScriptedExpert | None = None, max_step
             rows["action"].append(np.asarray(action, dtype=np.float32))
             rows["keypoint"].append(env.keypoints())
             rows["n_contacts"].append(np.float32([info["n_contacts"]]))
-        executed = action if rng is None else np.clip(np.asarray(action) + rng.normal(0.0, noise, 2), 0.0, WORLD_SIZE)
+        executed = action if rng is None else np.clip(np.asarray(action) + rng.normal(0.0, recipe.noise, 2),
+                                                      0.0, WORLD_SIZE)
         obs, _, done, _, info = env.step(executed)
         steps += 1
         max_cov = max(max_cov, info["coverage"])
-        if done or steps >= max_steps:
+        if done and succeeded_at is None:
+            succeeded_at = steps
+        if succeeded_at is not None and (recipe.finish is None or info["coverage"] >= recipe.finish
+                                         or steps >= succeeded_at + FINISH_STEPS):
+            break
+        if steps >= max_steps:
             break
     arrays = {k: np.stack(v) for k, v in rows.items()} if record and rows["img"] else {}
-    return ExpertEpisode(seed, bool(done), float(max_cov), steps, time.perf_counter() - started, arrays)
+    return ExpertEpisode(seed, succeeded_at is not None, float(max_cov), steps, time.perf_counter() - started, arrays)
 
 
 def make_demo_dataset(path: str | os.PathLike, n_episodes: int, seed: int = 0,
-                      progress: Callable[[ExpertEpisode], None] | None = None, noise: float = 0.0) -> Path:
+                      progress: Callable[[ExpertEpisode], None] | None = None, recipe: DemoRecipe = PLAIN) -> Path:
     """Record n_episodes successful expert episodes (failures are skipped) into a zarr store."""
     if n_episodes < 1:
         raise DataError(f"a demo data set needs at least 1 episode, got {n_episodes}")
-    check_noise(noise)
     prepare_output(path)  # a bad path fails now, not after the expert's work
     expert = ScriptedExpert()
     episodes: list[dict[str, np.ndarray]] = []
@@ -91,7 +135,7 @@ def make_demo_dataset(path: str | os.PathLike, n_episodes: int, seed: int = 0,
     # come back memory-mapped, so the writer reads them from disk and memory stays one episode.
     with tempfile.TemporaryDirectory(prefix="imf-demo-images-") as spill:
         for episode_seed in range(first_seed, first_seed + tries):
-            episode = run_expert_episode(episode_seed, expert, record=True, noise=noise)
+            episode = run_expert_episode(episode_seed, expert, record=True, recipe=recipe)
             if episode.success and episode.arrays:
                 episodes.append(_images_on_disk(episode.arrays, Path(spill) / f"{len(episodes)}.npy"))
             if progress is not None:
@@ -101,7 +145,7 @@ def make_demo_dataset(path: str | os.PathLike, n_episodes: int, seed: int = 0,
         else:
             raise DataError(f"the scripted expert failed too often: {len(episodes)} of "
                             f"{n_episodes} demo episodes after {tries} tries"
-                            + (f" with noise {noise:g}" if noise > 0 else ""))
+                            + (f" ({recipe.describe()})" if recipe != PLAIN else ""))
         return write_episodes(path, episodes)
 
 
@@ -114,28 +158,18 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("IMF_CACHE") or Path.home() / ".cache" / "imf")
 
 
-def check_noise(noise: float) -> None:
-    if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0.0 <= noise < math.inf:
-        raise DataError(f"demo noise {noise!r}: give a standard deviation in world units, 0 or more "
-                        f"(data.expert_noise; 0: the expert's own path)")
-
-
-def _noise_tag(noise: float) -> str:
-    return f"_noise{noise:g}" if noise > 0 else ""
-
-
 def demo_dataset_path(n_episodes: int, seed: int = 0, cache_dir: str | os.PathLike | None = None,
-                      noise: float = 0.0) -> Path:
+                      recipe: DemoRecipe = PLAIN) -> Path:
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    return root / f"pusht_demo_v{DEMO_FORMAT_VERSION}_n{n_episodes}_s{seed}{_noise_tag(noise)}.zarr"
+    return root / f"pusht_demo_v{DEMO_FORMAT_VERSION}_n{n_episodes}_s{seed}{recipe.tag}.zarr"
 
 
 def ensure_demo_dataset(n_episodes: int, seed: int = 0, cache_dir: str | os.PathLike | None = None,
-                        progress: Callable[[ExpertEpisode], None] | None = None, noise: float = 0.0) -> Path:
+                        progress: Callable[[ExpertEpisode], None] | None = None,
+                        recipe: DemoRecipe = PLAIN) -> Path:
     """The cached scripted demo data set, made first if missing."""
     from filelock import FileLock
-    check_noise(noise)
-    path = demo_dataset_path(n_episodes, seed, cache_dir, noise)
+    path = demo_dataset_path(n_episodes, seed, cache_dir, recipe)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -144,28 +178,29 @@ def ensure_demo_dataset(n_episodes: int, seed: int = 0, cache_dir: str | os.Path
     with FileLock(str(path) + ".lock"):
         if _is_complete(path, n_episodes):
             return path
-        if copy_from_cache(path, n_episodes, seed, path.parent, noise) is not None:
+        if copy_from_cache(path, n_episodes, seed, path.parent, recipe) is not None:
             return path
-        return make_demo_dataset(path, n_episodes, seed, progress, noise)
+        return make_demo_dataset(path, n_episodes, seed, progress, recipe)
 
 
-def cached_sizes(seed: int = 0, cache_dir: str | os.PathLike | None = None, noise: float = 0.0) -> list[int]:
-    """The episode counts of the cached sets of ``seed`` and ``noise`` in this format, smallest first."""
+def cached_sizes(seed: int = 0, cache_dir: str | os.PathLike | None = None,
+                 recipe: DemoRecipe = PLAIN) -> list[int]:
+    """The episode counts of the cached sets of ``seed`` and ``recipe`` in this format, smallest first."""
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    tag = _noise_tag(noise)
+    tag = recipe.tag
     name = re.compile(rf"pusht_demo_v{DEMO_FORMAT_VERSION}_n(\d+)_s{seed}{re.escape(tag)}\.zarr")
     found = (name.fullmatch(p.name) for p in root.glob(f"pusht_demo_v{DEMO_FORMAT_VERSION}_n*_s{seed}{tag}.zarr"))
     return sorted(int(m.group(1)) for m in found if m)
 
 
 def copy_from_cache(path: str | os.PathLike, n_episodes: int, seed: int = 0,
-                    cache_dir: str | os.PathLike | None = None, noise: float = 0.0) -> Path | None:
+                    cache_dir: str | os.PathLike | None = None, recipe: DemoRecipe = PLAIN) -> Path | None:
     """Write the first ``n_episodes`` of the smallest complete cached set of ``seed`` and
-    ``noise`` that has them (other than ``path`` itself) to ``path``; the set copied from, or
+    ``recipe`` that has them (other than ``path`` itself) to ``path``; the set copied from, or
     None when there is none. A set whose lock is held (being made) is passed over, never waited for."""
     from filelock import FileLock, Timeout
-    for size in cached_sizes(seed, cache_dir, noise):
-        source = demo_dataset_path(size, seed, cache_dir, noise)
+    for size in cached_sizes(seed, cache_dir, recipe):
+        source = demo_dataset_path(size, seed, cache_dir, recipe)
         if size < n_episodes or source.resolve() == Path(path).resolve():
             continue
         try:

@@ -19,11 +19,13 @@ def resolve_data_path(cfg: Config, say: Callable[[str], None]) -> Path:
         return Path(cfg.data.path).expanduser()
     from imf.pusht import ensure_demo_dataset  # only needed without a data set
 
+    from imf.pusht import DemoRecipe
     d = cfg.data
-    noisy = f", the expert's executed targets perturbed by {d.expert_noise:g} world units" if d.expert_noise else ""
+    recipe = DemoRecipe(d.expert_noise, d.expert_finish)
+    how = f", {recipe.describe()}" if recipe.describe() else ""
     say(f"data: no data.path given; using {d.demo_episodes} scripted demo episodes "
-        f"(seed {d.demo_seed}{noisy}, made once and cached)")
-    return ensure_demo_dataset(d.demo_episodes, seed=d.demo_seed, cache_dir=d.cache_dir, noise=d.expert_noise)
+        f"(seed {d.demo_seed}{how}, made once and cached)")
+    return ensure_demo_dataset(d.demo_episodes, seed=d.demo_seed, cache_dir=d.cache_dir, recipe=recipe)
 
 
 def build_datasets(cfg: Config, say: Callable[[str], None]) -> tuple[Any, Any, MinMaxNormalizer, Path]:
