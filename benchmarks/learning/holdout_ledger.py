@@ -50,12 +50,14 @@ BEST = {"keypoints": "python benchmarks/learning/learning.py --obs keypoints",
         "image_preset": "python benchmarks/learning/learning.py --obs image --name image_preset",
         "keypoints_preset": "python benchmarks/learning/learning.py --obs keypoints --name keypoints_preset",
         "keypoints_preset64": "python benchmarks/learning/learning.py --obs keypoints --name keypoints_preset64",
+        "keypoints_preset_lr4e3": "python benchmarks/learning/learning.py --obs keypoints --name keypoints_preset_lr4e3",
         "image_preset_vhead": "python benchmarks/learning/learning.py --obs image --name image_preset_vhead",
         "image": "python benchmarks/learning/learning.py --obs image --samples 2.34e6 (ddpm, flow); --with image_preset",
         "data_scaling": "python benchmarks/learning/data_scaling.py",
         "curricula": "python benchmarks/learning/curricula.py"}
 # The files whose records carry a holdout_looks count to keep equal to the ledger's.
-COUNTED = (*BEST, "ablations_image", "ablations_image_samples", "ablations_image_schedule", "action_horizon_image")
+COUNTED = (*BEST, "ablations_image", "ablations_image_samples", "ablations_image_schedule", "action_horizon_image",
+           "action_horizon_keypoints")
 PRESETS = ("pusht_lowdim_cpu", "pusht_image_cpu")
 # Commits that changed the shipped presets' settings outside their YAML, through a default every
 # preset takes: (commit, presets, what changed). A YAML diff cannot see these, so they are named.
