@@ -56,3 +56,18 @@ def test_demo_with_a_bad_out_is_one_line(tmp_path):
     result = run_imf("data", "demo", "--episodes", "1", "--out", str(tmp_path / "notes"), "--force")
     _one_error_line(result, "not a zarr store")
     assert result.stdout == ""  # it failed before the progress bar
+
+
+def test_demo_with_a_recipe_records_the_recipes_episodes(tmp_path):
+    """`--noise` and `--finish` record what DemoRecipe's episodes are (the same seeds, the same
+    data as the library makes), and a value outside its range is one line naming the flag."""
+    from imf.pusht.expert import DEMO_SEED_BASE, DemoRecipe, run_expert_episode
+    out = tmp_path / "recipe.zarr"
+    made = run_imf("data", "demo", "--episodes", "1", "--out", str(out), "--noise", "5", "--finish", "0.98",
+                   env={"IMF_CACHE": str(tmp_path / "cache")})
+    assert made.returncode == 0, made.stderr
+    buf = ReplayBuffer.open(out)
+    expected = run_expert_episode(DEMO_SEED_BASE, record=True, recipe=DemoRecipe(5.0, 0.98))
+    assert expected.success and buf.n_episodes == 1 and buf.episode_lengths[0] == expected.steps
+    _one_error_line(run_imf("data", "demo", "--episodes", "1", "--out", str(tmp_path / "x.zarr"), "--noise", "-1"),
+                    "--noise")
