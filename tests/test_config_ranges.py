@@ -242,3 +242,12 @@ def test_a_plugins_float_option_is_never_nan_or_inf(override, key):
     with pytest.raises(ConfigError) as info:
         fill_options(cfg)
     assert str(info.value) == f"config key '{key}': must be a finite number, got {override.split('=')[1]}"
+
+
+def test_a_demo_recipe_beside_a_data_set_is_refused():
+    """data.expert_noise and data.expert_finish shape the scripted demos: with data.path there are none."""
+    for key, value in (("data.expert_noise", "5"), ("data.expert_finish", "0.98")):
+        with pytest.raises(ConfigError) as info:
+            load_config("smoke", ["data.path=/data/pusht.zarr", f"{key}={value}"])
+        assert str(info.value).startswith(f"config key '{key}': it shapes the scripted demonstrations, and "
+                                          "data.path=/data/pusht.zarr gives a data set instead")

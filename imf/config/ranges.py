@@ -65,7 +65,8 @@ RANGES: dict[str, Range] = {
     # objective
     "objective.sample_steps": AT_LEAST_1,
     # data
-    "data.demo_episodes": AT_LEAST_1, "data.demo_seed": SEED, "data.expert_noise": Range(0, unit="world units"), "data.expert_finish": Range(0, 1, low_open=True), "data.val_ratio": FRACTION,
+    "data.demo_episodes": AT_LEAST_1, "data.demo_seed": SEED, "data.val_ratio": FRACTION,
+    "data.expert_noise": Range(0, unit="world units"), "data.expert_finish": Range(0, 1, low_open=True),
     "data.split_seed": SEED, "data.max_train_episodes": AT_LEAST_1,
     # training
     "training.seed": SEED, "training.num_epochs": AT_LEAST_1, "training.batch_size": AT_LEAST_1,

@@ -284,4 +284,9 @@ def validate(cfg: Config) -> None:
         raise ConfigError(
             f"config key 'policy.horizon': {p.horizon} is shorter than n_obs_steps - 1 + "
             f"n_action_steps = {p.n_obs_steps - 1 + p.n_action_steps}")
+    d = cfg.data
+    if d.path and (d.expert_noise or d.expert_finish is not None):
+        key = "data.expert_noise" if d.expert_noise else "data.expert_finish"
+        raise ConfigError(f"config key '{key}': it shapes the scripted demonstrations, and data.path={d.path} "
+                          f"gives a data set instead; drop one of them")
     _check_choices(cfg)

@@ -17,9 +17,8 @@ from imf.data import (MinMaxNormalizer, PoolSampler, PushTImageDataset, PushTKey
 def resolve_data_path(cfg: Config, say: Callable[[str], None]) -> Path:
     if cfg.data.path:
         return Path(cfg.data.path).expanduser()
-    from imf.pusht import ensure_demo_dataset  # only needed without a data set
+    from imf.pusht import DemoRecipe, ensure_demo_dataset  # only needed without a data set
 
-    from imf.pusht import DemoRecipe
     d = cfg.data
     recipe = DemoRecipe(d.expert_noise, d.expert_finish)
     how = f", {recipe.describe()}" if recipe.describe() else ""
