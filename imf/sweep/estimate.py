@@ -31,10 +31,10 @@ _MEASURED = re.compile(r"^measured step: ([0-9.]+) s", re.MULTILINE)
 # Written by benchmarks/speed/grid_cost.py in a source checkout (absent from an installed wheel).
 GRID_COST = Path(__file__).resolve().parents[2] / "benchmarks" / "grid_cost.json"
 # What decides the steps of an epoch of the scripted demos: the episodes made (their recipe sets
-# their lengths), their split, the
-# windows' length and pads, and the batch (the loader keeps the last short batch).
-EPOCH_KEYS = ("data.demo_episodes", "data.demo_seed", "data.expert_noise", "data.expert_finish", "data.val_ratio", "data.split_seed",
-              "data.max_train_episodes", "policy.horizon", "policy.n_obs_steps",
+# their lengths), their split, the windows' length and pads, and the batch (the loader keeps the
+# last short batch).
+EPOCH_KEYS = ("data.demo_episodes", "data.demo_seed", "data.expert_noise", "data.expert_finish",
+              "data.val_ratio", "data.split_seed", "data.max_train_episodes", "policy.horizon", "policy.n_obs_steps",
               "policy.n_action_steps", "training.batch_size")
 
 
