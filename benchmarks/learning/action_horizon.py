@@ -40,13 +40,19 @@ HOLDOUT_FIELDS = ("holdout_score", "holdout_score_se", "holdout_success", "holdo
 
 def score(checkpoint: Path, k: int, episodes: int) -> dict:
     """``imf eval`` of ``checkpoint`` executing ``k`` actions a plan, on the selection seeds."""
+    return rescore(checkpoint, "--action-steps", k, episodes)
+
+
+def rescore(checkpoint: Path, flag: str, value: int, episodes: int, extra: list[str] | None = None) -> dict:
+    """``imf eval`` of ``checkpoint`` with ``flag value`` (and ``extra`` flags) on ``episodes``
+    selection seeds, nice'd."""
     cmd = ["nice", "-n", "10", sys.executable, "-m", "imf", "eval", str(checkpoint), "--n-test", str(episodes),
-           "--start-seed", str(SELECTION.start), "--workers", "1", "--action-steps", str(k), "--json"]
+           "--start-seed", str(SELECTION.start), "--workers", "1", flag, str(value), *(extra or []), "--json"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     start = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
     if proc.returncode != 0:
-        sys.exit(f"action_horizon.py: imf eval --action-steps {k} failed: "
+        sys.exit(f"{Path(sys.argv[0]).name}: imf eval {flag} {value} failed: "
                  f"{(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
     return {**json.loads(proc.stdout), "eval_s": time.monotonic() - start}
 
@@ -66,23 +72,31 @@ def holdout_looks(run_dir: Path, config: dict) -> int:
 
 
 def row(run_dir: Path, config: dict, scored: dict, looks: int) -> dict:
-    planned = config["policy"]["n_action_steps"]
+    knob = {"action_steps": scored["action_steps"], "planned": config["policy"]["n_action_steps"]}
+    return selection_row(run_dir, config, scored, looks, knob)
+
+
+def selection_row(run_dir: Path, config: dict, scored: dict, looks: int, knob: dict) -> dict:
+    """One rescoring of ``run_dir``'s best.pt: ``knob`` (the setting scored and the one trained
+    with), then its selection coverage and success, per seed and as mean ± SE."""
     seeds = sorted(scored["per_seed"], key=int)
     cover = [float(scored["per_seed"][s]) for s in seeds]
     success = [float(scored["per_seed_success"][s]) for s in seeds]
     (score_, score_se), (succ, succ_se) = _mean_se(cover), _mean_se(success)
     return {"obs": config["policy"]["obs_type"], "preset": config["name"], "run": run_dir.name,
-            "seed": config["training"]["seed"], "action_steps": scored["action_steps"], "planned": planned,
+            "seed": config["training"]["seed"], **knob,
             "selection_score": score_, "selection_score_se": score_se, "selection_success": succ,
             "selection_success_se": succ_se, "selection_episodes": len(seeds),
             "selection_seed_start": int(seeds[0]), **dict.fromkeys(HOLDOUT_FIELDS), "holdout_looks": looks,
             "eval_s": round(scored["eval_s"], 1), "per_seed": cover, "per_seed_success": success}
 
 
-def paired_gap(rows: list[dict], k: int, field: str) -> tuple[float, float]:
-    """Mean ± SE of the per-seed differences, K's row minus the trained horizon's."""
-    by_k = {r["action_steps"]: r for r in rows}
-    base = by_k[rows[0]["planned"]]
+def paired_gap(rows: list[dict], k: int, field: str, key: str = "action_steps",
+               trained: str = "planned") -> tuple[float, float]:
+    """Mean ± SE of the per-seed differences, the row at ``key`` = k minus the row at the
+    setting the run trained with (``trained``)."""
+    by_k = {r[key]: r for r in rows}
+    base = by_k[rows[0][trained]]
     return _mean_se([a - b for a, b in zip(by_k[k][field], base[field])])
 
 

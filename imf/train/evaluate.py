@@ -34,15 +34,16 @@ from imf.train.parts import pick_device
 class TorchPolicyAdapter:
     """numpy observations in, numpy world-unit actions out; noise from one seeded generator."""
 
-    def __init__(self, policy: Any, device: torch.device, seed: int) -> None:
+    def __init__(self, policy: Any, device: torch.device, seed: int, n_steps: int | None = None) -> None:
         self.policy = policy
         self.device = device
         self.generator = torch.Generator(device=device).manual_seed(seed)
+        self.n_steps = n_steps  # sampling steps; None: the objective's own setting
 
     @torch.no_grad()
     def __call__(self, obs: dict[str, np.ndarray]) -> np.ndarray:
         batch = {k: torch.from_numpy(np.ascontiguousarray(v)).to(self.device) for k, v in obs.items()}
-        action = self.policy.predict_action(batch, generator=self.generator)  # (B, n_action_steps, 2)
+        action = self.policy.predict_action(batch, generator=self.generator, n_steps=self.n_steps)  # (B, n_action_steps, 2)
         return action.float().cpu().numpy()
 
 
@@ -52,11 +53,12 @@ def n_workers(eval_cfg: EvalConfig) -> int:
     return max(1, min(8, os.cpu_count() or 1))
 
 
-def score(policy: Any, cfg: Config, device: torch.device, seeds: list[int], seed: int) -> ScoreResult:
+def score(policy: Any, cfg: Config, device: torch.device, seeds: list[int], seed: int,
+          n_steps: int | None = None) -> ScoreResult:
     was_training = policy.training
     policy.eval()
     try:
-        return score_policy(TorchPolicyAdapter(policy, device, seed), seeds,
+        return score_policy(TorchPolicyAdapter(policy, device, seed, n_steps), seeds,
                             max_steps=cfg.eval.max_steps, n_obs_steps=cfg.policy.n_obs_steps,
                             n_action_steps=cfg.policy.n_action_steps, n_workers=n_workers(cfg.eval),
                             legacy=cfg.eval.legacy, obs_type=cfg.policy.obs_type)
@@ -115,7 +117,7 @@ def best_checkpoint(folder: Path) -> Path:
 
 
 def check_options(n_test: int | None, start_seed: int | None, n_workers: int | None,
-                  action_steps: int | None = None) -> None:
+                  action_steps: int | None = None, sample_steps: int | None = None) -> None:
     """``imf eval``'s numbers, checked before a checkpoint loads; ConfigError names the flag."""
     if n_test is not None and n_test < 1:
         raise ConfigError(f"--n-test {n_test}: the number of test episodes must be at least 1")
@@ -126,6 +128,8 @@ def check_options(n_test: int | None, start_seed: int | None, n_workers: int | N
         raise ConfigError(f"--workers {n_workers}: give 0 (automatic) or more simulator processes")
     if action_steps is not None and action_steps < 1:
         raise ConfigError(f"--action-steps {action_steps}: execute at least 1 action of each plan")
+    if sample_steps is not None and sample_steps < 1:
+        raise ConfigError(f"--sample-steps {sample_steps}: sample each plan in at least 1 step")
 
 
 def executing(cfg: Config, action_steps: int | None) -> Config:
@@ -151,8 +155,10 @@ def _returning(policy: ImfPolicy | ActionEnsemble, n_action_steps: int) -> None:
 
 def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int | None = None,
                         device: str = "auto", n_workers: int | None = None,
-                        noise_seed: int | None = None, action_steps: int | None = None) -> dict[str, Any]:
-    check_options(n_test, start_seed, n_workers, action_steps)
+                        noise_seed: int | None = None, action_steps: int | None = None,
+                        sample_steps: int | None = None) -> dict[str, Any]:
+    """``sample_steps``: sampling steps a plan instead of the objective's own (same weights)."""
+    check_options(n_test, start_seed, n_workers, action_steps, sample_steps)
     dev = pick_device(device, source="--device")
     state = load_checkpoint(path)
     policy, cfg = policy_from_checkpoint(state, dev)
@@ -166,11 +172,11 @@ def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int |
     # By default the training-time rollout's generator seed, so the same seeds give the same
     # score; another noise_seed re-scores with other sampling noise (its spread is the noise).
     noise = cfg.training.seed if noise_seed is None else noise_seed
-    result = score(policy, cfg, dev, seeds, seed=noise)
+    result = score(policy, cfg, dev, seeds, seed=noise, n_steps=sample_steps)
     return {"checkpoint": str(path), "epoch": state.get("epoch"), "trial": state.get("trial_id"),
             "test_mean_score": result.mean_score, "test_success_rate": result.success_rate,
             "n_test": len(seeds), "start_seed": ev.test_start_seed, "noise_seed": noise,
-            "action_steps": cfg.policy.n_action_steps,
+            "action_steps": cfg.policy.n_action_steps, "sample_steps": sample_steps,
             "per_seed": {str(s): v for s, v in sorted(result.per_seed.items())},
             "per_seed_success": {str(s): v for s, v in sorted(result.per_seed_success.items())},
             "logged_test_mean_score": (state.get("scores") or {}).get("test_mean_score")}

@@ -1,0 +1,151 @@
+"""Sampling steps without retraining: best.pt sampling each plan in N steps, on the selection seeds.
+
+    python benchmarks/learning/sampling_steps.py RUN_DIR [RUN_DIR ...] [--steps 1,2,4] [--episodes 200]
+        [--noise-seed S] [--no-write]
+
+A one-step policy (iMF, MeanFlow) maps noise to a plan in one pass of the transformer; its
+average-velocity model also takes N smaller steps (z_r = z_t - (t - r) u(z_t, r, t) on a uniform
+grid from 1 to 0), at N passes a plan. `imf eval --sample-steps N` scores the same weights that
+way. Each N scores each RUN_DIR's best.pt on --episodes selection seeds (500000..; the same seeds
+and sampling noise for every N), so a run's rows are paired: N's gap to the steps the run sampled
+with in training (objective.sample_steps, whose rollouts chose best.pt) is the mean of the per-seed
+differences ± their SE. Over several runs (training seeds) the reading is the mean of the runs'
+gaps ± their SE. --noise-seed draws other sampling noise (default: each run's training seed, as
+in its rollouts): a second reading of the same runs, kept and summarised apart from the first.
+The holdout is never looked at. Writes
+benchmarks/learning_results/sampling_steps_<obs>.json (rows of other runs stay) and its section of
+benchmarks/RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import yaml
+from action_horizon import RESULTS_DIR, _mean_se, holdout_looks, paired_gap, rescore, selection_row
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
+from results_file import write_section  # noqa: E402
+
+from imf.seeds import SELECTION  # noqa: E402
+
+KEY, TRAINED = "sample_steps", "trained_steps"
+
+
+def trained_steps(config: dict) -> int:
+    """The sampling steps of the run's own rollouts (ddpm: its options.steps)."""
+    objective = config.get("objective") or {}
+    if objective.get("name") == "ddpm":
+        return int((objective.get("options") or {}).get("steps", 1))
+    return int(objective.get("sample_steps", 1))
+
+
+def gaps_over_runs(rows: list[dict], n: int, field: str) -> tuple[float, float, list[float]]:
+    """Mean ± SE over runs of each run's paired gap at N, and the gaps themselves (``rows``: one
+    noise seed's)."""
+    gaps = [paired_gap(mine, n, field, KEY, TRAINED)[0] for mine in _by_run(rows).values()
+            if any(r[KEY] == n for r in mine)]
+    mean, se = _mean_se(gaps) if len(gaps) > 1 else (gaps[0], float("nan"))
+    return mean, se, gaps
+
+
+def _by_run(rows: list[dict]) -> dict[str, list[dict]]:
+    """Rows by run and noise seed ("run" alone for the run's own noise): one paired reading each."""
+    runs: dict[str, list[dict]] = {}
+    for r in rows:
+        label = r["run"] if r.get("noise_seed") is None else f"{r['run']} (noise {r['noise_seed']})"
+        runs.setdefault(label, []).append(r)
+    return runs
+
+
+def table(rows: list[dict]) -> list[str]:
+    lines = ["| run | sampling steps a plan | selection coverage | selection success | coverage vs trained "
+             "steps (paired) | success vs trained steps (paired) | eval s |", "|---|---|---|---|---|---|---|"]
+    for run, mine in sorted(_by_run(rows).items()):
+        for r in sorted(mine, key=lambda r: r[KEY]):
+            gap = [paired_gap(mine, r[KEY], f, KEY, TRAINED) for f in ("per_seed", "per_seed_success")]
+            lines.append(f"| {run} | {r[KEY]} (ran with {r[TRAINED]}) | {r['selection_score']:.3f} ± "
+                         f"{r['selection_score_se']:.3f} | {100 * r['selection_success']:.1f}% ± "
+                         f"{100 * r['selection_success_se']:.1f} | {gap[0][0]:+.3f} ± {gap[0][1]:.3f} | "
+                         f"{100 * gap[1][0]:+.1f} ± {100 * gap[1][1]:.1f} pts | {r['eval_s']:.0f} |")
+    return lines
+
+
+def summary(rows: list[dict]) -> list[str]:
+    """Per noise seed and N, the runs' paired gaps and their mean ± SE over runs (training seeds)."""
+    lines = []
+    for noise in sorted({r.get("noise_seed") for r in rows}, key=lambda s: -1 if s is None else s):
+        lines += _summary_at(noise, [r for r in rows if r.get("noise_seed") == noise])
+    return lines
+
+
+def _summary_at(noise: int | None, rows: list[dict]) -> list[str]:
+    runs, lines = _by_run(rows), []
+    drawn = "each run's own sampling noise" if noise is None else f"sampling noise seed {noise}"
+    for n in sorted({r[KEY] for r in rows} - {r[TRAINED] for r in rows}):
+        cov, cov_se, cov_gaps = gaps_over_runs(rows, n, "per_seed")
+        suc, suc_se, suc_gaps = gaps_over_runs(rows, n, "per_seed_success")
+        lines.append(f"- {n} steps, {drawn}, over {len(cov_gaps)} of {len(runs)} runs: coverage {cov:+.3f} ± {cov_se:.3f} "
+                     f"({', '.join(f'{g:+.3f}' for g in cov_gaps)}), success {100 * suc:+.1f} ± {100 * suc_se:.1f} "
+                     f"points ({', '.join(f'{100 * g:+.1f}' for g in suc_gaps)}).")
+    return lines
+
+
+def _steps(text: str | None) -> list[int]:
+    try:
+        steps = [int(s) for s in text.split(",")] if text else [1, 2, 4]
+    except ValueError:
+        sys.exit(f"sampling_steps.py: --steps {text!r}: give whole numbers separated by commas, e.g. 1,2,4")
+    if any(n < 1 for n in steps):
+        sys.exit(f"sampling_steps.py: --steps {min(steps)}: sample each plan in at least 1 step")
+    return steps
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dirs", type=Path, nargs="+")
+    ap.add_argument("--steps", default=None, help="comma-separated N (default 1,2,4)")
+    ap.add_argument("--episodes", type=int, default=200)
+    ap.add_argument("--noise-seed", type=int, default=None, help="sampling noise (default: each run's training seed)")
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args(argv)
+    steps = _steps(args.steps)
+    for run_dir in args.run_dirs:
+        if not (run_dir / "checkpoints" / "best.pt").is_file():
+            sys.exit(f"sampling_steps.py: {run_dir} has no checkpoints/best.pt (a finished imf trial is needed)")
+    rows: list[dict] = []
+    for run_dir in args.run_dirs:
+        config = yaml.safe_load((run_dir / "config.yaml").read_text())
+        trained, looks = trained_steps(config), holdout_looks(run_dir, config)
+        for n in [trained] + sorted(set(steps) - {trained}):  # the trained steps first: the pairs' baseline
+            extra = [] if args.noise_seed is None else ["--noise-seed", str(args.noise_seed)]
+            scored = rescore(run_dir / "checkpoints" / "best.pt", "--sample-steps", n, args.episodes, extra)
+            knob = {KEY: n, TRAINED: trained, "noise_seed": args.noise_seed}
+            rows.append(selection_row(run_dir, config, scored, looks, knob))
+            print(f"{run_dir.name}: {n} sampling steps (ran with {trained}): coverage "
+                  f"{rows[-1]['selection_score']:.3f}, success {rows[-1]['selection_success']:.3f} "
+                  f"({rows[-1]['eval_s']:.0f} s)", flush=True)
+    print("\n".join(table(rows) + [""] + summary(rows)))
+    if args.no_write:
+        return 0
+    obs = rows[0]["obs"]
+    path = RESULTS_DIR / f"sampling_steps_{obs}.json"
+    mine = {(r["run"], r["noise_seed"]) for r in rows}
+    kept = [r for r in (json.loads(path.read_text()) if path.is_file() else [])
+            if (r["run"], r.get("noise_seed")) not in mine] + rows
+    path.write_text(json.dumps(kept, indent=1) + "\n")
+    title = f"## Sampling steps, {obs} (benchmarks/learning/sampling_steps.py)"
+    write_section(title, [
+        title, "",
+        f"`python benchmarks/learning/sampling_steps.py RUN_DIR ...`: each best.pt, `imf eval --sample-steps N` on "
+        f"{args.episodes} selection seeds from {SELECTION.start} (the same seeds and noise for every N, so a run's "
+        f"gaps are paired: mean of the per-seed differences ± their SE), 1 simulator worker, nice'd. These "
+        f"numbers choose the sampling steps; they are not claims. JSON: benchmarks/learning_results/{path.name}.", "",
+        *table(kept), "", "Over the runs (each run's paired gap, then their mean ± SE over runs):", *summary(kept)])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
