@@ -57,7 +57,7 @@ BEST = {"keypoints": "python benchmarks/learning/learning.py --obs keypoints",
         "curricula": "python benchmarks/learning/curricula.py"}
 # The files whose records carry a holdout_looks count to keep equal to the ledger's.
 COUNTED = (*BEST, "ablations_image", "ablations_image_samples", "ablations_image_schedule", "action_horizon_image",
-           "action_horizon_keypoints", "sampling_steps_keypoints")
+           "action_horizon_keypoints", "sampling_steps_keypoints", "sampling_steps_image")
 PRESETS = ("pusht_lowdim_cpu", "pusht_image_cpu")
 # Commits that changed the shipped presets' settings outside their YAML, through a default every
 # preset takes: (commit, presets, what changed). A YAML diff cannot see these, so they are named.

@@ -9,6 +9,8 @@
     python benchmarks/learning/learning.py --collect runs/learning/keypoints   # runs already trained: look, record
     python benchmarks/learning/learning.py --collect runs/preset --name image_preset   # another record beside image.json
     python benchmarks/learning/learning.py --collect runs/more/keypoints --add  # new runs join keypoints.json's, which stay
+    python benchmarks/learning/learning.py --obs image --runs imf:2:42 --no-look  # train and score on the selection
+                                                       # seeds only; choose, commit, then --collect looks
 
 Each run is a real `imf trial` of the CPU preset (pusht_lowdim_cpu, or pusht_image_cpu for
 --obs image) with `training.time_budget_s` on the cpu clock (CPU seconds / torch threads: the
@@ -62,14 +64,15 @@ def _imf(args: list[str], threads: int | None, log: Path | None = None, **kw) ->
 
 
 def train(out: Path, obs: str, objective: str, steps: int, seed: int | None, sized: list[str],
-          threads: int | None, extra: list[str]) -> Path:
-    """One trial, then best.pt on the selection seeds and one look at the holdout."""
+          threads: int | None, extra: list[str], look: bool = True) -> Path:
+    """One trial, then best.pt on the selection seeds and (``look``) one look at the holdout."""
     name = run_name(objective, steps, seed)
     steps_key = "objective.options.steps" if objective == "ddpm" else "objective.sample_steps"
     args = ["trial", PRESETS[obs], f"objective.name={objective}", f"{steps_key}={steps}",
             *sized, "logging.trackers=none",
             *([f"training.seed={seed}"] if seed is not None else []), *extra, "--out", str(out / name),
-            "--store", "none", "--final-eval", str(EPISODES), "--holdout", "--id", f"learning-{obs}-{name}"]
+            "--store", "none", "--final-eval", str(EPISODES), *(["--holdout"] if look else []),
+            "--id", f"learning-{obs}-{name}"]
     print("$ imf " + " ".join(args), flush=True)
     if _imf(args, threads, out / f"{name}.out").returncode != 0:
         sys.exit(f"learning.py: trial failed, see {out / name}.out")
@@ -229,7 +232,11 @@ def main() -> None:
                         "(<name>.json), each marked with where it came from; the new runs join them, e.g. a missing "
                         "seed trained later")
     parser.add_argument("--no-write", action="store_true", help="print the table, leave RESULTS.md and docs/ alone")
+    parser.add_argument("--no-look", action="store_true", help="train and score on the selection seeds only, "
+                        "record nothing: a setting is chosen on them first, then --collect looks at the holdout")
     args = parser.parse_args()
+    if args.no_look and args.collect:
+        sys.exit("learning.py: --no-look trains without a look; --collect looks at runs already trained: give one")
     if not args.minutes > 0 or args.parallel < 1:
         sys.exit(f"learning.py: --minutes must be > 0 and --parallel >= 1, got {args.minutes} and {args.parallel}")
     joined = joined_records(args.joined)  # before any training or look: a bad name costs nothing
@@ -249,8 +256,12 @@ def main() -> None:
         out = (args.out / args.obs).resolve()
         out.mkdir(parents=True, exist_ok=True)
         with ThreadPoolExecutor(args.parallel) as pool:
-            run_dirs = list(pool.map(lambda run: train(out, args.obs, *run, sized, args.threads, args.set),
-                                     parse_runs(args.runs)))
+            run_dirs = list(pool.map(lambda run: train(out, args.obs, *run, sized, args.threads, args.set,
+                                                       look=not args.no_look), parse_runs(args.runs)))
+        if args.no_look:
+            print(f"learning.py: trained without a look at the holdout; choose on the selection seeds "
+                  f"(final_eval.json), then `--collect {out}` looks once and records")
+            return
     records = [*joined, *(record_of(d, args.threads) for d in run_dirs)]
     name = args.name or records[0]["obs"]
     if args.add:
