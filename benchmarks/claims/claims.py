@@ -88,7 +88,9 @@ def results_learning(data: Data, name: str, compare: bool = True) -> list[str]:
                               "ablations",
              "image_preset": "the image preset's runs (the boundary tangent)",
              "image_preset_vhead": "the image preset's runs at its current settings",
-             "keypoints_preset_lr4e3": "the keypoint preset's runs at its current settings",
+             "keypoints_preset_2step": "the keypoint preset's runs at its current settings",
+             "keypoints_preset_lr4e3": "the keypoint preset's runs at learning rate 4e-3 and one sampling step, "
+                                       "before two",
              "keypoints_preset64": "the keypoint preset's runs at 64 x 2 and learning rate 2e-3, before 4e-3",
              "keypoints_preset": "the keypoint preset's runs at 128 x 2, before n_emb 64",
              "keypoints": f"the keypoints runs (the keypoint preset before issue #47: {KEYPOINTS_BEFORE_47})",
@@ -170,6 +172,7 @@ PASSAGES: dict[str, Callable[[Data], list[str]]] = {
     "results-learning-keypoints-preset": lambda d: results_learning(d, "keypoints_preset", compare=False),
     "results-learning-keypoints-preset64": lambda d: results_learning(d, "keypoints_preset64", compare=False),
     "results-learning-keypoints-preset-lr4e3": lambda d: results_learning(d, "keypoints_preset_lr4e3", compare=False),
+    "results-learning-keypoints-preset-2step": lambda d: results_learning(d, "keypoints_preset_2step", compare=False),
     "results-learning-image-preset-vhead": lambda d: results_learning(d, "image_preset_vhead", compare=False),
     "results-learning-image": lambda d: [
         *results_learning(d, "image"), f"- What the comparison was equal in: {equal_in(d, 'image')}."],

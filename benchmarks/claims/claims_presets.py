@@ -13,10 +13,10 @@ from claims_base import KEYPOINTS_BEFORE_47, ClaimError, Data, coverage_success,
 from claims_compare import equal_compute  # noqa: E402
 
 # Each shipped CPU preset: the record of its own runs at its current settings (learning.py --name).
-SHIPPED = {"pusht_lowdim_cpu": "keypoints_preset_lr4e3", "pusht_image_cpu": "image_preset_vhead"}
+SHIPPED = {"pusht_lowdim_cpu": "keypoints_preset_2step", "pusht_image_cpu": "image_preset_vhead"}
 # Per preset, newest first: the records of its runs at each earlier version, and how that
 # version differed from the one after it.
-EARLIER = {"pusht_lowdim_cpu": (("keypoints_preset64", "learning rate 2e-3"), ("keypoints_preset", "128 x 2"), ("keypoints", f"128 x 2, {KEYPOINTS_BEFORE_47}")),
+EARLIER = {"pusht_lowdim_cpu": (("keypoints_preset_lr4e3", "one sampling step a plan"), ("keypoints_preset64", "learning rate 2e-3"), ("keypoints_preset", "128 x 2"), ("keypoints", f"128 x 2, {KEYPOINTS_BEFORE_47}")),
            "pusht_image_cpu": (("image_preset", "the boundary tangent"),)}
 # issue #47: holdout coverage and success at every training seed, within the preset's own budget
 TARGETS = {"pusht_lowdim_cpu": (0.95, 0.60), "pusht_image_cpu": (0.95, 0.80)}
@@ -34,7 +34,8 @@ def what(data: Data, name: str) -> str:
              f"learning rate {float(training['lr']):g}"]
     if "ema_max" in training:
         parts.append(f"EMA capped at {training['ema_max']}")
-    return ", ".join(parts + ["the v-head tangent"])
+    steps = own.get("objective", {}).get("sample_steps", 1)
+    return ", ".join(parts + ["the v-head tangent"] + ([f"plans sampled in {steps} steps"] if steps != 1 else []))
 
 
 def shipped_lines(data: Data) -> list[str]:
