@@ -45,8 +45,8 @@ def results(tmp_path, monkeypatch):
 
 def test_each_run_is_paired_against_its_own_steps_and_the_runs_are_averaged(tmp_path, results):
     runs = [str(_run_dir(tmp_path, "a")), str(_run_dir(tmp_path, "b", seed=43))]
-    for _ in range(2):  # the same runs measured again replace their own rows
-        assert sampling_steps.main([*runs, "--steps", "2,4", "--episodes", "4"]) == 0
+    for parallel in ("1", "3"):  # the same runs measured again replace their own rows, in order at any parallelism
+        assert sampling_steps.main([*runs, "--steps", "2,4", "--episodes", "4", "--parallel", parallel]) == 0
     rows = json.loads((results / "sampling_steps_keypoints.json").read_text())
     assert [(r["run"], r["sample_steps"], r["trained_steps"]) for r in rows] == [
         ("a", 1, 1), ("a", 2, 1), ("a", 4, 1), ("b", 1, 1), ("b", 2, 1), ("b", 4, 1)]
@@ -78,6 +78,7 @@ def test_ddpm_is_paired_against_its_own_steps_option():
 @pytest.mark.parametrize("args, words", [
     (["--steps", "two"], "--steps 'two': give whole numbers separated by commas"),
     (["--steps", "0,2"], "--steps 0: sample each plan in at least 1 step"),
+    (["--parallel", "0"], "--parallel 0: give 1 or more imf eval processes at a time"),
 ])
 def test_bad_steps_are_one_line_and_write_nothing(tmp_path, results, args, words):
     with pytest.raises(SystemExit, match=words):

@@ -1,7 +1,7 @@
 """Sampling steps without retraining: best.pt sampling each plan in N steps, on the selection seeds.
 
     python benchmarks/learning/sampling_steps.py RUN_DIR [RUN_DIR ...] [--steps 1,2,4] [--episodes 200]
-        [--noise-seed S] [--no-write]
+        [--noise-seed S] [--parallel P] [--no-write]
 
 A one-step policy (iMF, MeanFlow) maps noise to a plan in one pass of the transformer; its
 average-velocity model also takes N smaller steps (z_r = z_t - (t - r) u(z_t, r, t) on a uniform
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
@@ -109,24 +110,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", default=None, help="comma-separated N (default 1,2,4)")
     ap.add_argument("--episodes", type=int, default=200)
     ap.add_argument("--noise-seed", type=int, default=None, help="sampling noise (default: each run's training seed)")
+    ap.add_argument("--parallel", type=int, default=1, help="imf eval processes at a time (rows keep their order)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
     steps = _steps(args.steps)
+    if args.parallel < 1:
+        sys.exit(f"sampling_steps.py: --parallel {args.parallel}: give 1 or more imf eval processes at a time")
     for run_dir in args.run_dirs:
         if not (run_dir / "checkpoints" / "best.pt").is_file():
             sys.exit(f"sampling_steps.py: {run_dir} has no checkpoints/best.pt (a finished imf trial is needed)")
-    rows: list[dict] = []
+    extra = [] if args.noise_seed is None else ["--noise-seed", str(args.noise_seed)]
+    jobs = []  # (run_dir, config, looks, N, trained), each run's trained steps first: its pairs' baseline
     for run_dir in args.run_dirs:
         config = yaml.safe_load((run_dir / "config.yaml").read_text())
         trained, looks = trained_steps(config), holdout_looks(run_dir, config)
-        for n in [trained] + sorted(set(steps) - {trained}):  # the trained steps first: the pairs' baseline
-            extra = [] if args.noise_seed is None else ["--noise-seed", str(args.noise_seed)]
-            scored = rescore(run_dir / "checkpoints" / "best.pt", "--sample-steps", n, args.episodes, extra)
-            knob = {KEY: n, TRAINED: trained, "noise_seed": args.noise_seed}
-            rows.append(selection_row(run_dir, config, scored, looks, knob))
-            print(f"{run_dir.name}: {n} sampling steps (ran with {trained}): coverage "
-                  f"{rows[-1]['selection_score']:.3f}, success {rows[-1]['selection_success']:.3f} "
-                  f"({rows[-1]['eval_s']:.0f} s)", flush=True)
+        jobs += [(run_dir, config, looks, n, trained) for n in [trained] + sorted(set(steps) - {trained})]
+
+    def one(job: tuple) -> dict:
+        run_dir, config, looks, n, trained = job
+        scored = rescore(run_dir / "checkpoints" / "best.pt", "--sample-steps", n, args.episodes, extra)
+        row = selection_row(run_dir, config, scored, looks, {KEY: n, TRAINED: trained, "noise_seed": args.noise_seed})
+        print(f"{run_dir.name}: {n} sampling steps (ran with {trained}): coverage {row['selection_score']:.3f}, "
+              f"success {row['selection_success']:.3f} ({row['eval_s']:.0f} s)", flush=True)
+        return row
+
+    with ThreadPoolExecutor(args.parallel) as pool:  # each job its own imf eval process
+        rows = list(pool.map(one, jobs))
     print("\n".join(table(rows) + [""] + summary(rows)))
     if args.no_write:
         return 0
