@@ -57,7 +57,7 @@ def rescore(checkpoint: Path, flag: str, value: int, episodes: int, extra: list[
     return {**json.loads(proc.stdout), "eval_s": time.monotonic() - start}
 
 
-def _mean_se(values: list[float]) -> tuple[float, float]:
+def mean_se(values: list[float]) -> tuple[float, float]:
     return sum(values) / len(values), standard_error(values)
 
 
@@ -82,7 +82,7 @@ def selection_row(run_dir: Path, config: dict, scored: dict, looks: int, knob: d
     seeds = sorted(scored["per_seed"], key=int)
     cover = [float(scored["per_seed"][s]) for s in seeds]
     success = [float(scored["per_seed_success"][s]) for s in seeds]
-    (score_, score_se), (succ, succ_se) = _mean_se(cover), _mean_se(success)
+    (score_, score_se), (succ, succ_se) = mean_se(cover), mean_se(success)
     return {"obs": config["policy"]["obs_type"], "preset": config["name"], "run": run_dir.name,
             "seed": config["training"]["seed"], **knob,
             "selection_score": score_, "selection_score_se": score_se, "selection_success": succ,
@@ -97,7 +97,7 @@ def paired_gap(rows: list[dict], k: int, field: str, key: str = "action_steps",
     setting the run trained with (``trained``)."""
     by_k = {r[key]: r for r in rows}
     base = by_k[rows[0][trained]]
-    return _mean_se([a - b for a, b in zip(by_k[k][field], base[field])])
+    return mean_se([a - b for a, b in zip(by_k[k][field], base[field])])
 
 
 def table(rows: list[dict]) -> list[str]:

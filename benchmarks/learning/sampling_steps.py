@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
-from action_horizon import RESULTS_DIR, _mean_se, holdout_looks, paired_gap, rescore, selection_row
+from action_horizon import RESULTS_DIR, mean_se, holdout_looks, paired_gap, rescore, selection_row
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
 from results_file import write_section  # noqa: E402
@@ -48,7 +48,7 @@ def gaps_over_runs(rows: list[dict], n: int, field: str) -> tuple[float, float, 
     noise seed's)."""
     gaps = [paired_gap(mine, n, field, KEY, TRAINED)[0] for mine in _by_run(rows).values()
             if any(r[KEY] == n for r in mine)]
-    mean, se = _mean_se(gaps) if len(gaps) > 1 else (gaps[0], float("nan"))
+    mean, se = mean_se(gaps) if len(gaps) > 1 else (gaps[0], float("nan"))
     return mean, se, gaps
 
 
