@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import holdout_ledger
 import yaml
@@ -91,6 +92,15 @@ def selection_row(run_dir: Path, config: dict, scored: dict, looks: int, knob: d
             "eval_s": round(scored["eval_s"], 1), "per_seed": cover, "per_seed_success": success}
 
 
+def write_rows(path: Path, rows: list[dict], same: Callable[[dict], object]) -> list[dict]:
+    """``path``'s rows with those measured again (same ``same(row)`` as one of ``rows``) replaced
+    by ``rows``; written, and returned."""
+    mine = {same(r) for r in rows}
+    kept = [r for r in (json.loads(path.read_text()) if path.is_file() else []) if same(r) not in mine] + rows
+    path.write_text(json.dumps(kept, indent=1) + "\n")
+    return kept
+
+
 def paired_gap(rows: list[dict], k: int, field: str, key: str = "action_steps",
                trained: str = "planned") -> tuple[float, float]:
     """Mean ± SE of the per-seed differences, the row at ``key`` = k minus the row at the
@@ -149,9 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_write:
         return 0
     path = RESULTS_DIR / f"action_horizon_{rows[0]['obs']}.json"
-    kept = [r for r in (json.loads(path.read_text()) if path.is_file() else []) if r["run"] != args.run_dir.name]
-    kept += rows
-    path.write_text(json.dumps(kept, indent=1) + "\n")
+    kept = write_rows(path, rows, lambda r: r["run"])
     write_section(f"## Action horizon, {rows[0]['obs']} (benchmarks/learning/action_horizon.py)", [
         f"## Action horizon, {rows[0]['obs']} (benchmarks/learning/action_horizon.py)", "",
         f"`python benchmarks/learning/action_horizon.py RUN_DIR`: one best.pt, `imf eval --action-steps K` on "

@@ -19,13 +19,12 @@ benchmarks/RESULTS.md.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
-from action_horizon import RESULTS_DIR, mean_se, holdout_looks, paired_gap, rescore, selection_row
+from action_horizon import RESULTS_DIR, holdout_looks, mean_se, paired_gap, rescore, selection_row, write_rows
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
 from results_file import write_section  # noqa: E402
@@ -141,10 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     obs = rows[0]["obs"]
     path = RESULTS_DIR / f"sampling_steps_{obs}.json"
-    mine = {(r["run"], r["noise_seed"]) for r in rows}
-    kept = [r for r in (json.loads(path.read_text()) if path.is_file() else [])
-            if (r["run"], r.get("noise_seed")) not in mine] + rows
-    path.write_text(json.dumps(kept, indent=1) + "\n")
+    kept = write_rows(path, rows, lambda r: (r["run"], r.get("noise_seed")))
     title = f"## Sampling steps, {obs} (benchmarks/learning/sampling_steps.py)"
     write_section(title, [
         title, "",
