@@ -70,6 +70,13 @@ def test_another_noise_seed_is_a_second_reading_kept_apart(tmp_path, results):
     assert any(line.startswith("| a (noise 7) | 2 (ran with 1)") for line in sampling_steps.table(rows))
 
 
+def test_one_run_is_its_gap_alone_without_an_se(tmp_path, results):
+    assert sampling_steps.main([str(_run_dir(tmp_path, "a")), "--steps", "2", "--episodes", "4"]) == 0
+    rows = json.loads((results / "sampling_steps_keypoints.json").read_text())
+    assert sampling_steps.summary(rows) == [
+        "- 2 steps, each run's own sampling noise, one run: coverage +0.020, success +25.0 points."]
+
+
 def test_ddpm_is_paired_against_its_own_steps_option():
     assert sampling_steps.trained_steps({"objective": {"name": "ddpm", "options": {"steps": 16}}}) == 16
     assert sampling_steps.trained_steps({"objective": {"name": "imf", "sample_steps": 2}}) == 2

@@ -87,6 +87,9 @@ def _summary_at(noise: int | None, rows: list[dict]) -> list[str]:
     for n in sorted({r[KEY] for r in rows} - {r[TRAINED] for r in rows}):
         cov, cov_se, cov_gaps = gaps_over_runs(rows, n, "per_seed")
         suc, suc_se, suc_gaps = gaps_over_runs(rows, n, "per_seed_success")
+        if len(cov_gaps) < 2:  # one run has no spread over runs: its gap alone, no SE
+            lines.append(f"- {n} steps, {drawn}, one run: coverage {cov:+.3f}, success {100 * suc:+.1f} points.")
+            continue
         lines.append(f"- {n} steps, {drawn}, over {len(cov_gaps)} of {len(runs)} runs: coverage {cov:+.3f} ± {cov_se:.3f} "
                      f"({', '.join(f'{g:+.3f}' for g in cov_gaps)}), success {100 * suc:+.1f} ± {100 * suc_se:.1f} "
                      f"points ({', '.join(f'{100 * g:+.1f}' for g in suc_gaps)}).")
