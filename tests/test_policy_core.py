@@ -135,6 +135,33 @@ def test_optimizer_groups_cover_every_parameter_with_the_configured_decay():
     torch.optim.AdamW(groups, lr=1e-4, betas=tuple(cfg.betas))  # accepted as is
 
 
+def test_the_trials_optimizer_is_fused_on_a_cpu_and_steps_as_plain_adamw_does():
+    """make_optimizer: the policy's groups, the fused kernel on a CPU (none on a device without
+    one), and the update of torch's one-tensor-at-a-time AdamW to rounding."""
+    from imf.train.parts import make_optimizer
+    fused_policy, plain_policy = make_policy(), make_policy()
+    plain_policy.load_state_dict(fused_policy.state_dict())
+    cfg = fused_policy.cfg.training
+    fused = make_optimizer(fused_policy, cfg, torch.device("cpu"))
+    assert fused.defaults["fused"] is True
+    assert [g["name"] for g in fused.param_groups] == [g["name"] for g in fused_policy.optimizer_groups(cfg)]
+    assert make_optimizer(make_policy(), cfg, torch.device("meta")).defaults["fused"] is None
+    plain = torch.optim.AdamW(plain_policy.optimizer_groups(cfg), lr=cfg.lr, betas=tuple(cfg.betas), foreach=False)
+    data = batch()
+    for step in range(3):
+        for policy, opt in ((fused_policy, fused), (plain_policy, plain)):
+            torch.manual_seed(step)  # dropout draws from the global generator
+            loss, _ = policy.compute_loss(data, generator=torch.Generator().manual_seed(step))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    moved = 0
+    for (name, a), b in zip(fused_policy.named_parameters(), plain_policy.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=name)
+        moved += int(not torch.equal(a, make_policy().state_dict()[name]))
+    assert moved > 0
+
+
 def test_ema_of_a_policy_is_usable_for_inference_and_checkpoints():
     policy = make_policy()
     ema = EMAModel(policy)

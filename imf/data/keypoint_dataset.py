@@ -36,9 +36,8 @@ class PushTKeypointDataset(ReplayWindows):
         normalizer.fit("agent_pos", agent_pos_of(self.obs[train_rows]))
         return normalizer
 
-    def __getitem__(self, index: int) -> dict[str, Any]:
-        frames = self.sampler.frame_indices(index)  # (horizon,)
-        obs = self.obs[frames]  # (horizon, 20)
+    def gather(self, frames: np.ndarray) -> dict[str, Any]:
+        obs = self.obs[frames]  # (B, horizon, 20)
         return {"obs": {"keypoints": torch.from_numpy(obs),
-                        "agent_pos": torch.from_numpy(np.ascontiguousarray(agent_pos_of(obs)))},
-                "action": torch.from_numpy(self.actions[frames])}
+                        "agent_pos": torch.from_numpy(np.ascontiguousarray(agent_pos_of(obs)))},  # (B, horizon, 2)
+                "action": torch.from_numpy(self.actions[frames])}  # (B, horizon, 2)

@@ -76,3 +76,8 @@ class WindowSampler:
         start, length, offset = self.windows[index]
         return start + np.clip(offset + self._steps, 0, length - 1)
 
+    def batch_frame_indices(self, indices: np.ndarray) -> np.ndarray:
+        """(B, horizon) buffer indices of the windows `indices`: row b is frame_indices(indices[b])."""
+        start, length, offset = self.windows[indices].T  # each (B,)
+        return start[:, None] + np.clip(offset[:, None] + self._steps, 0, length[:, None] - 1)
+

@@ -36,12 +36,13 @@ def step_seconds(cfg: Config, steps: int = 3) -> float:
     import time
     import torch
     from imf.data import KEYPOINT_OBS_DIM
+    from imf.train.parts import make_optimizer
     p, batch = cfg.policy, cfg.training.batch_size
     normalizer = MinMaxNormalizer()
     for key, dim in (("action", 2), ("agent_pos", 2), ("keypoints", KEYPOINT_OBS_DIM)):
         normalizer.set_identity_range(key, 0.0, 512.0, dim)
     policy = ImfPolicy(cfg, normalizer, masks=attention_masks(cfg.policy))
-    optimizer = torch.optim.AdamW(policy.parameters(), lr=cfg.training.lr)
+    optimizer = make_optimizer(policy, cfg.training, torch.device("cpu"))
     obs = ({"keypoints": torch.rand(batch, p.horizon, KEYPOINT_OBS_DIM) * 512} if p.obs_type == "keypoints" else
            {"image": torch.rand(batch, p.horizon, 3, 96, 96), "agent_pos": torch.rand(batch, p.horizon, 2) * 512})
     data = {"obs": obs, "action": torch.rand(batch, p.horizon, 2) * 512}  # (B, H, 2)

@@ -117,7 +117,7 @@ def build_parts(cfg: Config, run: RunLayout, device: torch.device, warm: tuple[P
     ema = EMAModel(policy, power=t.ema_power, max_value=t.ema_max) if t.use_ema else None
     if t.compile:  # after the EMA copy: the scored policy stays eager
         policy.compile_steps()
-    optimizer = torch.optim.AdamW(policy.optimizer_groups(t), lr=t.lr, betas=tuple(t.betas))
+    optimizer = make_optimizer(policy, t, device)
     shuffle = torch.Generator()
     train_loader = make_loader(train_ds, cfg, shuffle=True, generator=shuffle, device=device)
     val_loader = make_loader(val_ds, cfg, shuffle=False, generator=None, device=device) if len(val_ds) else None
@@ -136,6 +136,18 @@ def build_parts(cfg: Config, run: RunLayout, device: torch.device, warm: tuple[P
                       probe, steps_per_epoch, curriculum, clock, topk, EarlyStopper(t.patience),
                       DivergenceDetector(t.divergence_factor, t.divergence_warmup_steps),
                       use_bf16(device, t.bf16))
+
+
+# Devices whose AdamW has a fused kernel in every torch this package supports.
+FUSED_ADAMW_DEVICES = ("cpu", "cuda")
+
+
+def make_optimizer(policy: ImfPolicy, t: Any, device: torch.device) -> torch.optim.AdamW:
+    """AdamW over the policy's decay groups. Fused where the device has the kernel: one pass over
+    every tensor instead of a chain of small ops each, which a small model's step feels
+    (benchmarks/RUNS.md, "Training step overheads"). The same update; only the rounding differs."""
+    return torch.optim.AdamW(policy.optimizer_groups(t), lr=t.lr, betas=tuple(t.betas),
+                             fused=True if device.type in FUSED_ADAMW_DEVICES else None)
 
 
 def use_bf16(device: torch.device, requested: bool) -> bool:
