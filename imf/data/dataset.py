@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import os
+from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from imf.data.sampler import WindowSampler, train_mask
 from imf.errors import DataError
 
 
-class ReplayWindows(Dataset):
+class ReplayWindows(Dataset, ABC):
     """Windows over a replay buffer's episodes, split as the reference splits them; subclasses
     say which arrays they read (``REQUIRED``) and what an item holds.
 
@@ -83,9 +84,9 @@ class ReplayWindows(Dataset):
         batch = self.gather(self.sampler.batch_frame_indices(np.asarray(indices)))
         return [_row(batch, b) for b in range(len(indices))]
 
+    @abstractmethod
     def gather(self, frames: np.ndarray) -> dict[str, Any]:
         """The batch of windows whose buffer frames are ``frames`` (B, horizon)."""
-        raise NotImplementedError
 
 
 def _row(batch: dict[str, Any], b: int) -> dict[str, Any]:
