@@ -66,3 +66,20 @@ def test_the_table_gives_each_loop_against_the_old_one():
     assert "--presets pusht_lowdim_cpu --steps 40 --rounds 5" in lines[2]
     assert lines[-1] == "| pusht_lowdim_cpu | batch fetch, fused AdamW (the trial now) | 32.7 | 1,957 | 1.13x |"
     assert lines[-4].endswith("| 37.1 | 1,725 | 1.00x |")
+
+
+def test_interleaved_medians_warm_each_up_then_alternate_the_order_and_keep_the_median():
+    sys.path.insert(0, str(ROOT / "benchmarks" / "common"))
+    from epoch_timer import interleaved_medians
+
+    calls, seconds = [], {"a": iter([9.0, 1.0, 5.0, 3.0]), "b": iter([9.0, 2.0, 2.0, 8.0])}
+
+    def timer(name):
+        def run(steps):
+            calls.append((name, steps))
+            return next(seconds[name])
+        return run
+
+    assert interleaved_medians([timer("a"), timer("b")], steps=7, rounds=3) == [3.0, 2.0]
+    assert [name for name, _ in calls] == ["a", "b", "a", "b", "b", "a", "a", "b"]  # warm-ups, then a b | b a | a b
+    assert {steps for _, steps in calls} == {7}

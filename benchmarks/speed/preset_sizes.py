@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -30,7 +29,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
-from epoch_timer import timed_epoch  # noqa: E402
+from epoch_timer import add_timing_arguments, interleaved_medians, timed_epoch  # noqa: E402
 from results_file import RUNS, write_section  # noqa: E402
 
 from imf.config import load_config  # noqa: E402
@@ -70,18 +69,12 @@ def measure(preset: str, cells: list[tuple[int, int]], steps: int, rounds: int) 
     load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         timers = {cell: size_timer(preset, *cell, Path(tmp) / f"{cell[0]}x{cell[1]}") for cell in cells}
-        for run, *_ in timers.values():
-            run(steps)  # warm-up: allocator, loader start
-        times: dict[tuple[int, int], list[float]] = {cell: [] for cell in cells}
-        for r in range(rounds):
-            for cell in (cells if r % 2 == 0 else cells[::-1]):
-                times[cell].append(timers[cell][0](steps))
+        medians = dict(zip(cells, interleaved_medians([timers[cell][0] for cell in cells], steps, rounds)))
     rows = []
     for cell in cells:
         _, batch, params = timers[cell]
         rows.append({"n_emb": cell[0], "n_layer": cell[1], "params": params, "batch": batch,
-                     "cpu_s_per_step": statistics.median(times[cell]) / steps,
-                     "samples_per_cpu_s": steps * batch / statistics.median(times[cell])})
+                     "cpu_s_per_step": medians[cell] / steps, "samples_per_cpu_s": steps * batch / medians[cell]})
     base = next(r for r in rows if (r["n_emb"], r["n_layer"]) == (own.n_emb, own.n_layer))
     for row in rows:
         row["ratio_to_preset"] = row["samples_per_cpu_s"] / base["samples_per_cpu_s"]
@@ -125,10 +118,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="pusht_lowdim_cpu")
     parser.add_argument("--cells", default="32x2,64x2,128x2,128x1")
-    parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--no-write", action="store_true")
-    parser.add_argument("--render", action="store_true", help="only write the section from the JSON")
+    add_timing_arguments(parser)
     args = parser.parse_args()
     if args.render:
         write_section(section(args.preset), render(json.loads(out_path(args.preset).read_text())), RUNS)

@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -34,7 +33,7 @@ import torch
 from torch.utils.data import Dataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
-from epoch_timer import timed_epoch  # noqa: E402
+from epoch_timer import add_timing_arguments, interleaved_medians, timed_epoch  # noqa: E402
 from results_file import RUNS, write_section  # noqa: E402
 
 from imf.config import load_config  # noqa: E402
@@ -85,17 +84,11 @@ def measure(presets: list[str], steps: int, rounds: int) -> dict:
     for preset in presets:
         with tempfile.TemporaryDirectory() as tmp:
             timers = [cell_timer(preset, item, plain, Path(tmp) / str(i)) for i, (_, item, plain) in enumerate(CELLS)]
-            for run, *_ in timers:
-                run(steps)  # warm-up: allocator, loader start
-            times: list[list[float]] = [[] for _ in CELLS]
-            order = list(range(len(CELLS)))
-            for r in range(rounds):
-                for i in (order if r % 2 == 0 else order[::-1]):
-                    times[i].append(timers[i][0](steps))
+            medians = interleaved_medians([run for run, *_ in timers], steps, rounds)
         batch = timers[0][1]
         rows = [{"cell": name, "item_fetch": item, "plain_adamw": plain,
-                 "cpu_s_per_step": statistics.median(ts) / steps, "samples_per_cpu_s": steps * batch / statistics.median(ts)}
-                for (name, item, plain), ts in zip(CELLS, times)]
+                 "cpu_s_per_step": median / steps, "samples_per_cpu_s": steps * batch / median}
+                for (name, item, plain), median in zip(CELLS, medians)]
         for row in rows:
             row["ratio_to_old"] = row["samples_per_cpu_s"] / rows[0]["samples_per_cpu_s"]
         out.append({"preset": preset, "batch": batch, "cells": rows})
@@ -125,10 +118,7 @@ def render(run: dict) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--presets", default="pusht_lowdim_cpu,pusht_image_cpu")
-    parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--no-write", action="store_true")
-    parser.add_argument("--render", action="store_true", help="only write the section from the JSON")
+    add_timing_arguments(parser)
     args = parser.parse_args()
     if args.render:
         write_section(SECTION, render(json.loads(OUT.read_text())), RUNS)
