@@ -124,3 +124,18 @@ def test_holdout_looks_are_the_ledgers_count_of_looks_at_the_run(tmp_path, monke
     ablation.table(runs, "base", write=True)
     written = {r["name"]: r["holdout_looks"] for r in json.loads((results / "ablations_image.json").read_text())}
     assert written == {"base": 2, "new": 0}
+
+
+def test_a_row_is_named_by_its_folder_so_runs_with_one_trial_id_stay_apart(tmp_path):
+    """learning.py names both arms' runs learning-keypoints-imf-2-s42; put in folders (or links)
+    of their own names, they are two rows, each with its own change."""
+    first = _trial_folder(tmp_path / "trained", "learning-imf-2-s42", "completed")
+    other = _trial_folder(tmp_path / "trained-h16", "learning-imf-2-s42", "completed")
+    summary = json.loads((other / "summary.json").read_text())
+    (other / "summary.json").write_text(json.dumps({**summary, "overrides": ["policy.horizon=16"]}))
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    (rows / "r7-base").symlink_to(first, target_is_directory=True)
+    (rows / "r7-h16").symlink_to(other, target_is_directory=True)
+    named = {r["name"]: r["change"] for r in (ablation.read_run(d) for d in sorted(rows.iterdir()))}
+    assert named == {"r7-base": [], "r7-h16": ["policy.horizon=16"]}

@@ -74,7 +74,9 @@ def read_run(folder: Path) -> dict | None:
     if record["best_test_score"] is None:
         return None
     change = [o for o in record["overrides"] if not o.startswith(NOT_A_CHANGE)]
-    return {"name": record["id"], "change": change, **record,
+    # named by its folder: `run NAME` names both alike, and a run trained elsewhere (learning.py's
+    # folders, whose trial ids repeat across settings) is named by where it is put
+    return {"name": folder.name, "change": change, **record,
             "samples_s": record["samples"] / max(1e-9, record["train_min"] * 60)}
 
 
