@@ -89,7 +89,8 @@ def results_learning(data: Data, name: str, compare: bool = True) -> list[str]:
              "image_preset": "the image preset's runs (the boundary tangent)",
              "image_preset_2step": "the image preset's runs at its current settings",
              "image_preset_vhead": "the image preset's runs at one sampling step, before two",
-             "keypoints_preset_2step": "the keypoint preset's runs at its current settings",
+             "keypoints_preset_h16": "the keypoint preset's runs at its current settings",
+             "keypoints_preset_2step": "the keypoint preset's runs at a 10-step plan, before 16",
              "keypoints_preset_lr4e3": "the keypoint preset's runs at learning rate 4e-3 and one sampling step, "
                                        "before two",
              "keypoints_preset64": "the keypoint preset's runs at 64 x 2 and learning rate 2e-3, before 4e-3",
@@ -174,6 +175,7 @@ PASSAGES: dict[str, Callable[[Data], list[str]]] = {
     "results-learning-keypoints-preset64": lambda d: results_learning(d, "keypoints_preset64", compare=False),
     "results-learning-keypoints-preset-lr4e3": lambda d: results_learning(d, "keypoints_preset_lr4e3", compare=False),
     "results-learning-keypoints-preset-2step": lambda d: results_learning(d, "keypoints_preset_2step", compare=False),
+    "results-learning-keypoints-preset-h16": lambda d: results_learning(d, "keypoints_preset_h16", compare=False),
     "results-learning-image-preset-vhead": lambda d: results_learning(d, "image_preset_vhead", compare=False),
     "results-learning-image-preset-2step": lambda d: results_learning(d, "image_preset_2step", compare=False),
     "results-learning-image": lambda d: [

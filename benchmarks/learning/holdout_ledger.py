@@ -53,6 +53,8 @@ BEST = {"keypoints": "python benchmarks/learning/learning.py --obs keypoints",
         "keypoints_preset_lr4e3": "python benchmarks/learning/learning.py --obs keypoints --name keypoints_preset_lr4e3",
         "keypoints_preset_2step": "python benchmarks/learning/learning.py --obs keypoints --name keypoints_preset_2step "
                                   "--runs imf:2:42,imf:2:43",
+        "keypoints_preset_h16": "python benchmarks/learning/learning.py --obs keypoints --runs imf:2:42,imf:2:43 "
+                                "--set policy.horizon=16 --no-look, then --collect --name keypoints_preset_h16",
         "image_preset_vhead": "python benchmarks/learning/learning.py --obs image --name image_preset_vhead",
         "image_preset_2step": "python benchmarks/learning/learning.py --obs image --runs imf:2:42,imf:2:43 --no-look, "
                               "then --collect --name image_preset_2step",
