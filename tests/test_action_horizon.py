@@ -87,3 +87,20 @@ def test_a_row_counts_the_ledgers_looks_at_its_run(tmp_path, results):
     assert action_horizon.main([str(run), "--steps", "2", "--episodes", "4"]) == 0
     rows = json.loads((results / "action_horizon_image.json").read_text())
     assert [r["holdout_looks"] for r in rows] == [3, 3]
+
+
+def test_a_row_names_its_run_so_the_ledgers_rewrite_keeps_its_looks(tmp_path, results):
+    """holdout_ledger.py --write recounts every row from the ledger by the run it names (observations,
+    objective, seed, samples): a row without its samples was recounted as never looked at."""
+    import holdout_ledger
+    run = _run_dir(tmp_path)
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["training"]["batch_size"] = 64
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    (run / "logs.json.txt").write_text(json.dumps({"epoch": 0, "global_step": 100}) + "\n")
+    ledger = {"looks": [{"run": "image/imf/seed 42/6400 samples", "checkpoint": "best.pt"}], "choices": []}
+    (results / "holdout_ledger.json").write_text(json.dumps(ledger))
+    assert action_horizon.main([str(run), "--steps", "2", "--episodes", "4"]) == 0
+    rows = json.loads((results / "action_horizon_image.json").read_text())
+    assert [r["samples"] for r in rows] == [6400, 6400]
+    assert [holdout_ledger.looks_of(ledger, r) for r in rows] == [1, 1]  # what --write would write

@@ -62,14 +62,20 @@ def mean_se(values: list[float]) -> tuple[float, float]:
     return sum(values) / len(values), standard_error(values)
 
 
-def holdout_looks(run_dir: Path, config: dict) -> int:
-    """The holdout ledger's looks at this run (its curve, a preset's record): counted there, never here."""
+def run_named(run_dir: Path, config: dict) -> dict:
+    """The run as the holdout ledger keys it: observations, objective, seed and, where the run's log
+    tells them, its training samples (a row without them is counted as never looked at)."""
     rows = log_rows(run_dir) if (run_dir / "logs.json.txt").is_file() else []
     run = {"obs": config["policy"]["obs_type"], "objective": (config.get("objective") or {}).get("name", "imf"),
            "seed": config["training"]["seed"]}
     if rows and "batch_size" in config["training"]:
         run["samples"] = rows[-1].get("global_step", 0) * config["training"]["batch_size"]
-    return holdout_ledger.looks_of(holdout_ledger.load_from(RESULTS_DIR), run)
+    return run
+
+
+def holdout_looks(run_dir: Path, config: dict) -> int:
+    """The holdout ledger's looks at this run (its curve, a preset's record): counted there, never here."""
+    return holdout_ledger.looks_of(holdout_ledger.load_from(RESULTS_DIR), run_named(run_dir, config))
 
 
 def row(run_dir: Path, config: dict, scored: dict, looks: int) -> dict:
@@ -84,8 +90,10 @@ def selection_row(run_dir: Path, config: dict, scored: dict, looks: int, knob: d
     cover = [float(scored["per_seed"][s]) for s in seeds]
     success = [float(scored["per_seed_success"][s]) for s in seeds]
     (score_, score_se), (succ, succ_se) = mean_se(cover), mean_se(success)
+    named = run_named(run_dir, config)  # the ledger recounts the row's looks by these (holdout_ledger --write)
     return {"obs": config["policy"]["obs_type"], "preset": config["name"], "run": run_dir.name,
-            "seed": config["training"]["seed"], **knob,
+            "objective": named["objective"], "seed": config["training"]["seed"],
+            **({"samples": named["samples"]} if "samples" in named else {}), **knob,
             "selection_score": score_, "selection_score_se": score_se, "selection_success": succ,
             "selection_success_se": succ_se, "selection_episodes": len(seeds),
             "selection_seed_start": int(seeds[0]), **dict.fromkeys(HOLDOUT_FIELDS), "holdout_looks": looks,
