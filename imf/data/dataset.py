@@ -76,11 +76,11 @@ class ReplayWindows(Dataset, ABC):
         return len(self.sampler)
 
     def __getitem__(self, index: int) -> dict[str, Any]:
-        return _row(self.gather(self.sampler.batch_frame_indices(np.asarray([index]))), 0)
+        return self.__getitems__([index])[0]
 
     def __getitems__(self, indices: list[int]) -> list[dict[str, Any]]:
-        """The items of a batch from one gather of all its windows: what a DataLoader fetches
-        (a keypoint batch's item-by-item reads cost about as much as a fifth of its training step)."""
+        """The items of a batch from one gather of all its windows: what a DataLoader fetches,
+        cheaper than a read an item (benchmarks/RUNS.md, "Training step overheads")."""
         batch = self.gather(self.sampler.batch_frame_indices(np.asarray(indices)))
         return [_row(batch, b) for b in range(len(indices))]
 

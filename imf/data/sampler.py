@@ -73,11 +73,10 @@ class WindowSampler:
 
     def frame_indices(self, index: int) -> np.ndarray:
         """(horizon,) buffer indices of window `index`, edge frames repeated where padded."""
-        start, length, offset = self.windows[index]
-        return start + np.clip(offset + self._steps, 0, length - 1)
+        return self.batch_frame_indices(np.asarray([index]))[0]
 
     def batch_frame_indices(self, indices: np.ndarray) -> np.ndarray:
-        """(B, horizon) buffer indices of the windows `indices`: row b is frame_indices(indices[b])."""
+        """(B, horizon) buffer indices of the windows `indices`, edge frames repeated where padded."""
         start, length, offset = self.windows[indices].T  # each (B,)
         return start[:, None] + np.clip(offset[:, None] + self._steps, 0, length[:, None] - 1)
 
