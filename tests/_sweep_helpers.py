@@ -28,20 +28,39 @@ def fake_command(*options: str) -> str:
 
 def sweep_controller(out: Path, name: str, trial: list[str], *args: str) -> subprocess.Popen:
     """``imf sweep smoke ARGS --name NAME --out OUT`` in a process of its own (a controller that
-    can be killed), its trials the stand-in trial with the options ``trial``; output dropped."""
+    can be killed), its trials the stand-in trial with the options ``trial``; its output goes to
+    OUT/controller-NAME.log (``controller_story`` tells it when a wait for it times out)."""
     env = {**os.environ, "IMF_TRIAL_COMMAND": fake_command(*trial)}
     cmd = [sys.executable, "-m", "imf", "sweep", "smoke", *args, "--name", name, "--out", str(out)]
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / f"controller-{name}.log", "ab") as log:
+        return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
-def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05):
+def controller_story(controller: subprocess.Popen, sweep_dir: Path, lines: int = 15) -> str:
+    """What a controller did, for a wait that timed out: alive or its exit code, then the tails
+    of its own output and of the sweep's log."""
+    def tail(path: Path) -> str:
+        try:
+            return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError as exc:
+            return f"({exc.strerror})"
+    rc = controller.poll()
+    return (f"controller {'alive' if rc is None else f'exited {rc}'}; its output:\n"
+            f"{tail(sweep_dir.parent / f'controller-{sweep_dir.name}.log')}\n"
+            f"{sweep_dir / 'sweep.log'}:\n{tail(sweep_dir / 'sweep.log')}")
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05, story=None):
+    """The predicate's first true value within ``timeout`` seconds; else AssertionError, with
+    ``story()`` (what the waited-on process did) when given."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         value = predicate()
         if value:
             return value
         time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s")
+    raise AssertionError(f"condition not met within {timeout}s" + (f"\n{story()}" if story else ""))
 
 
 def free_port() -> int:

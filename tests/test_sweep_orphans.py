@@ -166,7 +166,7 @@ def test_a_host_down_mid_trial_then_resume_runs_every_trial_once_and_stops_the_o
     import signal
     from collections import Counter
 
-    from _sweep_helpers import start_sshd, sweep_controller
+    from _sweep_helpers import controller_story, start_sshd, sweep_controller
     server = start_sshd(tmp_path / "sshd")
     ledger, gate = tmp_path / "ledger.txt", tmp_path / "gate"
     hosts = server.hosts_file(tmp_path / "hosts.yaml", tmp_path / "remote")
@@ -185,12 +185,14 @@ def test_a_host_down_mid_trial_then_resume_runs_every_trial_once_and_stops_the_o
                                       "--grid", "64x1,2", "--queue", server.spec("cpu"), "--queue",
                                       "local:cpu", "--hosts", str(hosts), "--epochs", "25", "--poll", "0.2",
                                       "--stall-timeout", "300")
-        pid_file = wait_for(lambda: next((p for p in remote.glob("*/fake.pid") if p.read_text()), None), timeout=120)
+        story = lambda: controller_story(controller, sweep_dir)  # noqa: E731
+        pid_file = wait_for(lambda: next((p for p in remote.glob("*/fake.pid") if p.read_text()), None),
+                            timeout=120, story=story)
         orphan = int(pid_file.read_text())
         server.kill_sessions()
         server.stop()
         # "is down" is logged, and the orphan saved in sweep.json: then the controller dies
-        wait_for(lambda: any(t.get("orphans") for t in _trials(sweep_dir)), timeout=120)
+        wait_for(lambda: any(t.get("orphans") for t in _trials(sweep_dir)), timeout=600, story=story)
         controller.send_signal(signal.SIGKILL)
         controller.wait()
         assert _alive(orphan)  # the job on the host that went down runs on
