@@ -94,6 +94,17 @@ def test_a_samples_budget_is_epochs_of_the_preset_steps_and_batch():
     assert sizing("x", "pusht_image_cpu", ["training.batch_size=128"], 30, 6.4e5)[-1] == "training.num_epochs=20"
 
 
+def test_no_minutes_is_the_presets_own_budget():
+    """learning.py's default: a preset's runs train as the preset ships (60 minutes for images,
+    not the keypoint preset's 15), an override of the budget included."""
+    assert sizing("x", "pusht_image_cpu", [], None, None) == ["training.time_budget_s=3600", "training.budget_clock=cpu"]
+    assert sizing("x", "pusht_lowdim_cpu", [], None, None)[0] == "training.time_budget_s=900"
+    assert sizing("x", "pusht_lowdim_cpu", ["training.time_budget_s=120"], None, None)[0] == "training.time_budget_s=120"
+    with pytest.raises(SystemExit, match=re.escape("x: pusht_image_imf has no training.time_budget_s of its own; "
+                                                   "give --minutes or --samples")):
+        sizing("x", "pusht_image_imf", [], None, None)
+
+
 @pytest.mark.parametrize("preset, overrides, samples, words", [
     ("pusht_image_imf", [], 6e5, "--samples needs training.max_train_steps (the steps of an epoch) set in "
                                  "pusht_image_imf or the overrides; it is null"),

@@ -213,7 +213,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--obs", choices=sorted(PRESETS), default="keypoints")
     size = parser.add_mutually_exclusive_group()
-    size.add_argument("--minutes", type=float, default=15.0, help="training minutes per run (cpu clock)")
+    size.add_argument("--minutes", type=float, default=None, help="training minutes per run (cpu clock; default: "
+                      "the preset's own training.time_budget_s)")
     size.add_argument("--samples", type=float, default=None, help="training samples per run instead (e.g. 1.9e6): "
                       "whole epochs nearest it, the same on any machine and load; the cpu clock only times it")
     parser.add_argument("--runs", default="imf:1:42,flow:1:42,ddpm:100:42", help="objective:steps[:seed], comma-separated")
@@ -237,7 +238,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.no_look and args.collect:
         sys.exit("learning.py: --no-look trains without a look; --collect looks at runs already trained: give one")
-    if not args.minutes > 0 or args.parallel < 1:
+    if args.minutes is not None and not args.minutes > 0 or args.parallel < 1:
         sys.exit(f"learning.py: --minutes must be > 0 and --parallel >= 1, got {args.minutes} and {args.parallel}")
     joined = joined_records(args.joined)  # before any training or look: a bad name costs nothing
     cores = os.cpu_count() or 1

@@ -13,17 +13,22 @@ from imf.config import load_config
 from imf.errors import ImfError
 
 
-def sizing(script: str, preset: str, overrides: list[str], minutes: float, samples: float | None) -> list[str]:
-    """The overrides that size a run of ``preset``: ``minutes`` on the cpu clock, or with
-    ``samples`` whole epochs of max_train_steps x batch_size nearest that many samples."""
-    if samples is None:
+def sizing(script: str, preset: str, overrides: list[str], minutes: float | None, samples: float | None) -> list[str]:
+    """The overrides that size a run of ``preset``: ``minutes`` on the cpu clock (None: the
+    preset's own ``training.time_budget_s``, so a run of a preset trains as the preset ships), or
+    with ``samples`` whole epochs of max_train_steps x batch_size nearest that many samples."""
+    if samples is None and minutes is not None:
         return [f"training.time_budget_s={minutes * 60:g}", "training.budget_clock=cpu"]
-    if samples <= 0:
+    if samples is not None and samples <= 0:
         sys.exit(f"{script}: --samples {samples:g}: give a positive number of training samples, e.g. 6e5")
     try:
         training = load_config(preset, overrides).training
     except ImfError as exc:
         sys.exit(f"{script}: {exc}")
+    if samples is None:
+        if not training.time_budget_s:
+            sys.exit(f"{script}: {preset} has no training.time_budget_s of its own; give --minutes or --samples")
+        return [f"training.time_budget_s={training.time_budget_s:g}", "training.budget_clock=cpu"]
     if training.max_train_steps is None:
         sys.exit(f"{script}: --samples needs training.max_train_steps (the steps of an epoch) set in "
                  f"{preset} or the overrides; it is null")
