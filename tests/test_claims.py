@@ -27,6 +27,8 @@ def checkout(tmp_path):
     shutil.copytree(ROOT / "benchmarks" / "learning_results", tmp_path / "benchmarks" / "learning_results")
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
     shutil.copytree(ROOT / "docs", tmp_path / "docs", ignore=shutil.ignore_patterns("*.png", "report_example"))
+    for curves in (ROOT / "docs").glob("learning_curves_*.png"):  # the records' curves a passage names
+        shutil.copy(curves, tmp_path / "docs" / curves.name)
     for name in ("RESULTS.md", "RUNS.md"):
         shutil.copy(ROOT / "benchmarks" / name, tmp_path / "benchmarks" / name)
     for path in (ROOT / "benchmarks").glob("*.json"):  # what published numbers trace to
@@ -63,6 +65,16 @@ def test_a_run_removed_from_the_json_fails_the_check(checkout):
     problems = claims.run(checkout, check=True)
     assert any(p.startswith("docs/learning.md, passage learning: ") for p in problems), problems
     assert any("passage results-learning-keypoints" in p for p in problems), problems
+
+
+def test_a_shipped_record_without_its_curves_fails_the_check(checkout):
+    """The paragraph on how the shipped presets' records were made names their curves: a record
+    shipped without them (learning.py --collect not run, or its figure not committed) is named."""
+    from claims_presets import SHIPPED
+    curves = checkout / "docs" / f"learning_curves_{SHIPPED['pusht_image_cpu']}.png"
+    curves.unlink()
+    problems = claims.run(checkout, check=True)
+    assert any(p.startswith("results-presets-made-by: ") and str(curves) in p for p in problems), problems
 
 
 def test_missing_markers_are_named(checkout):

@@ -22,6 +22,7 @@ EARLIER = {"pusht_lowdim_cpu": (("keypoints_preset_2step", "a 10-step plan"), ("
 TARGETS = {"pusht_lowdim_cpu": (0.95, 0.60), "pusht_image_cpu": (0.95, 0.80)}
 EQUAL_COMPUTE_AT = ("- The comparisons of imf against ddpm and flow below ran at the presets' settings before their "
                     f"last change (keypoints: {KEYPOINTS_BEFORE_47}; images: the boundary tangent).")
+OBS = {"pusht_lowdim_cpu": "keypoints", "pusht_image_cpu": "image"}  # learning.py --obs, and RUNS' section titles
 INPUTS = {"pusht_lowdim_cpu": "the T's 9 keypoints and the agent position",
           "pusht_image_cpu": "96 x 96 images and the agent position, one frame a step, the small encoder"}
 
@@ -206,3 +207,25 @@ def results_presets_answer(data: Data) -> list[str]:
         *shipped_lines(data),
         budget_line(data),
     ]
+
+
+def presets_made_by(data: Data) -> list[str]:
+    """How each shipped preset's record was made, and where its JSON, runs and curves are: the
+    holdout ledger's command for the record (``holdout_ledger.BEST``), so the paragraph follows
+    ``SHIPPED`` and cannot name a record the preset no longer ships."""
+    root = data.folder.parents[1]
+    lines = ["How the records above were made (each run's best.pt looked at once on 200 holdout seeds):"]
+    for name, record in SHIPPED.items():
+        curves = f"docs/learning_curves_{record}.png"
+        if not (root / curves).is_file():
+            raise ClaimError(f"{root / curves}: the curves of {record} (learning.py --collect --name {record}) are missing")
+        runs = [data.run(record, "imf", seed) for seed in data.seeds(record)]
+        command = " then ".join(f"`{part}`" for part in holdout_ledger.BEST[record].split(", then "))
+        earlier = ", ".join(f"{e}.json" for e, _ in EARLIER[name])
+        lines.append(f"- `{name}`: {command} ({runs[0]['budget_s'] / 60:.0f} CPU-minutes a run). JSON: "
+                     f"benchmarks/learning_results/{record}.json; at the settings before: {earlier}. Every run: "
+                     f"RUNS.md, \"Learning, {OBS[name]} observations, {record}\" (and the sections of the records "
+                     f"before); the curves: {curves}.")
+    lines.append("- The image preset's budget: image_preset.json against image_preset30.json (the same settings at "
+                 "30 CPU-minutes). The anchors: `python benchmarks/learning/anchors.py`, anchors.json.")
+    return lines
