@@ -32,8 +32,8 @@ from claims_compare import comparisons, equal_compute, equal_in, step_costs  # n
 from claims_data import readme_more_data, results_curricula, results_data_scaling  # noqa: E402
 from claims_horizon import horizon_lines  # noqa: E402
 from claims_samples import filmstrip_lines, image_limits, samples_lines  # noqa: E402
-from claims_presets import (budget_choice, presets_made_by, readme_learning, readme_presets, results_presets_answer,  # noqa: E402
-                            seed_pairs, selection_gaps)
+from claims_presets import (budget_choice, learning_curves, presets_made_by, readme_learning,  # noqa: E402
+                            readme_presets, results_presets_answer, seed_pairs, selection_gaps)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -163,6 +163,7 @@ PASSAGES: dict[str, Callable[[Data], list[str]]] = {
     "results-attention-answer": readme_attention,
     "results-presets-answer": results_presets_answer,
     "results-presets-made-by": presets_made_by,
+    "learning-curves": learning_curves,
     "results-objectives-answer": results_objectives_answer,
     "results-attention": results_attention,
     "results-data-scaling": results_data_scaling,

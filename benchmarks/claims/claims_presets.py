@@ -213,12 +213,9 @@ def presets_made_by(data: Data) -> list[str]:
     """How each shipped preset's record was made, and where its JSON, runs and curves are: the
     holdout ledger's command for the record (``holdout_ledger.BEST``), so the paragraph follows
     ``SHIPPED`` and cannot name a record the preset no longer ships."""
-    root = data.folder.parents[1]
     lines = ["How the records above were made (each run's best.pt looked at once on 200 holdout seeds):"]
     for name, record in SHIPPED.items():
-        curves = f"docs/learning_curves_{record}.png"
-        if not (root / curves).is_file():
-            raise ClaimError(f"{root / curves}: the curves of {record} (learning.py --collect --name {record}) are missing")
+        curves = f"docs/{curves_of(data, record)}"
         runs = [data.run(record, "imf", seed) for seed in data.seeds(record)]
         command = " then ".join(f"`{part}`" for part in holdout_ledger.BEST[record].split(", then "))
         earlier = ", ".join(f"{e}.json" for e, _ in EARLIER[name])
@@ -229,3 +226,25 @@ def presets_made_by(data: Data) -> list[str]:
     lines.append("- The image preset's budget: image_preset.json against image_preset30.json (the same settings at "
                  "30 CPU-minutes). The anchors: `python benchmarks/learning/anchors.py`, anchors.json.")
     return lines
+
+
+def curves_of(data: Data, record: str) -> str:
+    """The file name under docs/ of ``record``'s curves (learning.py's rule); ClaimError when the
+    figure is not there."""
+    name = "learning_curves.png" if record == "keypoints" else f"learning_curves_{record}.png"
+    path = data.folder.parents[1] / "docs" / name
+    if not path.is_file():
+        raise ClaimError(f"{path}: the curves of {record} (learning.py --name {record}) are missing")
+    return name
+
+
+def learning_curves(data: Data) -> list[str]:
+    """docs/learning.md's figures: the shipped presets' curves, then those of their settings before."""
+    keypoints, image = SHIPPED["pusht_lowdim_cpu"], SHIPPED["pusht_image_cpu"]
+    before = {name: ", ".join(f"[{change}]({curves_of(data, record)})" for record, change in EARLIER[name])
+              for name in SHIPPED}
+    return [f"![the keypoint preset's two training seeds]({curves_of(data, keypoints)})", "",
+            f"The shipped image preset's two training seeds: [{curves_of(data, image)}]({curves_of(data, image)}).",
+            f"At the presets' settings before: the keypoint preset at {before['pusht_lowdim_cpu']} (the last "
+            f"beside ddpm and flow); the image preset at {before['pusht_image_cpu']}; from images at equal compute, "
+            f"[the equal-compute runs]({curves_of(data, 'image')})."]
