@@ -27,7 +27,7 @@ def checkout(tmp_path):
     shutil.copytree(ROOT / "benchmarks" / "learning_results", tmp_path / "benchmarks" / "learning_results")
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
     shutil.copytree(ROOT / "docs", tmp_path / "docs", ignore=shutil.ignore_patterns("*.png", "report_example"))
-    for curves in (ROOT / "docs").glob("learning_curves_*.png"):  # the records' curves a passage names
+    for curves in (ROOT / "docs").glob("learning_curves*.png"):  # the records' curves a passage names
         shutil.copy(curves, tmp_path / "docs" / curves.name)
     for name in ("RESULTS.md", "RUNS.md"):
         shutil.copy(ROOT / "benchmarks" / name, tmp_path / "benchmarks" / name)
