@@ -14,7 +14,8 @@
 
 Each run is a real `imf trial` of the CPU preset (pusht_lowdim_cpu, or pusht_image_cpu for
 --obs image) with `training.time_budget_s` on the cpu clock (CPU seconds / torch threads: the
-training an idle machine gives, unchanged when the machine is shared), or with --samples a fixed
+training an idle machine gives, unchanged when the machine is shared; the preset's own budget
+unless --minutes says otherwise), or with --samples a fixed
 number of training samples (the same on any machine; benchmarks/learning/sizing.py), nice'd. Equal compute
 across objectives whose step costs differ is samples in the ratio of their CPU a sample
 (benchmarks/speed/image_step.py measures it); --with NAME puts runs recorded before (e.g. the preset's
