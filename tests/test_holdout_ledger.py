@@ -59,6 +59,15 @@ def test_one_run_in_several_files_is_one_set_of_looks():
                                 "learning-keypoints-imf-1-s42"} <= set(looks[0]["records"])
 
 
+def test_a_rescored_run_is_named_once_by_its_folder():
+    """sampling_steps_image.json holds four rows (two sampling steps, two noise seeds) of each run
+    of image_preset_2step: the look at that run lists the file once, by the run's folder."""
+    look = next(e for e in holdout_ledger.load()["looks"]
+                if "image_preset_2step.json: learning-image-imf-2-s42" in e["records"])
+    assert [r for r in look["records"] if r.startswith("sampling_steps_image.json")] == \
+        ["sampling_steps_image.json: imf-2-s42"]
+
+
 def test_every_look_says_what_when_and_how():
     ledger = holdout_ledger.load()
     assert ledger["looks"] and ledger["choices"]

@@ -178,9 +178,15 @@ def rebuild(root: Path) -> dict[str, Any]:
             "looks": entries, "choices": choices(root)}
 
 
+def record_label(name: str, row: dict[str, Any]) -> str:
+    """``NAME.json: ROW``: a run record by its id, an ablation row by its name, a rescoring row
+    (action_horizon.py, sampling_steps.py: one row per setting of one run) by its run folder."""
+    return f"{name}.json: {row.get('id') or row.get('name') or row.get('run')}"
+
+
 def _published_in(key: str, records: dict[str, list[dict[str, Any]]]) -> list[str]:
-    return sorted(f"{name}.json: {r.get('id') or r.get('name')}" for name, rows in records.items()
-                  for r in rows if "samples" in r and run_key(r) == key)
+    return sorted({record_label(name, r) for name, rows in records.items()
+                   for r in rows if "samples" in r and run_key(r) == key})
 
 
 def choices(root: Path) -> list[dict[str, Any]]:
@@ -232,7 +238,7 @@ def looks_before(ledger: dict[str, Any], choice: dict[str, Any], folder: Path, o
     for name in COUNTED:
         path = folder / f"{name}.json"
         if path.is_file():
-            presets.update({f"{name}.json: {r.get('id') or r.get('name')}": r.get("preset", "")
+            presets.update({record_label(name, r): r.get("preset", "")
                             for r in json.loads(path.read_text())})
     return [e for e in ledger["looks"] if e["published"]["date"] and e["published"]["date"] <= choice["date"]
             and any(presets.get(r) == choice["preset"] for r in e["records"]) and f"/{objective}/" in e["run"]]
