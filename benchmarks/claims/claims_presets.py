@@ -13,11 +13,19 @@ from claims_base import KEYPOINTS_BEFORE_47, ClaimError, Data, coverage_success,
 from claims_compare import equal_compute  # noqa: E402
 
 # Each shipped CPU preset: the record of its own runs at its current settings (learning.py --name).
-SHIPPED = {"pusht_lowdim_cpu": "keypoints_preset_h16", "pusht_image_cpu": "image_preset_2step"}
+SHIPPED = {"pusht_lowdim_cpu": "keypoints_preset_h16", "pusht_image_cpu": "image_preset_h16"}
 # Per preset, newest first: the records of its runs at each earlier version, and how that
 # version differed from the one after it.
-EARLIER = {"pusht_lowdim_cpu": (("keypoints_preset_2step", "a 10-step plan"), ("keypoints_preset_lr4e3", "one sampling step a plan"), ("keypoints_preset64", "learning rate 2e-3"), ("keypoints_preset", "128 x 2"), ("keypoints", f"128 x 2, {KEYPOINTS_BEFORE_47}")),
-           "pusht_image_cpu": (("image_preset_vhead", "one sampling step a plan"), ("image_preset", "the boundary tangent"))}
+EARLIER = {
+    "pusht_lowdim_cpu": (("keypoints_preset_2step", "a 10-step plan"),
+                         ("keypoints_preset_lr4e3", "one sampling step a plan"),
+                         ("keypoints_preset64", "learning rate 2e-3"),
+                         ("keypoints_preset", "128 x 2"),
+                         ("keypoints", f"128 x 2, {KEYPOINTS_BEFORE_47}")),
+    "pusht_image_cpu": (("image_preset_2step", "a 10-step plan"),
+                        ("image_preset_vhead", "one sampling step a plan"),
+                        ("image_preset", "the boundary tangent")),
+}
 # issue #47: holdout coverage and success at every training seed, within the preset's own budget
 TARGETS = {"pusht_lowdim_cpu": (0.95, 0.60), "pusht_image_cpu": (0.95, 0.80)}
 EQUAL_COMPUTE_AT = ("- The comparisons of imf against ddpm and flow below ran at the presets' settings before their "
