@@ -9,6 +9,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learning"))  # benchmarks/learning/
 import holdout_ledger  # noqa: E402
+import run_record  # noqa: E402
 from claims_base import KEYPOINTS_BEFORE_47, ClaimError, Data, coverage_success, gap, pct, preset  # noqa: E402
 from claims_compare import equal_compute  # noqa: E402
 
@@ -237,9 +238,8 @@ def presets_made_by(data: Data) -> list[str]:
 
 
 def curves_of(data: Data, record: str) -> str:
-    """The file name under docs/ of ``record``'s curves (learning.py's rule); ClaimError when the
-    figure is not there."""
-    name = "learning_curves.png" if record == "keypoints" else f"learning_curves_{record}.png"
+    """The file name under docs/ of ``record``'s curves; ClaimError when the figure is not there."""
+    name = run_record.figure_name(record)
     path = data.folder.parents[1] / "docs" / name
     if not path.is_file():
         raise ClaimError(f"{path}: the curves of {record} (learning.py --name {record}) are missing")

@@ -42,7 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
 from results_file import write_section  # noqa: E402
-from run_record import read_record, read_records  # noqa: E402
+from run_record import figure_name, read_record, read_records  # noqa: E402
 from sizing import sizing  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -272,7 +272,7 @@ def main() -> None:
     print("\n".join(lines))
     if not args.no_write:
         obs = records[0]["obs"]
-        figure = "learning_curves.png" if name == "keypoints" else f"learning_curves_{name}.png"
+        figure = figure_name(name)
         plot(records, ROOT / "docs" / figure, f"PushT from {obs}: one torch thread a run, training minutes on the cpu clock"
              + (" of each run's own machine" if args.joined else ""))
         write_section(lines[0], lines)

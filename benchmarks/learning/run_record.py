@@ -116,3 +116,8 @@ def read_record(run_dir: Path) -> dict[str, Any]:
         near = sum(1 for score, won in zip(latest["per_seed"], latest["per_seed_success"]) if score >= NEAR and not won)
         record.update(_scored(latest, "holdout"), holdout_looks=len(looks.looks), holdout_near_misses=near)
     return record
+
+
+def figure_name(record: str) -> str:
+    """The file under docs/ of a record's curves (learning.py --name RECORD draws it)."""
+    return "learning_curves.png" if record == "keypoints" else f"learning_curves_{record}.png"
