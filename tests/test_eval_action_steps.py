@@ -17,16 +17,18 @@ from test_policy_core import make_policy, obs
 
 
 def test_executing_takes_up_to_every_action_predicted_from_the_current_step():
-    cfg = load_config("pusht_image_cpu")  # horizon 10, one observation step, 8 executed
-    planned = cfg.policy.n_action_steps
+    cfg = load_config("pusht_image_cpu")  # one observation step, 8 executed
+    policy, planned = cfg.policy, cfg.policy.n_action_steps
+    predicted = policy.horizon - policy.n_obs_steps + 1
+    assert predicted > planned
     assert executing(cfg, None) is cfg
     assert executing(cfg, 3).policy.n_action_steps == 3
-    assert executing(cfg, 10).policy.n_action_steps == 10  # beyond the 8 it ran with: trained too
+    assert executing(cfg, predicted).policy.n_action_steps == predicted  # beyond the 8 it ran with: trained too
     assert cfg.policy.n_action_steps == planned  # the checkpoint's config is left as it was
-    for bad in (0, 11):
-        with pytest.raises(ConfigError, match=rf"--action-steps {bad}: this checkpoint predicts 10 actions "
-                                              r"from the current step \(horizon 10 - n_obs_steps 1 \+ 1\); "
-                                              r"execute 1..10 of them"):
+    for bad in (0, predicted + 1):
+        with pytest.raises(ConfigError, match=rf"--action-steps {bad}: this checkpoint predicts {predicted} actions "
+                                              rf"from the current step \(horizon {policy.horizon} - n_obs_steps "
+                                              rf"{policy.n_obs_steps} \+ 1\); execute 1..{predicted} of them"):
             executing(cfg, bad)
 
 

@@ -83,7 +83,11 @@ def test_a_checkpoint_whose_shapes_differ_is_refused_in_one_line(tmp_path):
     message = str(refused.value)
     assert "\n" not in message and message.startswith(f"--init-from {path}: ")
     assert "tensors differ in shape (" in message and " vs " in message
-    assert "policy.n_emb 128 vs 64" in message and "policy.encoder_width 16 vs 32" in message
+    # the config difference: the first four policy settings that differ, in the config's order
+    theirs, mine = load_config("pusht_image_cpu").policy, load_config("smoke").policy
+    changed = [f"policy.{f} {getattr(theirs, f)} vs {getattr(mine, f)}" for f in theirs.__dataclass_fields__
+               if getattr(theirs, f) != getattr(mine, f)]
+    assert len(changed) > 4 and f"the checkpoint has {', '.join(changed[:4])} ...;" in message
     assert "set training.init_partial=true to load the" in message
 
 
