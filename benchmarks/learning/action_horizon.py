@@ -73,24 +73,25 @@ def run_named(run_dir: Path, config: dict) -> dict:
     return run
 
 
-def holdout_looks(run_dir: Path, config: dict) -> int:
-    """The holdout ledger's looks at this run (its curve, a preset's record): counted there, never here."""
-    return holdout_ledger.looks_of(holdout_ledger.load_from(RESULTS_DIR), run_named(run_dir, config))
+def holdout_looks(named: dict) -> int:
+    """The holdout ledger's looks at the run ``named`` (run_named; its curve, a preset's record):
+    counted there, never here."""
+    return holdout_ledger.looks_of(holdout_ledger.load_from(RESULTS_DIR), named)
 
 
-def row(run_dir: Path, config: dict, scored: dict, looks: int) -> dict:
+def row(run_dir: Path, config: dict, scored: dict, named: dict, looks: int) -> dict:
     knob = {"action_steps": scored["action_steps"], "planned": config["policy"]["n_action_steps"]}
-    return selection_row(run_dir, config, scored, looks, knob)
+    return selection_row(run_dir, config, scored, named, looks, knob)
 
 
-def selection_row(run_dir: Path, config: dict, scored: dict, looks: int, knob: dict) -> dict:
+def selection_row(run_dir: Path, config: dict, scored: dict, named: dict, looks: int, knob: dict) -> dict:
     """One rescoring of ``run_dir``'s best.pt: ``knob`` (the setting scored and the one trained
-    with), then its selection coverage and success, per seed and as mean ± SE."""
+    with), then its selection coverage and success, per seed and as mean ± SE; ``named`` (run_named,
+    read once a run) is what the ledger recounts the row's looks by (holdout_ledger --write)."""
     seeds = sorted(scored["per_seed"], key=int)
     cover = [float(scored["per_seed"][s]) for s in seeds]
     success = [float(scored["per_seed_success"][s]) for s in seeds]
     (score_, score_se), (succ, succ_se) = mean_se(cover), mean_se(success)
-    named = run_named(run_dir, config)  # the ledger recounts the row's looks by these (holdout_ledger --write)
     return {"obs": config["policy"]["obs_type"], "preset": config["name"], "run": run_dir.name,
             "objective": named["objective"], "seed": config["training"]["seed"],
             **({"samples": named["samples"]} if "samples" in named else {}), **knob,
@@ -157,9 +158,10 @@ def main(argv: list[str] | None = None) -> int:
                  f"current step; give 1..{ahead}")
     # the trained horizon first (the pairs' baseline), then the longest
     steps = [planned] + sorted(set(steps) - {planned}, reverse=True)
-    rows, looks = [], holdout_looks(args.run_dir, config)
+    named = run_named(args.run_dir, config)
+    rows, looks = [], holdout_looks(named)
     for k in steps:
-        rows.append(row(args.run_dir, config, score(best, k, args.episodes), looks))
+        rows.append(row(args.run_dir, config, score(best, k, args.episodes), named, looks))
         print(f"{args.run_dir.name}: {k} actions a plan (ran with {planned}): coverage {rows[-1]['selection_score']:.3f}, "
               f"success {rows[-1]['selection_success']:.3f} ({rows[-1]['eval_s']:.0f} s)", flush=True)
     lines = table(rows)

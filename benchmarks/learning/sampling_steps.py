@@ -24,7 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
-from action_horizon import RESULTS_DIR, holdout_looks, mean_se, paired_gap, rescore, selection_row, write_rows
+from action_horizon import (RESULTS_DIR, holdout_looks, mean_se, paired_gap, rescore, run_named, selection_row,
+                            write_rows)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
 from results_file import write_section  # noqa: E402
@@ -122,16 +123,18 @@ def main(argv: list[str] | None = None) -> int:
         if not (run_dir / "checkpoints" / "best.pt").is_file():
             sys.exit(f"sampling_steps.py: {run_dir} has no checkpoints/best.pt (a finished imf trial is needed)")
     extra = [] if args.noise_seed is None else ["--noise-seed", str(args.noise_seed)]
-    jobs = []  # (run_dir, config, looks, N, trained), each run's trained steps first: its pairs' baseline
+    jobs = []  # (run_dir, config, named, looks, N, trained), each run's trained steps first: its pairs' baseline
     for run_dir in args.run_dirs:
         config = yaml.safe_load((run_dir / "config.yaml").read_text())
-        trained, looks = trained_steps(config), holdout_looks(run_dir, config)
-        jobs += [(run_dir, config, looks, n, trained) for n in [trained] + sorted(set(steps) - {trained})]
+        named = run_named(run_dir, config)
+        trained, looks = trained_steps(config), holdout_looks(named)
+        jobs += [(run_dir, config, named, looks, n, trained) for n in [trained] + sorted(set(steps) - {trained})]
 
     def one(job: tuple) -> dict:
-        run_dir, config, looks, n, trained = job
+        run_dir, config, named, looks, n, trained = job
         scored = rescore(run_dir / "checkpoints" / "best.pt", "--sample-steps", n, args.episodes, extra)
-        row = selection_row(run_dir, config, scored, looks, {KEY: n, TRAINED: trained, "noise_seed": args.noise_seed})
+        row = selection_row(run_dir, config, scored, named, looks,
+                            {KEY: n, TRAINED: trained, "noise_seed": args.noise_seed})
         print(f"{run_dir.name}: {n} sampling steps (ran with {trained}): coverage {row['selection_score']:.3f}, "
               f"success {row['selection_success']:.3f} ({row['eval_s']:.0f} s)", flush=True)
         return row
