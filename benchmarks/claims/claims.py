@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learning"))  # ben
 import holdout_ledger  # noqa: E402
 import published_numbers  # noqa: E402
 from claims_base import KEYPOINTS_BEFORE_47, ClaimError, Data, coverage_success, cpu_minutes, pct, preset  # noqa: E402
-from claims_choices import (HORIZON_CHOICES, IMAGE_AGAINST, KEYPOINT_CHOICES, SCHEDULE_CHOICE, image_choices,  # noqa: E402
+from claims_choices import (HORIZON_CHOICES, HORIZON_RULE_RUNS, IMAGE_AGAINST, KEYPOINT_CHOICES, SCHEDULE_CHOICE, image_choices,  # noqa: E402
                             image_samples_choices)
 from claims_attention import readme_attention, results_attention  # noqa: E402
 from claims_compare import comparisons, equal_compute, equal_in, step_costs  # noqa: E402
@@ -198,7 +198,7 @@ PASSAGES: dict[str, Callable[[Data], list[str]]] = {
     "results-image-limits": image_limits,
     "results-filmstrip-image": filmstrip_lines,
     "results-samples": samples_lines,
-    "results-action-horizon-image": lambda d: horizon_lines(d, HORIZON_CHOICES),
+    "results-action-horizon-image": lambda d: horizon_lines(d, HORIZON_CHOICES, HORIZON_RULE_RUNS),
     "learning-samples": samples_lines,
     "results-ablations-keypoints": lambda d: results_ablations(d, "ablations_keypoints", "base1800", KEYPOINT_CHOICES),
 }

@@ -58,7 +58,16 @@ IMAGE_AGAINST = {"img30-res64": "img30-obs1", "img30-ref": "img30-obs1",
                                                     "img30-ema995", "img30-lr1e3")},
                  "img30-crop76-s43": "img30-ref-s43", "img30-ref-s43": "img30-ref"}
 # executed actions a plan -> what was done (default: not adopted)
-HORIZON_CHOICES: dict[int, str] = {10: "Not adopted: the two checkpoints do not agree beyond noise."}
+# (run, executed actions) -> what was done; a row not named here reads "Not adopted."
+_DISAGREE = "Not adopted: the two checkpoints do not agree beyond noise."
+_BY_RULE = ("Adopted in `pusht_image_cpu` (`policy.n_action_steps: 14`): by the rule written before this "
+            "measurement, the largest mean coverage gap over the two 16-step runs, ahead of 8 at both, with a "
+            "positive mean success gap (the means below).")
+_LEVEL = "Not adopted: behind 14 on the rule's measure (the mean coverage gap below), ahead of it on success."
+HORIZON_CHOICES: dict[tuple[str, int], str] = {
+    ("img30-crop76", 10): _DISAGREE, ("img30-ref", 10): _DISAGREE,
+    ("imf-2-s42", 14): _BY_RULE, ("imf-2-s43", 14): _BY_RULE, ("imf-2-s42", 12): _LEVEL, ("imf-2-s43", 12): _LEVEL}
+HORIZON_RULE_RUNS = ("imf-2-s42", "imf-2-s43")  # the 16-step runs the rule reads together
 KEYPOINT_CHOICES = {"lr2e3": "Adopted in `pusht_lowdim_cpu` (and so `demo`): the success gain.",
                     "lr2e3r75": "Not adopted: its coverage gain came with less success than lr2e3 alone."}
 # the batch at equal samples (0.80M, ablations_image_samples.json), each against img800k-base

@@ -21,8 +21,9 @@ def _paired(rows: dict[int, dict[str, Any]], k: int, field: str, scale: float) -
     return f"{scale * mean:+.{digits}f} ± {scale * se:.{digits}f}{unit} (z {z:+.2f})", abs(z) > Z
 
 
-def horizon_lines(data, choices: dict[int, str]) -> list[str]:
-    """Per run, each executed horizon against the trained one; ``choices``: K -> what was done."""
+def horizon_lines(data, choices: dict[tuple[str, int], str], together: tuple[str, ...] = ()) -> list[str]:
+    """Per run, each executed horizon against the trained one; ``choices``: (run, K) -> what was
+    done; ``together``: runs whose paired gaps are also averaged (the measure a rule read)."""
     rows = data["action_horizon_image"]
     lines = ["Each row one best.pt executing the first K of the actions it predicts before planning again (written "
              "by benchmarks/claims/claims.py from benchmarks/learning_results/action_horizon_image.json): the same "
@@ -31,7 +32,8 @@ def horizon_lines(data, choices: dict[int, str]) -> list[str]:
     for run in sorted({r["run"] for r in rows}):
         mine = {r["action_steps"]: r for r in rows if r["run"] == run}
         base = mine[next(iter(mine.values()))["planned"]]
-        lines.append(f"- {run} (training seed {base['seed']}), {base['planned']} actions executed a plan, "
+        samples = f", {base['samples'] / 1e6:.2f}M samples" if base.get("samples") else ""
+        lines.append(f"- {run} (training seed {base['seed']}{samples}), {base['planned']} actions executed a plan, "
                      f"as it ran: selection {base['selection_score']:.3f} ± {base['selection_score_se']:.3f} "
                      f"coverage, {100 * base['selection_success']:.1f}% ± "
                      f"{100 * base['selection_success_se']:.1f} success.")
@@ -41,5 +43,24 @@ def horizon_lines(data, choices: dict[int, str]) -> list[str]:
             beyond = [what for what, clear in (("coverage", cov_clear), ("success", suc_clear)) if clear]
             verdict = f"beyond noise on {' and '.join(beyond)}" if beyond else "within noise on both"
             lines.append(f"- {run}, {k} executed: coverage {cov}, success {suc}: {verdict}. "
-                         f"{choices.get(k, 'Not adopted.')}")
+                         f"{choices.get((run, k), 'Not adopted.')}")
+    return lines + _together(rows, together)
+
+
+def _together(rows: list[dict[str, Any]], runs: tuple[str, ...]) -> list[str]:
+    """One line per executed K that every run in ``runs`` measured: the mean over the runs of each
+    run's paired gap, and the gaps themselves."""
+    mine = {run: {r["action_steps"]: r for r in rows if r["run"] == run} for run in runs}
+    if not runs or not all(mine.values()):
+        return []
+    planned = {next(iter(m.values()))["planned"] for m in mine.values()}
+    shared = sorted(set.intersection(*(set(m) for m in mine.values())) - planned, reverse=True)
+    lines = [f"Over {' and '.join(runs)}, the mean of the runs' paired gaps against {min(planned)} executed:"]
+    for k in shared:
+        parts = []
+        for field, scale, unit, digits in (("per_seed", 1, "", 3), ("per_seed_success", 100, " points", 1)):
+            gaps = [scale * paired_gap(list(m.values()), k, field)[0] for m in mine.values()]
+            each = ", ".join(f"{g:+.{digits}f}" for g in gaps)
+            parts.append(f"{'coverage' if scale == 1 else 'success'} {sum(gaps) / len(gaps):+.{digits}f}{unit} ({each})")
+        lines.append(f"- {k} executed: {'; '.join(parts)}.")
     return lines
