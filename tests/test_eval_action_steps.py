@@ -17,7 +17,7 @@ from test_policy_core import make_policy, obs
 
 
 def test_executing_takes_up_to_every_action_predicted_from_the_current_step():
-    cfg = load_config("pusht_image_cpu")  # one observation step, 8 executed
+    cfg = load_config("pusht_image_cpu")  # one observation step: predicts more than it executes
     policy, planned = cfg.policy, cfg.policy.n_action_steps
     predicted = policy.horizon - policy.n_obs_steps + 1
     assert predicted > planned
