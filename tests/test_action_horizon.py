@@ -104,3 +104,18 @@ def test_a_row_names_its_run_so_the_ledgers_rewrite_keeps_its_looks(tmp_path, re
     rows = json.loads((results / "action_horizon_image.json").read_text())
     assert [r["samples"] for r in rows] == [6400, 6400]
     assert [holdout_ledger.looks_of(ledger, r) for r in rows] == [1, 1]  # what --write would write
+
+
+def test_the_claims_passage_gives_each_run_and_ks_verdict_and_the_runs_mean_gap(tmp_path, results):
+    sys.path.insert(0, str(ROOT / "benchmarks" / "claims"))
+    from claims_horizon import horizon_lines
+    for name in ("a", "b"):
+        assert action_horizon.main([str(_run_dir(tmp_path, name)), "--steps", "1,2", "--episodes", "3"]) == 0
+    rows = json.loads((results / "action_horizon_image.json").read_text())
+    lines = horizon_lines({"action_horizon_image": rows}, {("a", 1): "Adopted here."}, ("a", "b"))
+    assert any(line.startswith("- a, 1 executed:") and line.endswith("Adopted here.") for line in lines)
+    assert any(line.startswith("- b, 1 executed:") and line.endswith("Not adopted.") for line in lines)  # by run
+    assert lines[-3] == "Over a and b, the mean of the runs' paired gaps against 4 executed:"
+    # the fake scorer: coverage +0.1 for each action fewer than 4, success only at 1 on one seed of 3
+    assert lines[-2:] == ["- 2 executed: coverage +0.200 (+0.200, +0.200); success +0.0 points (+0.0, +0.0).",
+                          "- 1 executed: coverage +0.300 (+0.300, +0.300); success +33.3 points (+33.3, +33.3)."]
