@@ -63,10 +63,13 @@ _DISAGREE = "Not adopted: the two checkpoints do not agree beyond noise."
 _BY_RULE = ("Adopted in `pusht_image_cpu` (`policy.n_action_steps: 14`): by the rule written before this "
             "measurement, the largest mean coverage gap over the two 16-step runs, ahead of 8 at both, with a "
             "positive mean success gap (the means below).")
+_CHECK = ("A check after the choice, on the preset's own runs at 14 (image_preset_k14, after their holdout "
+          "look): it chose nothing.")
 _LEVEL = "Not adopted: behind 14 on the rule's measure (the mean coverage gap below), ahead of it on success."
 HORIZON_CHOICES: dict[tuple[str, int], str] = {
     ("img30-crop76", 10): _DISAGREE, ("img30-ref", 10): _DISAGREE,
-    ("imf-2-s42", 14): _BY_RULE, ("imf-2-s43", 14): _BY_RULE, ("imf-2-s42", 12): _LEVEL, ("imf-2-s43", 12): _LEVEL}
+    ("imf-2-s42", 14): _BY_RULE, ("imf-2-s43", 14): _BY_RULE, ("imf-2-s42", 12): _LEVEL, ("imf-2-s43", 12): _LEVEL,
+    ("k14-s42", 8): _CHECK, ("k14-s43", 8): _CHECK}
 HORIZON_RULE_RUNS = ("imf-2-s42", "imf-2-s43")  # the 16-step runs the rule reads together
 KEYPOINT_CHOICES = {"lr2e3": "Adopted in `pusht_lowdim_cpu` (and so `demo`): the success gain.",
                     "lr2e3r75": "Not adopted: its coverage gain came with less success than lr2e3 alone."}
