@@ -288,7 +288,10 @@ def test_status_command_prints_the_table_and_watch_returns_when_done(tmp_path, m
 
 
 def test_ctrl_c_stops_launching_leaves_trials_running_and_resume_finishes(tmp_path):
-    env = {**os.environ, "IMF_TRIAL_COMMAND": fake_command("--epoch-s", "1.0")}
+    # The trial holds at a gate until the test has seen it outlive its controller: a trial of a
+    # few timed epochs could end first on a loaded machine (CI: the pid was gone by the check).
+    gate = tmp_path / "go"
+    env = {**os.environ, "IMF_TRIAL_COMMAND": fake_command("--epoch-s", "0.2", "--gate", str(gate))}
     cmd = [sys.executable, "-m", "imf", "sweep", "smoke", "--grid", "64x1,2", "--queue", "local:cpu",
            "--name", "t", "--out", str(tmp_path), "--epochs", "4", "--poll", "0.1"]
     # Ctrl-C as a terminal sends it: the child gets the default SIGINT disposition whatever
@@ -306,6 +309,7 @@ def test_ctrl_c_stops_launching_leaves_trials_running_and_resume_finishes(tmp_pa
     running = [t for t in data["trials"] if t["state"] == "running"]
     assert len(running) == 1 and [t["state"] for t in data["trials"]].count("pending") == 1
     assert _alive(running[0]["handle"]["pid"])  # the trial goes on without its controller
+    gate.touch()
     resume_sweep(sweep_dir, lambda s: None)
     data = assert_finished(sweep_dir, n=2)
     assert all(t["attempts"] == 1 for t in data["trials"])
