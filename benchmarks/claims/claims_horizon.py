@@ -58,9 +58,10 @@ def _together(rows: list[dict[str, Any]], runs: tuple[str, ...]) -> list[str]:
     lines = [f"Over {' and '.join(runs)}, the mean of the runs' paired gaps against {min(planned)} executed:"]
     for k in shared:
         parts = []
-        for field, scale, unit, digits in (("per_seed", 1, "", 3), ("per_seed_success", 100, " points", 1)):
+        for what, field, scale, unit, digits in (("coverage", "per_seed", 1, "", 3),
+                                                  ("success", "per_seed_success", 100, " points", 1)):
             gaps = [scale * paired_gap(list(m.values()), k, field)[0] for m in mine.values()]
             each = ", ".join(f"{g:+.{digits}f}" for g in gaps)
-            parts.append(f"{'coverage' if scale == 1 else 'success'} {sum(gaps) / len(gaps):+.{digits}f}{unit} ({each})")
+            parts.append(f"{what} {sum(gaps) / len(gaps):+.{digits}f}{unit} ({each})")
         lines.append(f"- {k} executed: {'; '.join(parts)}.")
     return lines
