@@ -119,3 +119,25 @@ def test_the_claims_passage_gives_each_run_and_ks_verdict_and_the_runs_mean_gap(
     # the fake scorer: coverage +0.1 for each action fewer than 4, success only at 1 on one seed of 3
     assert lines[-2:] == ["- 2 executed: coverage +0.200 (+0.200, +0.200); success +0.0 points (+0.0, +0.0).",
                           "- 1 executed: coverage +0.300 (+0.300, +0.300); success +33.3 points (+33.3, +33.3)."]
+
+
+def test_two_runs_of_one_folder_name_keep_their_rows_and_are_told_apart(tmp_path, results):
+    """Run folders of one name from two records (img16/imf-2-s42, img14/imf-2-s42) are two runs: the
+    second's rows used to replace the first's, and the table and claims grouped them as one."""
+    sys.path.insert(0, str(ROOT / "benchmarks" / "claims"))
+    from claims_horizon import horizon_lines
+    for parent, steps in (("img16", 100), ("img14", 90)):
+        run = _run_dir(tmp_path / parent, "imf-2-s42")
+        config = yaml.safe_load((run / "config.yaml").read_text())
+        config["training"]["batch_size"] = 64
+        (run / "config.yaml").write_text(yaml.safe_dump(config))
+        (run / "logs.json.txt").write_text(json.dumps({"epoch": 0, "global_step": steps}) + "\n")
+        assert action_horizon.main([str(run), "--steps", "2", "--episodes", "4"]) == 0
+    assert action_horizon.main([str(tmp_path / "img14" / "imf-2-s42"), "--steps", "2", "--episodes", "4"]) == 0
+    rows = json.loads((results / "action_horizon_image.json").read_text())
+    assert [r["samples"] for r in rows] == [6400, 6400, 5760, 5760]  # measured again: its own rows replaced
+    assert sorted(action_horizon.by_run(rows)) == ["imf-2-s42 (image/imf/seed 42/5760 samples)",
+                                                   "imf-2-s42 (image/imf/seed 42/6400 samples)"]
+    assert sum(line.startswith("| imf-2-s42 (") for line in action_horizon.table(rows)) == 4
+    lines = horizon_lines({"action_horizon_image": rows}, {})
+    assert sum(line.startswith("- imf-2-s42 (") for line in lines) == 4  # each run's baseline and its K=2

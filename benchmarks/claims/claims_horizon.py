@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learning"))  # benchmarks/learning/
-from action_horizon import paired_gap  # noqa: E402
+from action_horizon import by_run, paired_gap  # noqa: E402
 
 Z = 1.96
 
@@ -29,8 +29,8 @@ def horizon_lines(data, choices: dict[tuple[str, int], str], together: tuple[str
              "by benchmarks/claims/claims.py from benchmarks/learning_results/action_horizon_image.json): the same "
              "weights and the same 200 selection seeds, so each gap is paired (the mean of the per-seed "
              "differences ± their SE). These numbers choose a horizon; they are not claims."]
-    for run in sorted({r["run"] for r in rows}):
-        mine = {r["action_steps"]: r for r in rows if r["run"] == run}
+    for run, group in sorted(by_run(rows).items()):
+        mine = {r["action_steps"]: r for r in group}
         base = mine[next(iter(mine.values()))["planned"]]
         samples = f", {base['samples'] / 1e6:.2f}M samples" if base.get("samples") else ""
         lines.append(f"- {run} (training seed {base['seed']}{samples}), {base['planned']} actions executed a plan, "
@@ -50,7 +50,8 @@ def horizon_lines(data, choices: dict[tuple[str, int], str], together: tuple[str
 def _together(rows: list[dict[str, Any]], runs: tuple[str, ...]) -> list[str]:
     """One line per executed K that every run in ``runs`` measured: the mean over the runs of each
     run's paired gap, and the gaps themselves."""
-    mine = {run: {r["action_steps"]: r for r in rows if r["run"] == run} for run in runs}
+    groups = by_run(rows)
+    mine = {run: {r["action_steps"]: r for r in groups.get(run, [])} for run in runs}
     if not runs or not all(mine.values()):
         return []
     planned = {next(iter(m.values()))["planned"] for m in mine.values()}

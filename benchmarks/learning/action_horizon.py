@@ -101,6 +101,23 @@ def selection_row(run_dir: Path, config: dict, scored: dict, named: dict, looks:
             "eval_s": round(scored["eval_s"], 1), "per_seed": cover, "per_seed_success": success}
 
 
+def run_identity(r: dict) -> str:
+    """The run a row rescored: the holdout ledger's key where the row has its samples (two run
+    folders of one name, say imf-2-s42 from two preset records, are two runs), else its folder's name."""
+    return holdout_ledger.run_key(r) if "samples" in r else f"run {r['run']}"
+
+
+def by_run(rows: list[dict]) -> dict[str, list[dict]]:
+    """Rows grouped by run_identity, each group under the folder's name, or where two runs share a
+    name, the name and the identity (observations, objective, seed, samples)."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(run_identity(r), []).append(r)
+    names = [g[0]["run"] for g in groups.values()]
+    return {(g[0]["run"] if names.count(g[0]["run"]) == 1 else f"{g[0]['run']} ({identity})"): g
+            for identity, g in groups.items()}
+
+
 def write_rows(path: Path, rows: list[dict], same: Callable[[dict], object]) -> list[dict]:
     """``path``'s rows with those measured again (same ``same(row)`` as one of ``rows``) replaced
     by ``rows``; written, and returned."""
@@ -122,8 +139,8 @@ def paired_gap(rows: list[dict], k: int, field: str, key: str = "action_steps",
 def table(rows: list[dict]) -> list[str]:
     lines = ["| run | executed actions a plan | selection coverage | selection success | coverage vs trained "
              "horizon (paired) | success vs trained horizon (paired) | eval s |", "|---|---|---|---|---|---|---|"]
-    for run in sorted({r["run"] for r in rows}):
-        mine = sorted((r for r in rows if r["run"] == run), key=lambda r: -r["action_steps"])
+    for run, group in sorted(by_run(rows).items()):
+        mine = sorted(group, key=lambda r: -r["action_steps"])
         for r in mine:
             gap = [paired_gap(mine, r["action_steps"], f) for f in ("per_seed", "per_seed_success")]
             lines.append(f"| {run} | {r['action_steps']} (ran with {r['planned']}) | {r['selection_score']:.3f} ± "
@@ -169,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_write:
         return 0
     path = RESULTS_DIR / f"action_horizon_{rows[0]['obs']}.json"
-    kept = write_rows(path, rows, lambda r: r["run"])
+    kept = write_rows(path, rows, run_identity)
     write_section(f"## Action horizon, {rows[0]['obs']} (benchmarks/learning/action_horizon.py)", [
         f"## Action horizon, {rows[0]['obs']} (benchmarks/learning/action_horizon.py)", "",
         f"`python benchmarks/learning/action_horizon.py RUN_DIR`: one best.pt, `imf eval --action-steps K` on "

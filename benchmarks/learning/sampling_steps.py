@@ -24,8 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
-from action_horizon import (RESULTS_DIR, holdout_looks, mean_se, paired_gap, rescore, run_named, selection_row,
-                            write_rows)
+from action_horizon import (RESULTS_DIR, by_run, holdout_looks, mean_se, paired_gap, rescore, run_identity, run_named,
+                            selection_row, write_rows)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
 from results_file import write_section  # noqa: E402
@@ -55,9 +55,9 @@ def gaps_over_runs(rows: list[dict], n: int, field: str) -> tuple[float, float, 
 def _by_run(rows: list[dict]) -> dict[str, list[dict]]:
     """Rows by run and noise seed ("run" alone for the run's own noise): one paired reading each."""
     runs: dict[str, list[dict]] = {}
-    for r in rows:
-        label = r["run"] if r.get("noise_seed") is None else f"{r['run']} (noise {r['noise_seed']})"
-        runs.setdefault(label, []).append(r)
+    for run, mine in by_run(rows).items():
+        for r in mine:
+            runs.setdefault(run if r.get("noise_seed") is None else f"{run} (noise {r['noise_seed']})", []).append(r)
     return runs
 
 
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     obs = rows[0]["obs"]
     path = RESULTS_DIR / f"sampling_steps_{obs}.json"
-    kept = write_rows(path, rows, lambda r: (r["run"], r.get("noise_seed")))
+    kept = write_rows(path, rows, lambda r: (run_identity(r), r.get("noise_seed")))
     title = f"## Sampling steps, {obs} (benchmarks/learning/sampling_steps.py)"
     write_section(title, [
         title, "",
