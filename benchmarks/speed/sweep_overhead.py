@@ -147,6 +147,7 @@ PLAN_SIZES = (100, 1000, 10000)
 _PLAN = """
 import sys, time
 t0 = time.perf_counter()
+from imf.sweep import SweepRequest, plan_sweep
 n = int(sys.argv[1]); out = sys.argv[2]
 lrs = ",".join(f"{i}e-4" for i in range(1, 11))
 grids = ["32,64,96,128,160,192,224,256,288,320x1,2,3,4,5,6,7,8,9,10"] if n >= 100 else []
@@ -167,7 +168,10 @@ def plan_seconds(folder: Path, n: int) -> dict:
     """One fresh interpreter: import, plan ``n`` trials of the smoke preset on 4 slots, write
     sweep.json (what `imf sweep` does before its first trial starts)."""
     out = subprocess.run([sys.executable, "-c", _PLAN, str(n), str(folder / f"plan{n}")],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"sweep_overhead.py: planning {n} trials failed: "
+                 f"{(out.stderr.strip().splitlines() or ['no message'])[-1]}")
     imp, plan, save, total = map(float, out.stdout.split())
     return {"n": n, "import": imp, "plan": plan, "save": save, "total": total,
             "ms_per_trial": 1e3 * (plan + save) / n}
