@@ -37,6 +37,7 @@ class ImfPolicy(nn.Module):
         p = cfg.policy
         self.n_obs_steps, self.n_action_steps, self.horizon = p.n_obs_steps, p.n_action_steps, p.horizon
         self.obs_type = p.obs_type
+        self.action_frame = p.action_frame
         self.normalizer = normalizer
         objective_cls, options = plugin_and_options(cfg, "objective.options")
         self.objective = objective_cls(cfg.objective, options)
@@ -74,6 +75,16 @@ class ImfPolicy(nn.Module):
                 f"image {tuple(image.shape)}, agent_pos {tuple(pos.shape)}")
         return self.encoder(self._normalize_image(image), self.normalizer.normalize("agent_pos", pos))
 
+    def _action_origin(self, obs: Obs, frame: int) -> torch.Tensor | float:
+        """(B, 1, 2) what the model's actions are relative to: the agent position at observation
+        ``frame`` in the agent frame, 0 in the world frame."""
+        if self.action_frame == "world":
+            return 0.0
+        if "agent_pos" not in obs:
+            raise ConfigError("policy.action_frame=agent: the observation has no 'agent_pos' "
+                              f"(got {', '.join(sorted(obs))})")
+        return torch.as_tensor(obs["agent_pos"], device=self.device)[:, frame, None].float()  # (B, 1, 2)
+
     @property
     def device(self) -> torch.device:
         return next(self.parameters()).device
@@ -85,6 +96,7 @@ class ImfPolicy(nn.Module):
         """Loss of a dataset batch (world units); uses the first n_obs_steps frames."""
         cond = self.encode_obs(batch["obs"], slice(0, self.n_obs_steps))
         actions = torch.as_tensor(batch["action"], device=self.device).float()
+        actions = actions - self._action_origin(batch["obs"], self.n_obs_steps - 1)  # (B, H, 2)
         actions = self.normalizer.normalize("action", actions)[:, : self.horizon]  # (B, H, 2)
         return self.objective.loss(self.model, actions, cond, generator=generator)
 
@@ -95,6 +107,7 @@ class ImfPolicy(nn.Module):
         cond = self.encode_obs(obs, slice(-self.n_obs_steps, None))
         naction = self.objective.sample(self.model, cond, n_steps=n_steps, generator=generator)
         action = self.normalizer.unnormalize("action", naction)  # (B, H, 2)
+        action = action + self._action_origin(obs, -1)  # the last observed frame's position in the agent frame
         start = self.n_obs_steps - 1
         return action[:, start: start + self.n_action_steps]
 

@@ -25,6 +25,7 @@ OBS_TYPES = ("image", "keypoints")
 # (any other value above the training episodes is; imf/data/size.py)
 MAX_TRAIN_CAP = 90
 LR_SCHEDULES = ("cosine", "constant")
+ACTION_FRAMES = ("world", "agent")
 
 
 @dataclass
@@ -49,6 +50,9 @@ class PolicyConfig:
     crop_shape: int = 84
     encoder_resolution: int | None = None  # pixels a side the encoder sees: the crop resized to it; None: the crop's
     time_scale: float = 1.0  # the time embedding sees t * time_scale, t in [0, 1] (docs/policy.md)
+    # world: the actions the simulator takes (targets in world units); agent: each an offset from the
+    # agent's position at the last observed frame, normalised over those offsets (docs/policy.md)
+    action_frame: str = "world"
 
 
 @dataclass
@@ -234,6 +238,9 @@ def _check_choices(cfg: Config) -> None:
                           f"{', '.join(LR_SCHEDULES)}")
     if p.obs_type not in OBS_TYPES:
         raise ConfigError(f"config key 'policy.obs_type': got {p.obs_type!r}, allowed: {', '.join(OBS_TYPES)}")
+    if p.action_frame not in ACTION_FRAMES:
+        raise ConfigError(f"config key 'policy.action_frame': got {p.action_frame!r}, allowed: "
+                          f"{', '.join(ACTION_FRAMES)}")
     if p.encoder not in ("resnet18", "small"):
         raise ConfigError(f"config key 'policy.encoder': got {p.encoder!r}, allowed: resnet18, small")
 

@@ -68,6 +68,21 @@ class ReplayWindows(Dataset, ABC):
         val_set.sampler = self._make_sampler(~self.train_mask)
         return val_set
 
+    def action_offsets(self) -> np.ndarray:
+        """(W * horizon, 2) every window's actions less the agent position at its last observed
+        frame: what a policy in the agent frame (policy.action_frame) predicts, and its normaliser's fit."""
+        frames = self.sampler.batch_frame_indices(np.arange(len(self.sampler)))  # (W, horizon)
+        origin = self.agent_positions()[frames[:, self.n_obs_steps - 1]]  # (W, 2)
+        return (self.actions[frames] - origin[:, None]).reshape(-1, self.actions.shape[-1])
+
+    def fit_actions(self, normalizer: MinMaxNormalizer, action_frame: str) -> None:
+        """Fit "action" on the training episodes: world-unit actions, or their offsets (``agent``)."""
+        normalizer.fit("action", self.action_offsets() if action_frame == "agent" else self.actions[self.train_rows()])
+
+    @abstractmethod
+    def agent_positions(self) -> np.ndarray:
+        """(N, 2) the agent position of every buffer frame, world units."""
+
     def train_rows(self) -> np.ndarray:
         """(N,) bool: the buffer rows of the training episodes (what normalisers are fitted on)."""
         return np.repeat(self.train_mask, self.buffer.episode_lengths)
@@ -101,11 +116,14 @@ class PushTImageDataset(ReplayWindows):
         self.images = self.buffer.arrays["img"]                    # (N, 96, 96, 3) uint8
         self.agent_pos = self.buffer.arrays["state"][:, :2].astype(np.float32)  # (N, 2)
 
-    def get_normalizer(self) -> MinMaxNormalizer:
-        """Min-max over the training episodes' action and agent_pos; image [0, 1] -> [-1, 1]."""
+    def agent_positions(self) -> np.ndarray:
+        return self.agent_pos
+
+    def get_normalizer(self, action_frame: str = "world") -> MinMaxNormalizer:
+        """Min-max over the training episodes' action (fit_actions) and agent_pos; image [0, 1] -> [-1, 1]."""
         train_rows = self.train_rows()
         normalizer = MinMaxNormalizer()
-        normalizer.fit("action", self.actions[train_rows])
+        self.fit_actions(normalizer, action_frame)
         normalizer.fit("agent_pos", self.agent_pos[train_rows])
         normalizer.set_identity_range("image", 0.0, 1.0)
         return normalizer

@@ -27,11 +27,14 @@ class PushTKeypointDataset(ReplayWindows):
         arrays = self.buffer.arrays
         self.obs = keypoint_obs(arrays["keypoint"], arrays["state"][:, :2])  # (N, 20)
 
-    def get_normalizer(self) -> MinMaxNormalizer:
-        """Min-max per dimension over the training episodes, as for actions."""
+    def agent_positions(self) -> np.ndarray:
+        return agent_pos_of(self.obs)
+
+    def get_normalizer(self, action_frame: str = "world") -> MinMaxNormalizer:
+        """Min-max per dimension over the training episodes, the actions as fit_actions fits them."""
         train_rows = self.train_rows()
         normalizer = MinMaxNormalizer()
-        normalizer.fit("action", self.actions[train_rows])
+        self.fit_actions(normalizer, action_frame)
         normalizer.fit("keypoints", self.obs[train_rows])
         normalizer.fit("agent_pos", agent_pos_of(self.obs[train_rows]))
         return normalizer

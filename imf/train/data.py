@@ -39,7 +39,7 @@ def build_datasets(cfg: Config, say: Callable[[str], None]) -> tuple[Any, Any, M
     val = train.get_validation_dataset()
     say(f"data: {path} ({buffer.n_episodes} episodes, {buffer.n_steps} steps): "
         f"{len(train)} train windows, {len(val)} val windows")
-    return train, val, train.get_normalizer(), path
+    return train, val, train.get_normalizer(p.action_frame), path
 
 
 def data_counts(cfg: Config, train: Any) -> dict[str, int]:

@@ -43,8 +43,10 @@ def step_seconds(cfg: Config, steps: int = 3) -> float:
         normalizer.set_identity_range(key, 0.0, 512.0, dim)
     policy = ImfPolicy(cfg, normalizer, masks=attention_masks(cfg.policy))
     optimizer = make_optimizer(policy, cfg.training, torch.device("cpu"))
-    obs = ({"keypoints": torch.rand(batch, p.horizon, KEYPOINT_OBS_DIM) * 512} if p.obs_type == "keypoints" else
-           {"image": torch.rand(batch, p.horizon, 3, 96, 96), "agent_pos": torch.rand(batch, p.horizon, 2) * 512})
+    agent_pos = torch.rand(batch, p.horizon, 2) * 512  # (B, H, 2)
+    obs = ({"keypoints": torch.cat([torch.rand(batch, p.horizon, KEYPOINT_OBS_DIM - 2) * 512, agent_pos], -1),
+            "agent_pos": agent_pos} if p.obs_type == "keypoints" else
+           {"image": torch.rand(batch, p.horizon, 3, 96, 96), "agent_pos": agent_pos})
     data = {"obs": obs, "action": torch.rand(batch, p.horizon, 2) * 512}  # (B, H, 2)
     times = []
     for _ in range(steps + 1):  # the first step warms the allocator up
