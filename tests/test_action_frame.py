@@ -14,7 +14,7 @@ import torch
 from imf.config import load_config
 from imf.data import MinMaxNormalizer
 from imf.data.keypoint_dataset import PushTKeypointDataset
-from imf.errors import ConfigError
+from imf.errors import CheckpointError, ConfigError
 from imf.model import attention_masks
 from imf.policy import ImfPolicy
 from imf.train.trial import TrialOptions, run_trial
@@ -106,3 +106,18 @@ def test_an_agent_frame_trial_learns_and_its_checkpoint_scores_the_same(demo_cac
                         capture_output=True, text=True, env=env)
     assert ev.returncode == 0, ev.stderr
     assert json.loads(ev.stdout)["test_mean_score"] == pytest.approx(rows[-1]["test_mean_score"])
+
+
+def test_a_warm_start_across_frames_is_refused_in_one_line():
+    from imf.train.checkpoint import check_compatible
+    cfg = load_config("smoke", ["policy.obs_type=keypoints", "policy.action_frame=agent"])
+    ckpt = {"config": {"policy": {"obs_type": "keypoints", "action_dim": 2, "n_obs_steps": 2}},
+            "normalizer": {}}  # a world-frame checkpoint: written before the key, or with it
+    for old in ({}, {"action_frame": "world"}):
+        ckpt["config"]["policy"].update(old)
+        with pytest.raises(CheckpointError) as bad:
+            check_compatible(ckpt, cfg.policy, Path("w.pt"))
+        assert str(bad.value) == ("checkpoint w.pt was trained with policy.action_frame=world, this run has agent; "
+                                  "warm start needs the same action space")
+    ckpt["config"]["policy"]["action_frame"] = "agent"
+    check_compatible(ckpt, cfg.policy, Path("w.pt"))

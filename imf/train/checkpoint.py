@@ -230,6 +230,11 @@ def check_compatible(ckpt: dict[str, Any], policy_cfg: Any, source: Path) -> Non
             raise CheckpointError(
                 f"checkpoint {source} was trained with policy.{key}={old[key]}, this run has {mine}; "
                 f"warm start needs the same action and observation space")
+    old_frame = old.get("action_frame", "world")  # a checkpoint from before the key predicted world actions
+    if old_frame != policy_cfg.action_frame:
+        raise CheckpointError(
+            f"checkpoint {source} was trained with policy.action_frame={old_frame}, this run has "
+            f"{policy_cfg.action_frame}; warm start needs the same action space")
     norm = ckpt["normalizer"]
     for key in ("action", "agent_pos"):
         if key in norm and len(norm[key]["scale"]) not in (1, policy_cfg.action_dim):
