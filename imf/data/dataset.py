@@ -25,7 +25,8 @@ from imf.errors import DataError
 
 class ReplayWindows(Dataset, ABC):
     """Windows over a replay buffer's episodes, split as the reference splits them; subclasses
-    say which arrays they read (``REQUIRED``) and what an item holds.
+    say which arrays they read (``REQUIRED``), set ``agent_pos`` ((N, 2) world units, every buffer
+    frame's) and say what an item holds.
 
     Like the reference, the validation windows are those of every episode outside the
     training mask (the validation split plus the episodes max_train_episodes left out).
@@ -72,16 +73,12 @@ class ReplayWindows(Dataset, ABC):
         """(W * horizon, 2) every window's actions less the agent position at its last observed
         frame: what a policy in the agent frame (policy.action_frame) predicts, and its normaliser's fit."""
         frames = self.sampler.batch_frame_indices(np.arange(len(self.sampler)))  # (W, horizon)
-        origin = self.agent_positions()[frames[:, self.n_obs_steps - 1]]  # (W, 2)
+        origin = self.agent_pos[frames[:, self.n_obs_steps - 1]]  # (W, 2)
         return (self.actions[frames] - origin[:, None]).reshape(-1, self.actions.shape[-1])
 
     def fit_actions(self, normalizer: MinMaxNormalizer, action_frame: str) -> None:
         """Fit "action" on the training episodes: world-unit actions, or their offsets (``agent``)."""
         normalizer.fit("action", self.action_offsets() if action_frame == "agent" else self.actions[self.train_rows()])
-
-    @abstractmethod
-    def agent_positions(self) -> np.ndarray:
-        """(N, 2) the agent position of every buffer frame, world units."""
 
     def train_rows(self) -> np.ndarray:
         """(N,) bool: the buffer rows of the training episodes (what normalisers are fitted on)."""
@@ -115,9 +112,6 @@ class PushTImageDataset(ReplayWindows):
         super().__init__(buffer, *args, **kwargs)
         self.images = self.buffer.arrays["img"]                    # (N, 96, 96, 3) uint8
         self.agent_pos = self.buffer.arrays["state"][:, :2].astype(np.float32)  # (N, 2)
-
-    def agent_positions(self) -> np.ndarray:
-        return self.agent_pos
 
     def get_normalizer(self, action_frame: str = "world") -> MinMaxNormalizer:
         """Min-max over the training episodes' action (fit_actions) and agent_pos; image [0, 1] -> [-1, 1]."""

@@ -26,9 +26,7 @@ class PushTKeypointDataset(ReplayWindows):
         super().__init__(buffer, *args, **kwargs)
         arrays = self.buffer.arrays
         self.obs = keypoint_obs(arrays["keypoint"], arrays["state"][:, :2])  # (N, 20)
-
-    def agent_positions(self) -> np.ndarray:
-        return agent_pos_of(self.obs)
+        self.agent_pos = agent_pos_of(self.obs)  # (N, 2), a view
 
     def get_normalizer(self, action_frame: str = "world") -> MinMaxNormalizer:
         """Min-max per dimension over the training episodes, the actions as fit_actions fits them."""
@@ -36,7 +34,7 @@ class PushTKeypointDataset(ReplayWindows):
         normalizer = MinMaxNormalizer()
         self.fit_actions(normalizer, action_frame)
         normalizer.fit("keypoints", self.obs[train_rows])
-        normalizer.fit("agent_pos", agent_pos_of(self.obs[train_rows]))
+        normalizer.fit("agent_pos", self.agent_pos[train_rows])
         return normalizer
 
     def gather(self, frames: np.ndarray) -> dict[str, Any]:
