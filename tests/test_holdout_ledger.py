@@ -21,6 +21,18 @@ def test_every_committed_look_count_is_the_ledgers():
     assert holdout_ledger.check(ROOT) == []
 
 
+def test_every_result_file_that_counts_looks_is_checked_against_the_ledger():
+    """A record carrying holdout_looks in a file the ledger does not read would never be checked."""
+    carrying = set()
+    for path in RESULTS.glob("*.json"):
+        data = json.loads(path.read_text())
+        rows = data.get("runs", []) if isinstance(data, dict) else data
+        if any(isinstance(r, dict) and "holdout_looks" in r for r in rows):
+            carrying.add(path.stem)
+    unchecked = sorted(carrying - {*holdout_ledger.COUNTED, "attention"})
+    assert not unchecked, f"add to holdout_ledger.COUNTED: {unchecked}"
+
+
 def test_every_holdout_number_in_the_result_json_has_its_look_in_the_ledger():
     """What a rebuild finds in the JSON (in a shallow clone: the current files only) is all in the
     committed ledger: a new holdout number is not published without its look."""

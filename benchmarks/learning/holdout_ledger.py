@@ -66,8 +66,8 @@ BEST = {"keypoints": "python benchmarks/learning/learning.py --obs keypoints",
         "data_scaling": "python benchmarks/learning/data_scaling.py",
         "curricula": "python benchmarks/learning/curricula.py"}
 # The files whose records carry a holdout_looks count to keep equal to the ledger's.
-COUNTED = (*BEST, "ablations_image", "ablations_image_samples", "ablations_image_schedule", "ablations_image_width32",
-           "action_horizon_image",
+COUNTED = (*BEST, "ablations_image", "ablations_image60", "ablations_image_samples", "ablations_image_schedule",
+           "ablations_image_width32", "ablations_keypoints15", "ablations_keypoints_samples", "action_horizon_image",
            "action_horizon_keypoints", "sampling_steps_keypoints", "sampling_steps_image")
 PRESETS = ("pusht_lowdim_cpu", "pusht_image_cpu")
 # Commits that changed the shipped presets' settings outside their YAML, through a default every
