@@ -9,8 +9,9 @@
     python benchmarks/learning/learning.py --collect runs/learning/keypoints   # runs already trained: look, record
     python benchmarks/learning/learning.py --collect runs/preset --name image_preset   # another record beside image.json
     python benchmarks/learning/learning.py --collect runs/more/keypoints --add  # new runs join keypoints.json's, which stay
-    python benchmarks/learning/learning.py --obs image --runs imf:2:42 --no-look  # train and score on the selection
-                                                       # seeds only; choose, commit, then --collect looks
+    python benchmarks/learning/learning.py --obs image --runs imf:2:42 --no-look --name image_k12  # train and score
+                              # on the selection seeds only, recorded as image_k12.json with no holdout fields;
+                              # choose, commit, then --collect DIR --name image_k12 looks and fills them in
 
 Each run is a real `imf trial` of the CPU preset (pusht_lowdim_cpu, or pusht_image_cpu for
 --obs image) with `training.time_budget_s` on the cpu clock (CPU seconds / torch threads: the
@@ -41,9 +42,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
-from results_file import write_section  # noqa: E402
+from results_file import RESULTS, RUNS, write_section  # noqa: E402
 from run_record import figure_name, read_record, read_records  # noqa: E402
 from sizing import sizing  # noqa: E402
+
+import holdout_ledger  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 EPISODES = 200  # best.pt on this many selection seeds, and on as many holdout seeds
@@ -141,7 +144,7 @@ def _pm(value: float | None, se: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}" + ("" if se is None else f" ± {se:.{digits}f}")
 
 
-def table(records: list[dict], obs: str, machine: str | None, name: str) -> list[str]:
+def table(records: list[dict], obs: str, machine: str | None, name: str, looked: bool = True) -> list[str]:
     where = machine or f"{platform.machine()}, {os.cpu_count()} cores"
     minutes = sorted({round(r["budget_s"] / 60, 1) for r in records if r["budget_s"]})
     sized = [f"{', '.join(f'{m:g}' for m in minutes)} training minutes a run on the cpu clock (each run's own "
@@ -153,15 +156,19 @@ def table(records: list[dict], obs: str, machine: str | None, name: str) -> list
     kept = sorted({r["from"] for r in records if r.get("from")})
     title = f"## Learning, {obs} observations" + (f", {name}" if name != obs else "")
     lines = [f"{title} (benchmarks/learning/learning.py)", "",
-             f"`python benchmarks/learning/learning.py --obs {obs}{f' --name {name}' if name != obs else ''}` on {where}"
+             f"`python benchmarks/learning/learning.py --obs {obs}{f' --name {name}' if name != obs else ''}"
+             f"{'' if looked else ' --no-look'}` on {where}"
              + (f" (the runs from {', '.join(joined)} were trained earlier, on their own record's machine)" if joined else "")
              + (f" (runs marked from {' and '.join(kept)} in the JSON were recorded there before; their run folders "
                 f"are gone)" if kept else "")
              + f"; {'; '.join(sized)}; one torch thread a run, nice'd, beside other work. Best test: the "
              f"rollout (50 test seeds) that chose best.pt, its score ± SE and success. Selection and "
              f"holdout: best.pt on {EPISODES} selection seeds (500000..) and {EPISODES} holdout seeds "
-             f"(900000..), mean coverage ± SE and success ± SE; each run looked at the holdout once. "
-             f"Eval s: one 50-episode `imf eval` on the shared machine, process start included.", "",
+             f"(900000..), mean coverage ± SE and success ± SE; "
+             + ("each run looked at the holdout once. " if looked else
+                "no run looked at the holdout (--no-look): its selection columns choose a setting, so they are "
+                "not claims, and `--collect` fills in the holdout columns of the runs chosen. ")
+             + "Eval s: one 50-episode `imf eval` on the shared machine, process start included.", "",
              "| run | steps | samples | CPU min | best test | best test success | selection coverage | selection success "
              "| holdout coverage | holdout success | eval s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in records:
@@ -210,6 +217,23 @@ def parse_runs(text: str) -> list[tuple[str, int, int | None]]:
     return runs
 
 
+def check_no_look(name: str | None, collect: Path | None, joined: list[str]) -> None:
+    """--no-look's record: named, its own runs only, and never in place of a record of looks."""
+    if collect:
+        sys.exit("learning.py: --no-look trains without a look; --collect looks at runs already trained: give one")
+    if joined:
+        sys.exit("learning.py: --no-look --with: a record of runs not looked at takes no runs of a record of looks")
+    if not name:
+        sys.exit("learning.py: --no-look records the selection seeds' numbers: give the record a --name, "
+                 "e.g. --name image_k12 (learning_results/image_k12.json)")
+    path = RESULTS_DIR / f"{name}.json"
+    looked = name in holdout_ledger.BEST or path.is_file() and any(
+        r.get("holdout_score") is not None for r in read_records(path))
+    if looked:
+        sys.exit(f"learning.py: --no-look --name {name}: {path.name} holds holdout looks, which a record of runs "
+                 f"not looked at would replace; give another --name")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--obs", choices=sorted(PRESETS), default="keypoints")
@@ -235,10 +259,11 @@ def main() -> None:
                         "seed trained later")
     parser.add_argument("--no-write", action="store_true", help="print the table, leave RESULTS.md and docs/ alone")
     parser.add_argument("--no-look", action="store_true", help="train and score on the selection seeds only, "
-                        "record nothing: a setting is chosen on them first, then --collect looks at the holdout")
+                        "recorded as --name's JSON with no holdout fields: a setting is chosen on them first, then "
+                        "--collect looks at the holdout")
     args = parser.parse_args()
-    if args.no_look and args.collect:
-        sys.exit("learning.py: --no-look trains without a look; --collect looks at runs already trained: give one")
+    if args.no_look:
+        check_no_look(args.name, args.collect, args.joined)
     if args.minutes is not None and not args.minutes > 0 or args.parallel < 1:
         sys.exit(f"learning.py: --minutes must be > 0 and --parallel >= 1, got {args.minutes} and {args.parallel}")
     joined = joined_records(args.joined)  # before any training or look: a bad name costs nothing
@@ -260,23 +285,26 @@ def main() -> None:
         with ThreadPoolExecutor(args.parallel) as pool:
             run_dirs = list(pool.map(lambda run: train(out, args.obs, *run, sized, args.threads, args.set,
                                                        look=not args.no_look), parse_runs(args.runs)))
-        if args.no_look:
-            print(f"learning.py: trained without a look at the holdout; choose on the selection seeds "
-                  f"(final_eval.json), then `--collect {out}` looks once and records")
-            return
     records = [*joined, *(record_of(d, args.threads) for d in run_dirs)]
+    if args.no_look:
+        ledger = holdout_ledger.load_from(RESULTS_DIR)  # a run may be looked at later, under another record
+        for r in records:
+            r["holdout_looks"] = holdout_ledger.looks_of(ledger, r)
     name = args.name or records[0]["obs"]
     if args.add:
         records = added_records(name, records)
-    lines = table(records, records[0]["obs"], args.machine, name)
+    lines = table(records, records[0]["obs"], args.machine, name, looked=not args.no_look)
     print("\n".join(lines))
     if not args.no_write:
         obs = records[0]["obs"]
-        figure = figure_name(name)
-        plot(records, ROOT / "docs" / figure, f"PushT from {obs}: one torch thread a run, training minutes on the cpu clock"
-             + (" of each run's own machine" if args.joined else ""))
-        write_section(lines[0], lines)
+        if not args.no_look:  # docs/ draws what is claimed; a selection record's curves are in its JSON
+            plot(records, ROOT / "docs" / figure_name(name), f"PushT from {obs}: one torch thread a run, training "
+                 f"minutes on the cpu clock" + (" of each run's own machine" if args.joined else ""))
+        write_section(lines[0], lines, RUNS if args.no_look else RESULTS)  # what chose goes with the runs
         (RESULTS_DIR / f"{name}.json").write_text(json.dumps(records, indent=1) + "\n")
+    if args.no_look:
+        print(f"learning.py: trained without a look at the holdout, recorded as {name}.json; choose on the "
+              f"selection seeds, then `--collect {out} --name {name}` looks once and fills in the holdout")
 
 
 if __name__ == "__main__":
