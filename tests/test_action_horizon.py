@@ -141,3 +141,11 @@ def test_two_runs_of_one_folder_name_keep_their_rows_and_are_told_apart(tmp_path
     assert sum(line.startswith("| imf-2-s42 (") for line in action_horizon.table(rows)) == 4
     lines = horizon_lines({"action_horizon_image": rows}, {})
     assert sum(line.startswith("- imf-2-s42 (") for line in lines) == 4  # each run's baseline and its K=2
+
+
+def test_a_run_measured_at_another_k_keeps_the_rows_of_the_ks_it_had(tmp_path, results):
+    """A K asked later is a new row beside the earlier ones; only the same K is measured again."""
+    assert action_horizon.main([str(_run_dir(tmp_path)), "--steps", "2", "--episodes", "4"]) == 0
+    assert action_horizon.main([str(_run_dir(tmp_path)), "--steps", "1", "--episodes", "4"]) == 0
+    rows = json.loads((results / "action_horizon_image.json").read_text())
+    assert sorted(r["action_steps"] for r in rows) == [1, 2, 4]  # the trained 4, once, measured again

@@ -97,3 +97,11 @@ def test_a_folder_without_best_pt_is_one_line_before_anything_is_scored(tmp_path
     with pytest.raises(SystemExit, match="has no checkpoints/best.pt"):
         sampling_steps.main([str(_run_dir(tmp_path, "a")), str(tmp_path / "missing")])
     assert not (results / "sampling_steps_keypoints.json").exists()
+
+
+def test_a_run_measured_at_other_steps_keeps_the_rows_of_the_steps_it_had(tmp_path, results):
+    run = str(_run_dir(tmp_path, "a"))
+    assert sampling_steps.main([run, "--steps", "2", "--episodes", "4"]) == 0
+    assert sampling_steps.main([run, "--steps", "4", "--episodes", "4"]) == 0
+    rows = json.loads((results / "sampling_steps_keypoints.json").read_text())
+    assert sorted(r["sample_steps"] for r in rows) == [1, 2, 4]

@@ -10,7 +10,8 @@ second training run's noise. Each K scores RUN_DIR's best.pt on --episodes selec
 (500000..; the same seeds and sampling noise for every K), so the rows are paired: a K's gap to the
 trained horizon is the mean of its per-seed differences ± their SE. The holdout is never looked
 at: a horizon chosen here is claimed by benchmarks/learning/learning.py afterwards. Writes
-benchmarks/learning_results/action_horizon_<obs>.json (the rows already there for other runs stay)
+benchmarks/learning_results/action_horizon_<obs>.json (the rows already there for other runs, and for
+other K of this run, stay)
 and its section of benchmarks/RESULTS.md; benchmarks/claims/claims.py reads the JSON.
 """
 from __future__ import annotations
@@ -120,7 +121,8 @@ def by_run(rows: list[dict]) -> dict[str, list[dict]]:
 
 def write_rows(path: Path, rows: list[dict], same: Callable[[dict], object]) -> list[dict]:
     """``path``'s rows with those measured again (same ``same(row)`` as one of ``rows``) replaced
-    by ``rows``; written, and returned."""
+    by ``rows``; written, and returned. ``same`` names a run and the setting scored, so that a run
+    scored later at another setting keeps the rows it had."""
     mine = {same(r) for r in rows}
     kept = [r for r in (json.loads(path.read_text()) if path.is_file() else []) if same(r) not in mine] + rows
     path.write_text(json.dumps(kept, indent=1) + "\n")
@@ -186,15 +188,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_write:
         return 0
     path = RESULTS_DIR / f"action_horizon_{rows[0]['obs']}.json"
-    kept = write_rows(path, rows, run_identity)
-    write_section(f"## Action horizon, {rows[0]['obs']} (benchmarks/learning/action_horizon.py)", [
-        f"## Action horizon, {rows[0]['obs']} (benchmarks/learning/action_horizon.py)", "",
-        f"`python benchmarks/learning/action_horizon.py RUN_DIR`: one best.pt, `imf eval --action-steps K` on "
-        f"{args.episodes} selection seeds from {SELECTION.start} (the same seeds and noise for every K, so the gaps "
-        f"are paired: mean of the per-seed differences ± their SE), 1 simulator worker, nice'd. These "
-        f"numbers choose a horizon; they are not claims. JSON: benchmarks/learning_results/{path.name}.", "",
-        *table(kept)])
+    kept = write_rows(path, rows, lambda r: (run_identity(r), r["action_steps"]))  # other Ks of the run stay
+    write_section(*section(rows[0]["obs"], args.episodes, path.name, kept))
     return 0
+
+
+def section(obs: str, episodes: int, json_name: str, rows: list[dict]) -> tuple[str, list[str]]:
+    """The RUNS.md section of every row in ``json_name``: (its title, its lines)."""
+    title = f"## Action horizon, {obs} (benchmarks/learning/action_horizon.py)"
+    return title, [
+        title, "",
+        f"`python benchmarks/learning/action_horizon.py RUN_DIR`: one best.pt, `imf eval --action-steps K` on "
+        f"{episodes} selection seeds from {SELECTION.start} (the same seeds and noise for every K, so the gaps "
+        f"are paired: mean of the per-seed differences ± their SE), 1 simulator worker, nice'd. These "
+        f"numbers choose a horizon; they are not claims. JSON: benchmarks/learning_results/{json_name}.", "",
+        *table(rows)]
 
 
 if __name__ == "__main__":

@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     obs = rows[0]["obs"]
     path = RESULTS_DIR / f"sampling_steps_{obs}.json"
-    kept = write_rows(path, rows, lambda r: (run_identity(r), r.get("noise_seed")))
+    kept = write_rows(path, rows, lambda r: (run_identity(r), r.get("noise_seed"), r[KEY]))
     title = f"## Sampling steps, {obs} (benchmarks/learning/sampling_steps.py)"
     write_section(title, [
         title, "",
