@@ -110,3 +110,11 @@ def test_no_look_with_collect_is_one_line(trials, tmp_path, monkeypatch):
     with pytest.raises(SystemExit, match="--no-look trains without a look; --collect looks at runs already"):
         learning.main()
     assert trials == []
+
+
+def test_the_section_names_the_setting_its_runs_shared():
+    """A record of a setting says which: the --set every run saved, not learning.py's own sizing."""
+    sized = ["objective.name=imf", "training.time_budget_s=60", "training.budget_clock=cpu", "logging.trackers=none"]
+    records = [{"overrides": [*sized, f"training.seed={s}", "training.ema_max=0.9999"]} for s in (42, 43)]
+    assert learning.shared_sets(records) == ["training.ema_max=0.9999"]
+    assert learning.shared_sets([*records, {"overrides": sized}]) == []  # not every run's: not the record's

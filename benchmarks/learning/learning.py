@@ -140,6 +140,16 @@ def added_records(name: str, new: list[dict]) -> list[dict]:
     return sorted(merged, key=lambda r: (order.index(r["objective"]), r.get("seed") is None, r.get("seed") or 0))
 
 
+SIZED_HERE = ("objective.name", "objective.sample_steps", "objective.options.steps", "training.time_budget_s",
+              "training.budget_clock", "training.num_epochs", "logging.trackers", "training.seed")
+
+
+def shared_sets(records: list[dict]) -> list[str]:
+    """The overrides every run shares beyond those learning.py sets itself: its --set, as the run saved it."""
+    common = [o for o in records[0].get("overrides", []) if o.split("=", 1)[0] not in SIZED_HERE]
+    return [o for o in common if all(o in r.get("overrides", []) for r in records[1:])]
+
+
 def _pm(value: float | None, se: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}" + ("" if se is None else f" ± {se:.{digits}f}")
 
@@ -157,7 +167,7 @@ def table(records: list[dict], obs: str, machine: str | None, name: str, looked:
     title = f"## Learning, {obs} observations" + (f", {name}" if name != obs else "")
     lines = [f"{title} (benchmarks/learning/learning.py)", "",
              f"`python benchmarks/learning/learning.py --obs {obs}{f' --name {name}' if name != obs else ''}"
-             f"{'' if looked else ' --no-look'}` on {where}"
+             f"{''.join(f' --set {o}' for o in shared_sets(records))}{'' if looked else ' --no-look'}` on {where}"
              + (f" (the runs from {', '.join(joined)} were trained earlier, on their own record's machine)" if joined else "")
              + (f" (runs marked from {' and '.join(kept)} in the JSON were recorded there before; their run folders "
                 f"are gone)" if kept else "")
