@@ -68,7 +68,7 @@ BEST = {"keypoints": "python benchmarks/learning/learning.py --obs keypoints",
 # The files whose records carry a holdout_looks count to keep equal to the ledger's.
 COUNTED = (*BEST, "ablations_image", "ablations_image60", "ablations_image_samples", "ablations_image_schedule",
            "ablations_image_width32", "ablations_keypoints15", "ablations_keypoints_samples", "action_horizon_image",
-           "keypoints_direct13_shipped", "keypoints_preset_ema",
+           "keypoints_direct13_shipped", "keypoints_preset_ema", "checkpoint_choice_keypoints",
            "action_horizon_keypoints", "sampling_steps_keypoints", "sampling_steps_image")
 PRESETS = ("pusht_lowdim_cpu", "pusht_image_cpu")
 # Commits that changed the shipped presets' settings outside their YAML, through a default every
