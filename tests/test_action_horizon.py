@@ -149,3 +149,19 @@ def test_a_run_measured_at_another_k_keeps_the_rows_of_the_ks_it_had(tmp_path, r
     assert action_horizon.main([str(_run_dir(tmp_path)), "--steps", "1", "--episodes", "4"]) == 0
     rows = json.loads((results / "action_horizon_image.json").read_text())
     assert sorted(r["action_steps"] for r in rows) == [1, 2, 4]  # the trained 4, once, measured again
+
+
+def test_two_runs_of_one_seed_and_one_sample_count_are_two_runs(tmp_path, results):
+    """Ablation runs at a fixed number of samples (kpS-h16b, kpS-h16-full: keypoints, imf, seed 42,
+    2.0M samples) share the ledger's run key; their folders still tell them apart, so neither's rows
+    replace the other's, and the table and the claims read each alone."""
+    for name in ("kpS-h16b", "kpS-h16-full"):
+        run = _run_dir(tmp_path, name)
+        config = yaml.safe_load((run / "config.yaml").read_text())
+        config["training"]["batch_size"] = 64
+        (run / "config.yaml").write_text(yaml.safe_dump(config))
+        (run / "logs.json.txt").write_text(json.dumps({"epoch": 0, "global_step": 100}) + "\n")
+        assert action_horizon.main([str(run), "--steps", "2", "--episodes", "4"]) == 0
+    rows = json.loads((results / "action_horizon_image.json").read_text())
+    assert [r["run"] for r in rows] == ["kpS-h16b"] * 2 + ["kpS-h16-full"] * 2
+    assert sorted(action_horizon.by_run(rows)) == ["kpS-h16-full", "kpS-h16b"]

@@ -103,9 +103,11 @@ def selection_row(run_dir: Path, config: dict, scored: dict, named: dict, looks:
 
 
 def run_identity(r: dict) -> str:
-    """The run a row rescored: the holdout ledger's key where the row has its samples (two run
-    folders of one name, say imf-2-s42 from two preset records, are two runs), else its folder's name."""
-    return holdout_ledger.run_key(r) if "samples" in r else f"run {r['run']}"
+    """The run a row rescored: its folder's name and, where the row has its samples, the holdout
+    ledger's key. Both are needed: two folders of one name (imf-2-s42 of two preset records) differ
+    in samples, and two ablation runs at a fixed number of samples (kpS-h16b, kpS-h16-full) differ
+    only in name."""
+    return f"run {r['run']}" + (f" ({holdout_ledger.run_key(r)})" if "samples" in r else "")
 
 
 def by_run(rows: list[dict]) -> dict[str, list[dict]]:
@@ -115,8 +117,8 @@ def by_run(rows: list[dict]) -> dict[str, list[dict]]:
     for r in rows:
         groups.setdefault(run_identity(r), []).append(r)
     names = [g[0]["run"] for g in groups.values()]
-    return {(g[0]["run"] if names.count(g[0]["run"]) == 1 else f"{g[0]['run']} ({identity})"): g
-            for identity, g in groups.items()}
+    return {(g[0]["run"] if names.count(g[0]["run"]) == 1 else f"{g[0]['run']} ({holdout_ledger.run_key(g[0])})"): g
+            for g in groups.values()}
 
 
 def write_rows(path: Path, rows: list[dict], same: Callable[[dict], object]) -> list[dict]:
