@@ -140,17 +140,23 @@ def paired_gap(rows: list[dict], k: int, field: str, key: str = "action_steps",
     return mean_se([a - b for a, b in zip(by_k[k][field], base[field])])
 
 
+def paired_cells(mine: list[dict], r: dict, key: str = "action_steps", trained: str = "planned") -> str:
+    """Row ``r``'s table cells: selection coverage and success ± SE, then its paired gaps on both
+    to the row of ``mine`` (its run's rows) at the setting the run trained with."""
+    gap = [paired_gap(mine, r[key], f, key, trained) for f in ("per_seed", "per_seed_success")]
+    return (f"{r['selection_score']:.3f} ± {r['selection_score_se']:.3f} | {100 * r['selection_success']:.1f}% ± "
+            f"{100 * r['selection_success_se']:.1f} | {gap[0][0]:+.3f} ± {gap[0][1]:.3f} | "
+            f"{100 * gap[1][0]:+.1f} ± {100 * gap[1][1]:.1f} pts")
+
+
 def table(rows: list[dict]) -> list[str]:
     lines = ["| run | executed actions a plan | selection coverage | selection success | coverage vs trained "
              "horizon (paired) | success vs trained horizon (paired) | eval s |", "|---|---|---|---|---|---|---|"]
     for run, group in sorted(by_run(rows).items()):
         mine = sorted(group, key=lambda r: -r["action_steps"])
         for r in mine:
-            gap = [paired_gap(mine, r["action_steps"], f) for f in ("per_seed", "per_seed_success")]
-            lines.append(f"| {run} | {r['action_steps']} (ran with {r['planned']}) | {r['selection_score']:.3f} ± "
-                         f"{r['selection_score_se']:.3f} | {100 * r['selection_success']:.1f}% ± "
-                         f"{100 * r['selection_success_se']:.1f} | {gap[0][0]:+.3f} ± {gap[0][1]:.3f} | "
-                         f"{100 * gap[1][0]:+.1f} ± {100 * gap[1][1]:.1f} pts | {r['eval_s']:.0f} |")
+            lines.append(f"| {run} | {r['action_steps']} (ran with {r['planned']}) | {paired_cells(mine, r)} | "
+                         f"{r['eval_s']:.0f} |")
     return lines
 
 

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 import yaml
-from action_horizon import (RESULTS_DIR, by_run, holdout_looks, mean_se, paired_gap, rescore, run_identity, run_named,
-                            selection_row, write_rows)
+from action_horizon import (RESULTS_DIR, by_run, holdout_looks, mean_se, paired_cells, paired_gap, rescore,
+                            run_identity, run_named, selection_row, write_rows)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
 from results_file import RUNS, write_section  # noqa: E402
@@ -52,11 +52,7 @@ def table(rows: list[dict]) -> list[str]:
              "| success vs best.pt (paired) |", "|---|---|---|---|---|---|---|"]
     for run, mine in sorted(by_run(rows).items()):
         for r in sorted(mine, key=lambda r: CHECKPOINTS.index(r[KEY])):
-            gap = [paired_gap(mine, r[KEY], f, KEY, CHOSEN) for f in ("per_seed", "per_seed_success")]
-            lines.append(f"| {run} | {r[KEY]}.pt | {r['epoch']} | {r['selection_score']:.3f} ± "
-                         f"{r['selection_score_se']:.3f} | {100 * r['selection_success']:.1f}% ± "
-                         f"{100 * r['selection_success_se']:.1f} | {gap[0][0]:+.3f} ± {gap[0][1]:.3f} | "
-                         f"{100 * gap[1][0]:+.1f} ± {100 * gap[1][1]:.1f} pts |")
+            lines.append(f"| {run} | {r[KEY]}.pt | {r['epoch']} | {paired_cells(mine, r, KEY, CHOSEN)} |")
     return lines
 
 

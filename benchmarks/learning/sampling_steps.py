@@ -24,8 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
-from action_horizon import (RESULTS_DIR, by_run, holdout_looks, mean_se, paired_gap, rescore, run_identity, run_named,
-                            selection_row, write_rows)
+from action_horizon import (RESULTS_DIR, by_run, holdout_looks, mean_se, paired_cells, paired_gap, rescore,
+                            run_identity, run_named, selection_row, write_rows)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
 from results_file import write_section  # noqa: E402
@@ -66,11 +66,8 @@ def table(rows: list[dict]) -> list[str]:
              "steps (paired) | success vs trained steps (paired) | eval s |", "|---|---|---|---|---|---|---|"]
     for run, mine in sorted(_by_run(rows).items()):
         for r in sorted(mine, key=lambda r: r[KEY]):
-            gap = [paired_gap(mine, r[KEY], f, KEY, TRAINED) for f in ("per_seed", "per_seed_success")]
-            lines.append(f"| {run} | {r[KEY]} (ran with {r[TRAINED]}) | {r['selection_score']:.3f} ± "
-                         f"{r['selection_score_se']:.3f} | {100 * r['selection_success']:.1f}% ± "
-                         f"{100 * r['selection_success_se']:.1f} | {gap[0][0]:+.3f} ± {gap[0][1]:.3f} | "
-                         f"{100 * gap[1][0]:+.1f} ± {100 * gap[1][1]:.1f} pts | {r['eval_s']:.0f} |")
+            lines.append(f"| {run} | {r[KEY]} (ran with {r[TRAINED]}) | {paired_cells(mine, r, KEY, TRAINED)} | "
+                         f"{r['eval_s']:.0f} |")
     return lines
 
 
