@@ -118,3 +118,21 @@ def test_a_look_removed_from_the_ledger_fails_the_check(checkout):
     assert any("keypoints.json: learning-keypoints-ddpm-100-s42: holdout_looks 1, the ledger counts 0" in p
                for p in problems), problems
     assert any("a holdout score with no look in the ledger" in p for p in problems), problems
+
+
+def test_two_settings_under_one_looked_run_key_fail_the_check(checkout):
+    """The ledger keys a run by observations, objective, seed and samples: an ablation row of another
+    setting that trained the same samples at the same seed as a looked-at run would be credited with
+    its looks. The check names the collision instead of misattributing them."""
+    folder = checkout / "benchmarks" / "learning_results"
+    looked = next(r for r in _rows("keypoints_preset_h16") if r["seed"] == 42)
+    path = folder / "ablations_keypoints_samples.json"
+    rows = json.loads(path.read_text())
+    twin = {**rows[0], "name": "kpS-twin", "id": "kpS-twin", "seed": 42, "samples": looked["samples"],
+            "obs": looked["obs"], "objective": looked["objective"], "preset": looked["preset"],
+            "change": ["training.lr=1e-3"], "overrides": [*rows[0]["overrides"], "training.lr=1e-3"],
+            "holdout_looks": holdout_ledger.looks(holdout_ledger.load(), holdout_ledger.run_key(looked))}
+    path.write_text(json.dumps([*rows, twin], indent=1) + "\n")
+    problems = holdout_ledger.check(checkout)
+    assert any("kpS-twin" in p and "keypoints_preset_h16.json: learning-keypoints-imf-2-s42" in p
+               and "training.lr=1e-3" in p for p in problems), problems

@@ -266,10 +266,37 @@ def _counted(root: Path) -> list[tuple[str, dict[str, Any], str]]:
     return out
 
 
+# overrides that say how a run was measured, budgeted or seeded: the run key holds the seed and samples
+NOT_A_SETTING = ("training.time_budget_s=", "training.budget_clock=", "logging.", "training.snapshot_every=",
+                 "training.num_epochs=", "training.seed=", "objective.name=")
+
+
+def settings(record: dict[str, Any]) -> tuple[str, ...] | None:
+    """What a record's run trained beyond its key: its preset and its other overrides (None where the
+    record does not list them)."""
+    if "overrides" not in record:
+        return None
+    return (record.get("preset", ""), *sorted(o for o in record["overrides"] if not o.startswith(NOT_A_SETTING)))
+
+
+def collisions(ledger: dict[str, Any], records: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Run keys with looks that name records of different settings: the ledger cannot tell which run
+    was looked at, so every record under the key would be credited with the looks."""
+    by_key: dict[str, dict[tuple[str, ...], str]] = {}
+    for name, rows in records.items():
+        for r in rows:
+            if "seed" in r and "samples" in r and settings(r) is not None:
+                by_key.setdefault(run_key(r), {}).setdefault(settings(r), record_label(name, r))
+    return [f"{key}: {looks(ledger, key)} looks, but the key names runs of different settings ("
+            + "; ".join(f"{label}: {' '.join(s[1:]) or 'the preset'} on {s[0]}" for s, label in sorted(found.items()))
+            + "); give the runs different samples or seeds, or key the ledger by setting"
+            for key, found in sorted(by_key.items()) if len(found) > 1 and looks(ledger, key)]
+
+
 def check(root: Path = ROOT) -> list[str]:
-    """Where a record's holdout_looks is not the ledger's count, or the ledger names a record
-    that is not there; one line each."""
-    ledger, problems = load(root), []
+    """Where a record's holdout_looks is not the ledger's count, the ledger names a record that is
+    not there, or one looked-at run key names runs of different settings; one line each."""
+    ledger, problems = load(root), collisions(load(root), _records(root))
     for name, record, key in _counted(root):
         want = looks(ledger, key)
         if record["holdout_looks"] != want:
