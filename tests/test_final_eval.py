@@ -63,3 +63,41 @@ def test_a_run_without_a_best_checkpoint_is_skipped_and_says_so(tmp_path):
     said: list[str] = []
     assert run_final_eval(tmp_path, 5, load_config("smoke").eval, echo=said.append) is None
     assert "no best checkpoint" in said[0] and not (tmp_path / "final_eval.json").exists()
+
+
+@pytest.mark.slow
+def test_a_trial_set_to_score_latest_scores_latest_on_selection_and_holdout(tmp_path):
+    """eval.final_checkpoint=latest: --final-eval and --holdout score the weights at the end of
+    training, not the checkpoint the test rollouts chose; best.pt is still kept."""
+    run_dir = tmp_path / "run"
+    proc = run_imf("trial", "smoke", *TINY, "training.num_epochs=2", "eval.final_checkpoint=latest",
+                   f"data.cache_dir={tmp_path / 'cache'}", "--out", str(run_dir), "--store", "none",
+                   "--final-eval", "3", "--holdout")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads((run_dir / "final_eval.json").read_text())
+    assert result["checkpoint"] == "checkpoints/latest.pt" and (run_dir / "checkpoints" / "best.pt").is_file()
+    looks = json.loads((run_dir / "holdout.json").read_text())["looks"]
+    assert [look["checkpoint"] for look in looks] == ["checkpoints/latest.pt"]
+
+
+def test_the_final_checkpoint_is_best_or_latest(tmp_path):
+    from imf.config import load_config
+    from imf.train.evaluate import final_checkpoint_of
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "summary.json").write_text(json.dumps(
+        {"id": "t", "checkpoints": {"best": "checkpoints/best.pt", "latest": "checkpoints/latest.pt"}}))
+    ev = load_config("smoke").eval
+    assert final_checkpoint_of(tmp_path, ev) is None  # neither file is there
+    for name in ("best.pt", "latest.pt"):
+        (tmp_path / "checkpoints" / name).write_bytes(b"")
+    assert final_checkpoint_of(tmp_path, ev) == "checkpoints/best.pt"
+    from dataclasses import replace
+    assert final_checkpoint_of(tmp_path, replace(ev, final_checkpoint="latest")) == "checkpoints/latest.pt"
+
+
+@pytest.mark.parametrize("value", ["last", "epoch=3", ""])
+def test_a_bad_final_checkpoint_names_the_key_and_the_words_allowed(value):
+    from imf.config import load_config
+    from imf.errors import ConfigError
+    with pytest.raises(ConfigError, match=r"'eval.final_checkpoint': got .*allowed: best, latest"):
+        load_config("smoke", [f"eval.final_checkpoint={value}"])

@@ -39,6 +39,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
@@ -49,7 +50,7 @@ from sizing import sizing  # noqa: E402
 import holdout_ledger  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-EPISODES = 200  # best.pt on this many selection seeds, and on as many holdout seeds
+EPISODES = 200  # the final checkpoint on this many selection seeds, and on as many holdout seeds
 PRESETS = {"keypoints": "pusht_lowdim_cpu", "image": "pusht_image_cpu"}
 RESULTS_DIR = ROOT / "benchmarks" / "learning_results"
 
@@ -83,11 +84,32 @@ def train(out: Path, obs: str, objective: str, steps: int, seed: int | None, siz
     return out / name
 
 
+def scored_checkpoint(run_dir: Path) -> str:
+    """The checkpoint the run's final evaluation scored (final_eval.json), relative to the run."""
+    final = run_dir / "final_eval.json"
+    return json.loads(final.read_text())["checkpoint"] if final.is_file() else "checkpoints/best.pt"
+
+
+def rescore_final(run_dir: Path, checkpoint: str) -> None:
+    """--final-checkpoint: the run's selection scores again at ``checkpoint`` (best or latest), for runs
+    trained before their preset's eval.final_checkpoint changed; nothing to do where it already is."""
+    from imf.config import load_resolved
+    from imf.train import run_final_eval
+
+    if Path(scored_checkpoint(run_dir)).stem == checkpoint:
+        return
+    episodes = json.loads((run_dir / "final_eval.json").read_text())["episodes"]
+    eval_cfg = replace(load_resolved(run_dir / "config.yaml").eval, final_checkpoint=checkpoint)
+    if run_final_eval(run_dir, episodes, eval_cfg, device="cpu") is None:
+        sys.exit(f"learning.py: --final-checkpoint {checkpoint}: {run_dir} has no {checkpoint}.pt")
+
+
 def look_at_holdout(run_dir: Path, threads: int | None) -> None:
-    """A run trained before its look (--collect): one look at the holdout, once."""
+    """A run trained before its look (--collect): one look at the holdout, once, at the checkpoint its
+    final evaluation scored."""
     if (run_dir / "holdout.json").is_file():
         return
-    proc = _imf(["eval", str(run_dir / "checkpoints" / "best.pt"), "--holdout", "--n-test", str(EPISODES),
+    proc = _imf(["eval", str(run_dir / scored_checkpoint(run_dir)), "--holdout", "--n-test", str(EPISODES),
                  "--device", "cpu"], threads)
     if proc.returncode != 0:
         sys.exit(f"learning.py: imf eval --holdout of {run_dir} failed: {proc.stderr.strip()[-400:]}")
@@ -173,7 +195,7 @@ def table(records: list[dict], obs: str, machine: str | None, name: str, looked:
                 f"are gone)" if kept else "")
              + f"; {'; '.join(sized)}; one torch thread a run, nice'd, beside other work. Best test: the "
              f"rollout (50 test seeds) that chose best.pt, its score ± SE and success. Selection and "
-             f"holdout: best.pt on {EPISODES} selection seeds (500000..) and {EPISODES} holdout seeds "
+             f"holdout: {scored_name(records)} on {EPISODES} selection seeds (500000..) and {EPISODES} holdout seeds "
              f"(900000..), mean coverage ± SE and success ± SE; "
              + ("each run looked at the holdout once. " if looked else
                 "no run looked at the holdout (--no-look): its selection columns choose a setting, so they are "
@@ -189,6 +211,13 @@ def table(records: list[dict], obs: str, machine: str | None, name: str, looked:
                      f"{_pm(r.get('holdout_score'), r.get('holdout_score_se'))} | "
                      f"{_pm(r.get('holdout_success'), r.get('holdout_success_se'))} | {r['eval_s']:.1f} |")
     return lines
+
+
+def scored_name(records: list[dict]) -> str:
+    """The checkpoint the records' selection and holdout columns score: best.pt unless every run's final
+    evaluation scored another (records from before the field: best.pt)."""
+    names = {Path(r.get("selection_checkpoint") or "best.pt").name for r in records}
+    return names.pop() if len(names) == 1 else "each run's final checkpoint (selection_checkpoint in the JSON)"
 
 
 def plot(records: list[dict], path: Path, title: str) -> None:
@@ -271,7 +300,13 @@ def main() -> None:
     parser.add_argument("--no-look", action="store_true", help="train and score on the selection seeds only, "
                         "recorded as --name's JSON with no holdout fields: a setting is chosen on them first, then "
                         "--collect looks at the holdout")
+    parser.add_argument("--final-checkpoint", choices=("best", "latest"), help="with --collect: score each run's "
+                        "selection seeds again at this checkpoint before its look (runs trained before their preset's "
+                        "eval.final_checkpoint changed); the look is at the checkpoint the final evaluation scored")
     args = parser.parse_args()
+    if args.final_checkpoint and not args.collect:
+        sys.exit("learning.py: --final-checkpoint re-scores runs already trained: give --collect DIR (a new run "
+                 "scores its config's eval.final_checkpoint; --set eval.final_checkpoint=latest)")
     if args.no_look:
         check_no_look(args.name, args.collect, args.joined)
     if args.minutes is not None and not args.minutes > 0 or args.parallel < 1:
@@ -287,6 +322,8 @@ def main() -> None:
         if not run_dirs:
             sys.exit(f"learning.py: no finished run folder under {args.collect}")
         for run_dir in run_dirs:
+            if args.final_checkpoint:
+                rescore_final(run_dir, args.final_checkpoint)
             look_at_holdout(run_dir, args.threads)
     else:
         sized = sizing("learning.py", PRESETS[args.obs], args.set, args.minutes, args.samples)

@@ -4,8 +4,8 @@ Each record holds what a claim needs and where it came from: ``obs``, ``preset``
 (with its sampling steps), ``seed``, ``budget_s`` and its clock, ``steps`` and ``samples``
 (optimizer steps x batch), the best checkpoint on the test seeds (its score and success: the
 rollout that chose it, not the maximum of each over rollouts), ``selection_*`` (final_eval.json:
-best.pt on the selection seeds) and ``holdout_*`` (the latest look in holdout.json), each with
-its ``_se``, and the curve: [minutes, samples, score, success] per rollout.
+the run's final checkpoint, best.pt unless eval.final_checkpoint says latest, on the selection seeds)
+and ``holdout_*`` (the latest look in holdout.json), each with its ``_se`` and the checkpoint scored, and the curve: [minutes, samples, score, success] per rollout.
 
 The run folder is read through the store's face (its layout, log, JSON and YAML readers and
 the holdout ledger), as ``imf report`` reads it: no parsing of a run's files of its own.
@@ -109,12 +109,14 @@ def read_record(run_dir: Path) -> dict[str, Any]:
                    r.get("test_success_rate")] for r in scored],
     }
     if files.final_eval.is_file():
-        record.update(_scored(read_json_object(files.final_eval), "selection"))
+        final = read_json_object(files.final_eval)
+        record.update(_scored(final, "selection"), selection_checkpoint=final.get("checkpoint"))
     looks = read_looks(run_dir)
     latest = looks.latest  # the claim's look: snapshots' looks are a curve's points
     if latest is not None:
         near = sum(1 for score, won in zip(latest["per_seed"], latest["per_seed_success"]) if score >= NEAR and not won)
-        record.update(_scored(latest, "holdout"), holdout_looks=len(looks.looks), holdout_near_misses=near)
+        record.update(_scored(latest, "holdout"), holdout_looks=len(looks.looks), holdout_near_misses=near,
+                      holdout_checkpoint=latest.get("checkpoint"))
     return record
 
 

@@ -19,7 +19,7 @@ def loop(
     hosts: Path = typer.Option(None, "--hosts", help="Hosts YAML, as for imf sweep."),
     hours: float = typer.Option(None, "--hours", help="Start no round after this many hours since the loop began."),
     per_round: int = typer.Option(3, "--per-round", help="Proposals run per round (the top K of imf suggest)."),
-    final_eval: int = typer.Option(None, "--final-eval", help="Re-score each run's best.pt on N selection seeds (imf trial --final-eval)."),
+    final_eval: int = typer.Option(None, "--final-eval", help="Re-score each run's best.pt (or its eval.final_checkpoint) on N selection seeds (imf trial --final-eval)."),
     resume: Path = typer.Option(None, "--resume", help="Continue the loop in this folder: finish its open round, then go on."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the next round's proposals and commands; run nothing."),
 ) -> None:

@@ -29,7 +29,7 @@ def sweep(
     epochs: int = typer.Option(None, "--epochs", help="Epochs of every trial (training.num_epochs)."),
     seed: int = typer.Option(None, "--seed", help="Seed of every trial (default training.seed, 42)."),
     seeds: str = typer.Option(None, "--seeds", help="Run every grid point once per seed, e.g. 42,43,44 (each seed its own trial, id ...-s<seed>)."),
-    final_eval: int = typer.Option(None, "--final-eval", help=f"After training, re-score each trial's best.pt on N selection episodes (seeds {SELECTION.text}; {RECOMMENDED_EPISODES} recommended) into final_eval.json."),
+    final_eval: int = typer.Option(None, "--final-eval", help=f"After training, re-score each trial's best.pt (or its eval.final_checkpoint) on N selection episodes (seeds {SELECTION.text}; {RECOMMENDED_EPISODES} recommended) into final_eval.json."),
     retries: int = typer.Option(None, "--retries", help="Retries of a failed or stalled trial (default 1)."),
     stall_timeout: float = typer.Option(None, "--stall-timeout", help="Seconds without log or stdout growth before a trial is stalled (default 1800)."),
     poll: float = typer.Option(None, "--poll", help="Seconds between polls of the running trials (default 5)."),

@@ -42,8 +42,8 @@ def trial(
     store: list[str] = typer.Option(None, "--store", help="Result store to record in (repeatable); 'none' for none.",
                                    autocompletion=complete_store),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its latest.pt (a program's run: its program again, from the checkpoint it wrote)."),
-    final_eval: int = typer.Option(None, "--final-eval", help=f"After training, re-score best.pt on N selection episodes (seeds {SELECTION.text}; {RECOMMENDED_EPISODES} recommended) into final_eval.json (a program's trial: its config's eval command, once)."),
-    holdout: bool = typer.Option(False, "--holdout", help=f"With --final-eval N: also score best.pt on N holdout seeds ({HOLDOUT.text}; for claims), one look appended to holdout.json."),
+    final_eval: int = typer.Option(None, "--final-eval", help=f"After training, re-score best.pt (eval.final_checkpoint=latest: latest.pt) on N selection episodes (seeds {SELECTION.text}; {RECOMMENDED_EPISODES} recommended) into final_eval.json (a program's trial: its config's eval command, once)."),
+    holdout: bool = typer.Option(False, "--holdout", help=f"With --final-eval N: also score that checkpoint on N holdout seeds ({HOLDOUT.text}; for claims), one look appended to holdout.json."),
     hypothesis: str = typer.Option(None, "--hypothesis", help="The iteration log's hypothesis this trial tests (H3): kept in its records; imf log conclude cites it."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved config, its difference from the preset, the parameter count and the id; run nothing."),
     time_steps: int = typer.Option(None, "--time-steps", help="With --dry-run: time N training steps on random inputs of the trial's shapes, on this machine."),
@@ -202,8 +202,8 @@ def refuse_flags(flags: dict[str, object], why: str) -> None:
 
 
 def _final_eval(run_dir: Path, n: int, cfg: Config, holdout: bool) -> None:
-    """Re-score best.pt on selection seeds (and with ``holdout`` on the holdout seeds); a failure
-    here leaves the finished training standing."""
+    """Re-score the final checkpoint (eval.final_checkpoint) on selection seeds (and with ``holdout``
+    on the holdout seeds); a failure here leaves the finished training standing."""
     from imf.train import holdout_look, run_final_eval
 
     try:

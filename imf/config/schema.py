@@ -26,6 +26,7 @@ OBS_TYPES = ("image", "keypoints")
 MAX_TRAIN_CAP = 90
 LR_SCHEDULES = ("cosine", "constant")
 ACTION_FRAMES = ("world", "agent")
+FINAL_CHECKPOINTS = ("best", "latest")  # eval.final_checkpoint
 
 
 @dataclass
@@ -123,6 +124,9 @@ class EvalConfig:
     max_steps: int = 300
     legacy: bool = True
     n_workers: int = 0  # 0: one per core, at most 8
+    # the checkpoint --final-eval and --holdout score: best (the one the test rollouts chose) or
+    # latest (the weights at the end of training, the learning rate decayed)
+    final_checkpoint: str = "best"
 
 
 @dataclass
@@ -231,6 +235,9 @@ def _check_choices(cfg: Config) -> None:
     if not (t.num_workers == "auto" or t.num_workers.isdigit()):
         raise ConfigError(f"config key 'training.num_workers': got {t.num_workers!r}, allowed: auto "
                           f"or a number >= 0")
+    if cfg.eval.final_checkpoint not in FINAL_CHECKPOINTS:
+        raise ConfigError(f"config key 'eval.final_checkpoint': got {cfg.eval.final_checkpoint!r}, allowed: "
+                          f"{', '.join(FINAL_CHECKPOINTS)}")
     if t.budget_clock not in ("wall", "cpu"):
         raise ConfigError(f"config key 'training.budget_clock': got {t.budget_clock!r}, allowed: wall, cpu")
     if t.lr_schedule not in LR_SCHEDULES:

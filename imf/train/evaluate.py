@@ -1,7 +1,7 @@
 """Rollouts of a policy in the simulator, through the scorer's small policy interface.
 
 Also ``imf eval`` (a policy rebuilt from a checkpoint, scored on the test seeds), ``imf trial
---final-eval N`` (best.pt re-scored on N selection seeds that no rollout used, written to
+--final-eval N`` (best.pt, or latest.pt with eval.final_checkpoint=latest, re-scored on N selection seeds that no rollout used, written to
 final_eval.json: checkpoint, seeds, episodes, seed_start, mean, se, success_rate, success_se,
 per_seed, per_seed_success) and ``imf eval --holdout`` (one look at the holdout seeds,
 appended to holdout.json). The seed ranges: imf/config/eval_seeds.py.
@@ -26,6 +26,7 @@ from imf.pusht import ScoreResult, score_policy
 from imf.stats import pm, standard_error
 from imf.clock import now_iso
 from imf.store import FINAL_EVAL, HOLDOUT, append_look, read_looks, read_summary, run_dir_of
+from imf.store.layout import CHECKPOINTS, LATEST
 from imf.train import checkpoint as ckpt_io
 from imf.train.checkpoint import load_checkpoint
 from imf.train.parts import pick_device
@@ -205,21 +206,33 @@ def _scored_text(payload: dict[str, Any]) -> str:
             f"{pm(payload['success_rate'], payload['success_se'], 3, mark='+-')} over {payload['episodes']} episodes")
 
 
+def final_checkpoint_of(run_dir: Path, eval_cfg: EvalConfig) -> str | None:
+    """The checkpoint the run's final evaluation scores (``eval.final_checkpoint``), relative to the
+    run, if it exists: best (named by summary.json) or latest."""
+    if eval_cfg.final_checkpoint == "best":
+        return best_checkpoint_of(run_dir)
+    summary = read_summary(run_dir)
+    latest = (summary.checkpoints.latest if summary else None) or f"{CHECKPOINTS}/{LATEST}"
+    return latest if (run_dir / latest).is_file() else None
+
+
 def run_final_eval(run_dir: Path, n: int, eval_cfg: EvalConfig, device: str = "auto",
                    echo: Callable[[str], None] = print) -> dict[str, Any] | None:
-    """Score the run's best checkpoint on ``n`` selection seeds and write final_eval.json.
+    """Score the run's final checkpoint (``eval.final_checkpoint``: best or latest) on ``n``
+    selection seeds and write final_eval.json.
 
-    Returns what was written, or None (and says so) when the run has no best checkpoint.
+    Returns what was written, or None (and says so) when the run has no such checkpoint.
     """
     run_dir = Path(run_dir)
     seeds = final_eval_seeds(n, eval_cfg)
-    best = best_checkpoint_of(run_dir)
-    if best is None:
-        echo(f"final eval skipped: {run_dir} has no best checkpoint (no rollout was scored)")
+    chosen = final_checkpoint_of(run_dir, eval_cfg)
+    if chosen is None:
+        echo(f"final eval skipped: {run_dir} has no {eval_cfg.final_checkpoint} checkpoint"
+             + (" (no rollout was scored)" if eval_cfg.final_checkpoint == "best" else ""))
         return None
-    echo(f"final eval: {best} on {n} selection episodes, seeds {seeds[0]}..{seeds[-1]}")
-    scored = score_on_seeds(run_dir / best, seeds, device)
-    payload = {"checkpoint": Path(best).as_posix(), "seeds": SELECTION.name,
+    echo(f"final eval: {chosen} on {n} selection episodes, seeds {seeds[0]}..{seeds[-1]}")
+    scored = score_on_seeds(run_dir / chosen, seeds, device)
+    payload = {"checkpoint": Path(chosen).as_posix(), "seeds": SELECTION.name,
                **{k: v for k, v in scored.items() if k not in ("epoch", "trial")}}
     atomic_write_json(run_dir / FINAL_EVAL, payload)
     echo(f"final eval: {_scored_text(payload)}; wrote {run_dir / FINAL_EVAL}")
