@@ -91,7 +91,8 @@ def results_learning(data: Data, name: str, compare: bool = True) -> list[str]:
              "image_preset_h16": "the image preset's runs executing 8 of its 16 planned actions, before 14",
              "image_preset_2step": "the image preset's runs at a 10-step plan, before 16",
              "image_preset_vhead": "the image preset's runs at one sampling step, before two",
-             "keypoints_preset_h16": "the keypoint preset's runs at its current settings",
+             "keypoints_preset_latest": "the keypoint preset's runs at its current settings",
+             "keypoints_preset_h16": "the keypoint preset's runs scored at best.pt, before latest.pt",
              "keypoints_preset_2step": "the keypoint preset's runs at a 10-step plan, before 16",
              "keypoints_preset_lr4e3": "the keypoint preset's runs at learning rate 4e-3 and one sampling step, "
                                        "before two",
@@ -107,8 +108,10 @@ def results_learning(data: Data, name: str, compare: bool = True) -> list[str]:
         if "holdout_score" not in run:
             raise ClaimError(f"benchmarks/learning_results/{name}.json: run {run.get('id')} has no holdout look")
         best = f"{run['best_test_score']:.3f} with {pct(run['best_test_success'])} success at epoch {run['best_epoch']}"
+        scored = Path(run.get("holdout_checkpoint") or "best.pt").name
         lines.append(f"- {run['label']}: {run['steps']} steps ({run['samples'] / 1e6:.2f}M samples) in "
-                     f"{run['train_min']:.0f} CPU-minutes; best test rollout {best}; selection "
+                     f"{run['train_min']:.0f} CPU-minutes; best test rollout {best}; "
+                     + ("" if scored == "best.pt" else f"{scored} scored: ") + "selection "
                      f"{coverage_success(run, 'selection')}; holdout {coverage_success(run)}, "
                      f"{run['holdout_near_misses']} of {run['holdout_episodes']} holdout episodes near misses "
                      f"(score >= 0.90 without success).")
@@ -180,6 +183,8 @@ PASSAGES: dict[str, Callable[[Data], list[str]]] = {
     "results-learning-keypoints-preset-lr4e3": lambda d: results_learning(d, "keypoints_preset_lr4e3", compare=False),
     "results-learning-keypoints-preset-2step": lambda d: results_learning(d, "keypoints_preset_2step", compare=False),
     "results-learning-keypoints-preset-h16": lambda d: results_learning(d, "keypoints_preset_h16", compare=False),
+    "results-learning-keypoints-preset-latest": lambda d: results_learning(d, "keypoints_preset_latest",
+                                                                           compare=False),
     "results-learning-image-preset-vhead": lambda d: results_learning(d, "image_preset_vhead", compare=False),
     "results-learning-image-preset-2step": lambda d: results_learning(d, "image_preset_2step", compare=False),
     "results-learning-image-preset-h16": lambda d: results_learning(d, "image_preset_h16", compare=False),

@@ -14,11 +14,12 @@ from claims_base import KEYPOINTS_BEFORE_47, ClaimError, Data, coverage_success,
 from claims_compare import equal_compute  # noqa: E402
 
 # Each shipped CPU preset: the record of its own runs at its current settings (learning.py --name).
-SHIPPED = {"pusht_lowdim_cpu": "keypoints_preset_h16", "pusht_image_cpu": "image_preset_k14"}
+SHIPPED = {"pusht_lowdim_cpu": "keypoints_preset_latest", "pusht_image_cpu": "image_preset_k14"}
 # Per preset, newest first: the records of its runs at each earlier version, and how that
 # version differed from the one after it.
 EARLIER = {
-    "pusht_lowdim_cpu": (("keypoints_preset_2step", "a 10-step plan"),
+    "pusht_lowdim_cpu": (("keypoints_preset_h16", "best.pt scored, the checkpoint its test rollouts chose"),
+                         ("keypoints_preset_2step", "a 10-step plan"),
                          ("keypoints_preset_lr4e3", "one sampling step a plan"),
                          ("keypoints_preset64", "learning rate 2e-3"),
                          ("keypoints_preset", "128 x 2"),
@@ -50,6 +51,19 @@ def what(data: Data, name: str) -> str:
     return ", ".join(parts + ["the v-head tangent"] + ([f"plans sampled in {steps} steps"] if steps != 1 else []))
 
 
+def checkpoint_phrase(data: Data, record: str) -> str:
+    """Which checkpoint of each run a record's holdout numbers score: best.pt unless every imf run
+    looked at latest.pt (eval.final_checkpoint)."""
+    names = {Path(r.get("holdout_checkpoint") or "best.pt").name for r in data[record] if r.get("objective") == "imf"}
+    return ("its last checkpoint (latest.pt)" if names == {"latest.pt"} else
+            "its best checkpoint (chosen on the 50 test seeds)")
+
+
+def scored_checkpoints(data: Data) -> str:
+    """Per shipped preset, the checkpoint of each run its record scores."""
+    return "; ".join(f"`{name}`: {checkpoint_phrase(data, record)}" for name, record in SHIPPED.items())
+
+
 def shipped_lines(data: Data) -> list[str]:
     """Per shipped preset: its holdout at its settings, against its target, and at the settings before."""
     lines = []
@@ -70,8 +84,8 @@ def shipped_lines(data: Data) -> list[str]:
 def readme_presets(data: Data) -> list[str]:
     """The README's line per shipped preset: its holdout at its current settings, beside a reference."""
     ref = data["references"]["lerobot_diffusion_pusht"]
-    lines = ["What the shipped CPU presets reach (each run's best checkpoint, chosen on the test seeds, looked "
-             "at once on 200 holdout seeds; one torch thread, budget on the cpu clock; docs/learning.md):"]
+    lines = [f"What the shipped CPU presets reach (one checkpoint of each run, looked at once on 200 holdout "
+             f"seeds: {scored_checkpoints(data)}; one torch thread, budget on the cpu clock; docs/learning.md):"]
     for name, record in SHIPPED.items():
         runs = [data.run(record, "imf", seed) for seed in data.seeds(record)]
         per_seed = ", ".join(f"seed {r['seed']} {r['holdout_score']:.3f} coverage / {pct(r['holdout_success'])} "
@@ -164,11 +178,11 @@ def holdout_before_choices(data: Data, shipped: dict[str, str]) -> str:
         if not before:
             parts.append(f"{when} came before any holdout look at its imf runs")
             continue
-        best = sum(1 for e in before if e["checkpoint"] == "best.pt")
+        best = sum(1 for e in before if e["checkpoint"] in ("best.pt", "latest.pt"))
         runs = {e["run"] for e in before}
         mine = {holdout_ledger.run_key(r) for r in data[own] if r.get("objective") == "imf"} & runs
         parts.append(f"{when} was committed after {len(before)} holdout looks at {len(runs)} imf runs of it "
-                     f"({best} best checkpoints, {len(before) - best} curve snapshots"
+                     f"({best} final checkpoints, {len(before) - best} curve snapshots"
                      + (f"; its own {len(mine)} runs among them" if mine else "") + ")")
     return ("The presets' settings were chosen on the test and selection seeds, never by a holdout score, "
             "but not always before the holdout was seen (the holdout ledger, "
@@ -183,8 +197,9 @@ def readme_learning(data: Data) -> list[str]:
     most = max(r["samples"] for name in names for r in data[name] if r.get("objective") == "imf")
     episodes = {preset(data, data.run(n, "imf", data.seeds(n)[0])["preset"])["data"]["demo_episodes"] for n in names}
     return [
-        "Every number here is a run's best checkpoint (chosen on the 50 test seeds) scored on 200 "
-        "**holdout** seeds (900000.., imf/config/eval_seeds.py). "
+        "Every number here is one checkpoint of a run scored on 200 **holdout** seeds (900000.., "
+        "imf/config/eval_seeds.py): its best checkpoint (chosen on the 50 test seeds), but the shipped presets' "
+        f"own as each scores ({scored_checkpoints(data)}). "
         + holdout_before_choices(data, SHIPPED) + " "
         + anchors_line(data),
         "",
@@ -211,8 +226,8 @@ def results_presets_answer(data: Data) -> list[str]:
     """RESULTS' answer to "does imf learn PushT?": the shipped presets on the holdout, and how the
     image preset's budget was chosen."""
     return [
-        "Each shipped CPU preset's best checkpoint (chosen on the 50 test seeds), once on 200 holdout "
-        "seeds (900000..). " + anchors_line(data),
+        f"Each shipped CPU preset's runs, once on 200 holdout seeds (900000..), at the checkpoint it scores "
+        f"({scored_checkpoints(data)}). " + anchors_line(data),
         "",
         *shipped_lines(data),
         budget_line(data),
@@ -223,7 +238,7 @@ def presets_made_by(data: Data) -> list[str]:
     """How each shipped preset's record was made, and where its JSON, runs and curves are: the
     holdout ledger's command for the record (``holdout_ledger.BEST``), so the paragraph follows
     ``SHIPPED`` and cannot name a record the preset no longer ships."""
-    lines = ["How the records above were made (each run's best.pt looked at once on 200 holdout seeds):"]
+    lines = ["How the records above were made (each run's scored checkpoint looked at once on 200 holdout seeds):"]
     for name, record in SHIPPED.items():
         curves = f"docs/{curves_of(data, record)}"
         runs = [data.run(record, "imf", seed) for seed in data.seeds(record)]

@@ -6,10 +6,10 @@ every choice of a preset's settings with the looks that came before it
     python benchmarks/learning/holdout_ledger.py --write     # every record's holdout_looks, counted in the ledger
     python benchmarks/learning/holdout_ledger.py --check     # exit 1 where a record's holdout_looks disagrees
 
-A look is one checkpoint scored on holdout seeds: a run's best.pt (a record's ``holdout_*``
-fields in keypoints.json, image_preset.json, ...), one snapshot of a run's holdout curve
-(samples_to_threshold.json), a sweep's best trial (attention.json) or an anchor policy
-(anchors.json). One run may be published in several files (keypoints.json's imf runs are also
+A look is one checkpoint scored on holdout seeds: a run's final checkpoint, best.pt or latest.pt
+(a record's ``holdout_*`` fields and ``holdout_checkpoint`` in keypoints.json, image_preset.json,
+...), one snapshot of a run's holdout curve (samples_to_threshold.json), a sweep's best trial
+(attention.json) or an anchor policy (anchors.json). One run may be published in several files (keypoints.json's imf runs are also
 data_scaling.json's 500-demonstration runs): a look belongs to the run, keyed by its
 observations, objective, training seed and training samples, and counts once. A number that
 changed in a record's history is a second look. Its date is the first commit that published it:
@@ -55,6 +55,9 @@ BEST = {"keypoints": "python benchmarks/learning/learning.py --obs keypoints",
                                   "--runs imf:2:42,imf:2:43",
         "keypoints_preset_h16": "python benchmarks/learning/learning.py --obs keypoints --runs imf:2:42,imf:2:43 "
                                 "--set policy.horizon=16 --no-look, then --collect --name keypoints_preset_h16",
+        "keypoints_preset_latest": "python benchmarks/learning/learning.py --obs keypoints --runs imf:2:42,imf:2:43 "
+                                   "--no-look --name keypoints_direct16_shipped, then --collect --final-checkpoint "
+                                   "latest --name keypoints_preset_latest",
         "image_preset_vhead": "python benchmarks/learning/learning.py --obs image --name image_preset_vhead",
         "image_preset_2step": "python benchmarks/learning/learning.py --obs image --runs imf:2:42,imf:2:43 --no-look, "
                               "then --collect --name image_preset_2step",
@@ -146,9 +149,9 @@ def rebuild(root: Path) -> dict[str, Any]:
             for r in rows if isinstance(rows, list) else []:
                 if r.get("holdout_score") is None or "samples" not in r:
                     continue
-                key = run_key(r)
-                add((key, "best.pt", round(r["holdout_score"], 6)), {
-                    "run": key, "checkpoint": "best.pt", "episodes": r.get("holdout_episodes", 200),
+                key, checkpoint = run_key(r), Path(r.get("holdout_checkpoint") or "best.pt").name
+                add((key, checkpoint, round(r["holdout_score"], 6)), {
+                    "run": key, "checkpoint": checkpoint, "episodes": r.get("holdout_episodes", 200),
                     "coverage": r["holdout_score"], "success": r.get("holdout_success"), "command": command}, commit, date)
     for commit, date, data in _history(root, "samples_to_threshold.json"):
         for curve in data.get("curves", []):
