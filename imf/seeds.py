@@ -4,7 +4,7 @@ the same episodes:
 - test seeds, ``eval.test_start_seed`` + 0..n_test-1 (``TEST_START``.. by default): scored
   during training; they choose the best checkpoint of a run (and ``eval.train_start_seed``..,
   ``TRAIN_START``.., the optional train rollouts);
-- selection seeds, ``SELECTION``: best.pt re-scored (``--final-eval N``, into final_eval.json)
+- selection seeds, ``SELECTION``: the final checkpoint re-scored (``--final-eval N``, into final_eval.json)
   to choose between runs: the report's ranking, suggest, ``imf loop``'s conclusions, ensembles,
   ablation tables;
 - holdout seeds, ``HOLDOUT``: only for claims (``imf eval CKPT --holdout``,

@@ -1,4 +1,5 @@
-"""``imf trial --final-eval N``: best.pt re-scored on selection seeds into final_eval.json."""
+"""``imf trial --final-eval N``: the final checkpoint (best.pt, or latest.pt by eval.final_checkpoint) re-scored
+on selection seeds into final_eval.json."""
 from __future__ import annotations
 
 import json

@@ -33,7 +33,7 @@ class TrialRow:
     last_k: float | None = None  # mean of the last K rollouts
     last_k_se: float | None = None
     last_k_n: int = 0  # rollouts in that mean (fewer than K when the run had fewer)
-    selection: float | None = None  # best.pt re-scored on selection seeds (final_eval.json)
+    selection: float | None = None  # the final checkpoint re-scored on selection seeds (final_eval.json)
     selection_se: float | None = None
     selection_episodes: int | None = None
     selection_success: float | None = None  # success rate on the selection seeds

@@ -329,7 +329,8 @@ def _legend(report: Report) -> list[str]:
     return [f"- **max**: max {METRIC} over the evaluated epochs (the headline; optimistic: a maximum "
            "of noisy rollouts), ± the SE of that rollout from its per-episode scores",
            f"- **last-{report.last_k} mean**: mean of the last {report.last_k} rollouts",
-           f"- **selection**: best.pt re-scored on the selection seeds ({SELECTION.text}, final_eval.json), which no "
+           f"- **selection**: the run's final checkpoint (best.pt, or latest.pt where eval.final_checkpoint says so) "
+           f"re-scored on the selection seeds ({SELECTION.text}, final_eval.json), which no "
            "rollout during training saw; they choose between runs (the ranking by them, suggest, imf loop)",
            f"- **holdout**: the latest look at the holdout seeds ({HOLDOUT.text}, holdout.json), kept for claims; "
            "every look is counted, and the best of several runs on the holdout is a selection again",
