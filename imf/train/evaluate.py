@@ -25,8 +25,7 @@ from imf.policy import ActionEnsemble, ImfPolicy
 from imf.pusht import ScoreResult, score_policy
 from imf.stats import pm, standard_error
 from imf.clock import now_iso
-from imf.store import FINAL_EVAL, HOLDOUT, append_look, read_looks, read_summary, run_dir_of
-from imf.store.layout import CHECKPOINTS, LATEST
+from imf.store import CHECKPOINTS, FINAL_EVAL, HOLDOUT, LATEST, append_look, read_looks, read_summary, run_dir_of
 from imf.train import checkpoint as ckpt_io
 from imf.train.checkpoint import load_checkpoint
 from imf.train.parts import pick_device
