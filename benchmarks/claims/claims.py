@@ -87,7 +87,8 @@ def results_learning(data: Data, name: str, compare: bool = True) -> list[str]:
              "image_twostep": "the equal-compute image runs at two observation steps, before the preset's "
                               "ablations",
              "image_preset": "the image preset's runs (the boundary tangent)",
-             "image_preset_k14": "the image preset's runs at its current settings",
+             "image_preset_latest": "the image preset's runs at its current settings",
+             "image_preset_k14": "the image preset's runs scored at best.pt, before latest.pt",
              "image_preset_h16": "the image preset's runs executing 8 of its 16 planned actions, before 14",
              "image_preset_2step": "the image preset's runs at a 10-step plan, before 16",
              "image_preset_vhead": "the image preset's runs at one sampling step, before two",
@@ -189,6 +190,7 @@ PASSAGES: dict[str, Callable[[Data], list[str]]] = {
     "results-learning-image-preset-2step": lambda d: results_learning(d, "image_preset_2step", compare=False),
     "results-learning-image-preset-h16": lambda d: results_learning(d, "image_preset_h16", compare=False),
     "results-learning-image-preset-k14": lambda d: results_learning(d, "image_preset_k14", compare=False),
+    "results-learning-image-preset-latest": lambda d: results_learning(d, "image_preset_latest", compare=False),
     "results-learning-image": lambda d: [
         *results_learning(d, "image"), f"- What the comparison was equal in: {equal_in(d, 'image')}."],
     "results-image-step": step_costs,

@@ -14,7 +14,7 @@ from claims_base import KEYPOINTS_BEFORE_47, ClaimError, Data, coverage_success,
 from claims_compare import equal_compute  # noqa: E402
 
 # Each shipped CPU preset: the record of its own runs at its current settings (learning.py --name).
-SHIPPED = {"pusht_lowdim_cpu": "keypoints_preset_latest", "pusht_image_cpu": "image_preset_k14"}
+SHIPPED = {"pusht_lowdim_cpu": "keypoints_preset_latest", "pusht_image_cpu": "image_preset_latest"}
 # Per preset, newest first: the records of its runs at each earlier version, and how that
 # version differed from the one after it.
 EARLIER = {
@@ -24,7 +24,8 @@ EARLIER = {
                          ("keypoints_preset64", "learning rate 2e-3"),
                          ("keypoints_preset", "128 x 2"),
                          ("keypoints", f"128 x 2, {KEYPOINTS_BEFORE_47}")),
-    "pusht_image_cpu": (("image_preset_h16", "8 actions executed a plan"),
+    "pusht_image_cpu": (("image_preset_k14", "best.pt scored, the checkpoint its test rollouts chose"),
+                        ("image_preset_h16", "8 actions executed a plan"),
                         ("image_preset_2step", "a 10-step plan"),
                         ("image_preset_vhead", "one sampling step a plan"),
                         ("image_preset", "the boundary tangent")),

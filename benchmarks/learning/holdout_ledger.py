@@ -65,6 +65,9 @@ BEST = {"keypoints": "python benchmarks/learning/learning.py --obs keypoints",
                             "--set policy.horizon=16 --no-look, then --collect --name image_preset_h16",
         "image_preset_k14": "python benchmarks/learning/learning.py --obs image --runs imf:2:42,imf:2:43 --no-look, "
                             "then --collect --name image_preset_k14",
+        "image_preset_latest": "python benchmarks/learning/learning.py --obs image --runs imf:2:42,imf:2:43 --no-look "
+                               "--name image_direct_latest, then --collect --final-checkpoint latest --name "
+                               "image_preset_latest",
         "image": "python benchmarks/learning/learning.py --obs image --samples 2.34e6 (ddpm, flow); --with image_preset",
         "data_scaling": "python benchmarks/learning/data_scaling.py",
         "curricula": "python benchmarks/learning/curricula.py"}
