@@ -63,3 +63,9 @@ def test_final_checkpoint_without_collect_is_one_line(monkeypatch, tmp_path):
     with pytest.raises(SystemExit, match="--final-checkpoint re-scores runs already trained: give --collect DIR"):
         learning.main()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_final_checkpoint_of_a_run_without_a_final_eval_is_one_line(tmp_path):
+    (tmp_path / "summary.json").write_text("{}")
+    with pytest.raises(SystemExit, match="has no final_eval.json"):
+        learning.rescore_final(tmp_path, "latest")

@@ -13,7 +13,6 @@ on a shared machine hit all of them. The runs are copied into a scratch folder f
 from __future__ import annotations
 
 import argparse
-import math
 import shutil
 import statistics
 import sys

@@ -9,9 +9,10 @@ every choice of a preset's settings with the looks that came before it
 A look is one checkpoint scored on holdout seeds: a run's final checkpoint, best.pt or latest.pt
 (a record's ``holdout_*`` fields and ``holdout_checkpoint`` in keypoints.json, image_preset.json,
 ...), one snapshot of a run's holdout curve (samples_to_threshold.json), a sweep's best trial
-(attention.json) or an anchor policy (anchors.json). One run may be published in several files (keypoints.json's imf runs are also
-data_scaling.json's 500-demonstration runs): a look belongs to the run, keyed by its
-observations, objective, training seed and training samples, and counts once. A number that
+(attention.json) or an anchor policy (anchors.json). One run may be published in several files
+(keypoints.json's imf runs are also data_scaling.json's 500-demonstration runs): a look belongs
+to the run, keyed by its observations, objective, training seed and training samples, and counts
+once. A number that
 changed in a record's history is a second look. Its date is the first commit that published it:
 the run folders (each look's holdout.json, with its time and checkpoint) were not kept, so the
 checkpoint's sha256 is unknown (null) for every look made before this ledger.
@@ -292,8 +293,9 @@ def collisions(ledger: dict[str, Any], records: dict[str, list[dict[str, Any]]])
     by_key: dict[str, dict[tuple[str, ...], str]] = {}
     for name, rows in records.items():
         for r in rows:
-            if "seed" in r and "samples" in r and settings(r) is not None:
-                by_key.setdefault(run_key(r), {}).setdefault(settings(r), record_label(name, r))
+            trained = settings(r) if "seed" in r and "samples" in r else None
+            if trained is not None:
+                by_key.setdefault(run_key(r), {}).setdefault(trained, record_label(name, r))
     return [f"{key}: {looks(ledger, key)} looks, but the key names runs of different settings ("
             + "; ".join(f"{label}: {' '.join(s[1:]) or 'the preset'} on {s[0]}" for s, label in sorted(found.items()))
             + "); give the runs different samples or seeds, or key the ledger by setting"
@@ -303,14 +305,15 @@ def collisions(ledger: dict[str, Any], records: dict[str, list[dict[str, Any]]])
 def check(root: Path = ROOT) -> list[str]:
     """Where a record's holdout_looks is not the ledger's count, the ledger names a record that is
     not there, or one looked-at run key names runs of different settings; one line each."""
-    ledger, problems = load(root), collisions(load(root), _records(root))
+    ledger, records = load(root), _records(root)
+    problems = collisions(ledger, records)
     for name, record, key in _counted(root):
         want = looks(ledger, key)
         if record["holdout_looks"] != want:
             problems.append(f"{name}.json: {record.get('id') or record.get('name') or record.get('run')}: holdout_looks "
                             f"{record['holdout_looks']}, the ledger counts {want} ({key}); run "
                             f"`python benchmarks/learning/holdout_ledger.py --write`")
-    for name, rows in _records(root).items():
+    for name, rows in records.items():
         for r in rows:
             if r.get("holdout_score") is not None and not looks(ledger, run_key(r)):
                 problems.append(f"{name}.json: {r.get('id')}: a holdout score with no look in the ledger")

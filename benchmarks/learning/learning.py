@@ -96,6 +96,9 @@ def rescore_final(run_dir: Path, checkpoint: str) -> None:
     from imf.config import load_resolved
     from imf.train import run_final_eval
 
+    if not (run_dir / "final_eval.json").is_file():
+        sys.exit(f"learning.py: --final-checkpoint {checkpoint}: {run_dir} has no final_eval.json (train it with "
+                 f"--final-eval N) to score again")
     if Path(scored_checkpoint(run_dir)).stem == checkpoint:
         return
     episodes = json.loads((run_dir / "final_eval.json").read_text())["episodes"]
