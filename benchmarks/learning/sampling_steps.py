@@ -43,16 +43,17 @@ def trained_steps(config: dict) -> int:
     return int(objective.get("sample_steps", 1))
 
 
-def gaps_over_runs(rows: list[dict], n: int, field: str) -> tuple[float, float, list[float]]:
-    """Mean ± SE over runs of each run's paired gap at N, and the gaps themselves (``rows``: one
-    noise seed's)."""
-    gaps = [paired_gap(mine, n, field, KEY, TRAINED)[0] for mine in _by_run(rows).values()
-            if any(r[KEY] == n for r in mine)]
+def gaps_over_runs(rows: list[dict], n: float, field: str, key: str = KEY,
+                   trained: str = TRAINED) -> tuple[float, float, list[float]]:
+    """Mean ± SE over runs of each run's paired gap at ``key`` = n, and the gaps themselves
+    (``rows``: one noise seed's)."""
+    gaps = [paired_gap(mine, n, field, key, trained)[0] for mine in by_run_and_noise(rows).values()
+            if any(r[key] == n for r in mine)]
     mean, se = mean_se(gaps) if len(gaps) > 1 else (gaps[0], float("nan"))
     return mean, se, gaps
 
 
-def _by_run(rows: list[dict]) -> dict[str, list[dict]]:
+def by_run_and_noise(rows: list[dict]) -> dict[str, list[dict]]:
     """Rows by run and noise seed ("run" alone for the run's own noise): one paired reading each."""
     runs: dict[str, list[dict]] = {}
     for run, mine in by_run(rows).items():
@@ -64,31 +65,32 @@ def _by_run(rows: list[dict]) -> dict[str, list[dict]]:
 def table(rows: list[dict]) -> list[str]:
     lines = ["| run | sampling steps a plan | selection coverage | selection success | coverage vs trained "
              "steps (paired) | success vs trained steps (paired) | eval s |", "|---|---|---|---|---|---|---|"]
-    for run, mine in sorted(_by_run(rows).items()):
+    for run, mine in sorted(by_run_and_noise(rows).items()):
         for r in sorted(mine, key=lambda r: r[KEY]):
             lines.append(f"| {run} | {r[KEY]} (ran with {r[TRAINED]}) | {paired_cells(mine, r, KEY, TRAINED)} | "
                          f"{r['eval_s']:.0f} |")
     return lines
 
 
-def summary(rows: list[dict]) -> list[str]:
-    """Per noise seed and N, the runs' paired gaps and their mean ± SE over runs (training seeds)."""
+def summary(rows: list[dict], key: str = KEY, trained: str = TRAINED, unit: str = "{} steps") -> list[str]:
+    """Per noise seed and setting, the runs' paired gaps and their mean ± SE over runs (training
+    seeds). ``unit`` names a setting, e.g. "{} steps"."""
     lines = []
     for noise in sorted({r.get("noise_seed") for r in rows}, key=lambda s: -1 if s is None else s):
-        lines += _summary_at(noise, [r for r in rows if r.get("noise_seed") == noise])
+        lines += _summary_at(noise, [r for r in rows if r.get("noise_seed") == noise], key, trained, unit)
     return lines
 
 
-def _summary_at(noise: int | None, rows: list[dict]) -> list[str]:
-    runs, lines = _by_run(rows), []
+def _summary_at(noise: int | None, rows: list[dict], key: str, trained: str, unit: str) -> list[str]:
+    runs, lines = by_run_and_noise(rows), []
     drawn = "each run's own sampling noise" if noise is None else f"sampling noise seed {noise}"
-    for n in sorted({r[KEY] for r in rows} - {r[TRAINED] for r in rows}):
-        cov, cov_se, cov_gaps = gaps_over_runs(rows, n, "per_seed")
-        suc, suc_se, suc_gaps = gaps_over_runs(rows, n, "per_seed_success")
+    for n in sorted({r[key] for r in rows} - {r[trained] for r in rows}):
+        cov, cov_se, cov_gaps = gaps_over_runs(rows, n, "per_seed", key, trained)
+        suc, suc_se, suc_gaps = gaps_over_runs(rows, n, "per_seed_success", key, trained)
         if len(cov_gaps) < 2:  # one run has no spread over runs: its gap alone, no SE
-            lines.append(f"- {n} steps, {drawn}, one run: coverage {cov:+.3f}, success {100 * suc:+.1f} points.")
+            lines.append(f"- {unit.format(n)}, {drawn}, one run: coverage {cov:+.3f}, success {100 * suc:+.1f} points.")
             continue
-        lines.append(f"- {n} steps, {drawn}, over {len(cov_gaps)} of {len(runs)} runs: coverage {cov:+.3f} ± {cov_se:.3f} "
+        lines.append(f"- {unit.format(n)}, {drawn}, over {len(cov_gaps)} of {len(runs)} runs: coverage {cov:+.3f} ± {cov_se:.3f} "
                      f"({', '.join(f'{g:+.3f}' for g in cov_gaps)}), success {100 * suc:+.1f} ± {100 * suc_se:.1f} "
                      f"points ({', '.join(f'{100 * g:+.1f}' for g in suc_gaps)}).")
     return lines

@@ -68,12 +68,13 @@ def eval_(
     holdout: bool = typer.Option(False, "--holdout", help=f"Score on the holdout seeds ({HOLDOUT.text}; --n-test of them, default {RECOMMENDED_EPISODES}), for a claim; the look is appended to the run's holdout.json."),
     action_steps: int = typer.Option(None, "--action-steps", help="Execute the first K predicted actions before planning again (1..horizon - n_obs_steps + 1 of the checkpoint; default its policy.n_action_steps)."),
     sample_steps: int = typer.Option(None, "--sample-steps", help="Sample each plan in N steps instead of the objective's own setting (objective.sample_steps; ddpm: its options.steps): the same weights."),
+    noise_scale: float = typer.Option(None, "--noise-scale", help="Start each plan from this standard deviation of noise instead of the objective's (objective.noise_scale; flow-type objectives): the same weights."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Score a checkpoint on the test seeds (or, with --holdout, the holdout seeds): score, success rate, per-seed scores."""
     eval_command(checkpoint, best=best, n_test=n_test, start_seed=start_seed, device=device,
                  workers=workers, as_json=as_json, noise_seed=noise_seed, holdout=holdout,
-                 action_steps=action_steps, sample_steps=sample_steps)
+                 action_steps=action_steps, sample_steps=sample_steps, noise_scale=noise_scale)
 
 
 def trial_command(args: list[str], **kwargs) -> None:
@@ -253,7 +254,8 @@ def _resumed_run(out: Path, trial_id: str | None, note: str, init_from: Path | N
 def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | None,
                  start_seed: int | None, device: str, workers: int | None, as_json: bool,
                  noise_seed: int | None = None, holdout: bool = False,
-                 action_steps: int | None = None, sample_steps: int | None = None) -> None:
+                 action_steps: int | None = None, sample_steps: int | None = None,
+                 noise_scale: float | None = None) -> None:
     from imf.train import best_checkpoint, check_options, evaluate_checkpoint, holdout_look, pick_device
 
     if (checkpoint is None) == (best is None):
@@ -261,18 +263,18 @@ def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | No
     if _program_eval(checkpoint if checkpoint is not None else best_checkpoint(best), as_json,
                      {"--n-test": n_test, "--start-seed": start_seed, "--workers": workers, "--noise-seed": noise_seed,
                       "--holdout": holdout, "--action-steps": action_steps, "--sample-steps": sample_steps,
-                      "--device": device != "auto"}):
+                      "--noise-scale": noise_scale, "--device": device != "auto"}):
         return
     episodes = RECOMMENDED_EPISODES if n_test is None else n_test
     if holdout:
         refuse_flags({"--start-seed": start_seed is not None, "--workers": workers is not None,
                       "--noise-seed": noise_seed is not None, "--action-steps": action_steps is not None,
-                      "--sample-steps": sample_steps is not None},
+                      "--sample-steps": sample_steps is not None, "--noise-scale": noise_scale is not None},
                      "--holdout scores on the holdout seeds with the checkpoint's own settings")
         check_episodes(episodes, "--holdout --n-test", HOLDOUT)
         pick_device(device, source="--device")  # a bad device fails before a look is begun
     else:
-        check_options(n_test, start_seed, workers, action_steps, sample_steps)  # the numbers first, then the file
+        check_options(n_test, start_seed, workers, action_steps, sample_steps, noise_scale)  # the numbers first, then the file
     path = checkpoint if checkpoint is not None else best_checkpoint(best)
     if holdout:
         look = holdout_look(path, episodes, device=device, echo=(lambda _: None) if as_json else typer.echo)
@@ -281,7 +283,7 @@ def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | No
         return
     result = evaluate_checkpoint(path, n_test=n_test, start_seed=start_seed, device=device,
                                  n_workers=workers, noise_seed=noise_seed, action_steps=action_steps,
-                                 sample_steps=sample_steps)
+                                 sample_steps=sample_steps, noise_scale=noise_scale)
     if as_json:
         typer.echo(json.dumps(result, indent=2))
         return
@@ -290,7 +292,8 @@ def eval_command(checkpoint: Path | None, *, best: Path | None, n_test: int | No
     typer.echo(f"test_mean_score {result['test_mean_score']:.4f}  success rate "
                f"{result['test_success_rate']:.2f}  over {result['n_test']} seeds from {result['start_seed']}, "
                f"{result['action_steps']} actions executed a plan"
-               + (f", {sample_steps} sampling steps a plan" if sample_steps is not None else ""))
+               + (f", {sample_steps} sampling steps a plan" if sample_steps is not None else "")
+               + (f", starting noise x {noise_scale:g}" if noise_scale is not None else ""))
     scores = "  ".join(f"{s}:{v:.3f}" for s, v in result["per_seed"].items())
     typer.echo(f"per seed: {scores}")
 

@@ -61,7 +61,7 @@ RANGES: dict[str, Range] = {
     "policy.action_dim": AT_LEAST_1, "policy.encoder_width": AT_LEAST_1,
     "policy.image_feature_dim": AT_LEAST_1, "policy.num_keypoints": AT_LEAST_1,
     "policy.crop_shape": AT_LEAST_1, "policy.encoder_resolution": Range(8, unit="pixels"),
-    "policy.time_scale": POSITIVE,
+    "policy.time_scale": POSITIVE, "objective.noise_scale": POSITIVE,
     # objective
     "objective.sample_steps": AT_LEAST_1,
     # data

@@ -190,15 +190,16 @@ def at_least_fp32(x: torch.Tensor) -> torch.Tensor:
 
 
 def euler_sampler(model, cond: torch.Tensor, n_steps: int, generator: torch.Generator | None,
-                  average: bool = True) -> torch.Tensor:
+                  average: bool = True, noise_scale: float = 1.0) -> torch.Tensor:
     """z_r = z_t - (t - r) model(z_t, t, h) on a uniform grid from 1 to 0, starting from noise.
 
     ``average``: the model is an average velocity u(z_t, r, t), h = t - r (1 step:
     x = e - u(e, 0, 1)); otherwise an instantaneous velocity, h = 0 (Euler integration).
+    ``noise_scale``: the starting noise's standard deviation (objective.noise_scale).
     The state stays in float32 under autocast (see ``state_dtype``).
     """
     b, dtype = cond.shape[0], state_dtype(cond)
-    z = randn((b, model.horizon, model.action_dim), cond, generator, dtype)  # (B, H, A)
+    z = noise_scale * randn((b, model.horizon, model.action_dim), cond, generator, dtype)  # (B, H, A)
     grid = torch.linspace(1.0, 0.0, n_steps + 1, device=cond.device, dtype=dtype)
     zero = torch.zeros(b, device=cond.device, dtype=dtype)
     for i in range(n_steps):

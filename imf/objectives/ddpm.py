@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from imf.errors import OptionError
+from imf.errors import ConfigError, OptionError
 from imf.objectives.base import ObjectiveBase, check_steps, expand, randn, state_dtype
 
 
@@ -51,6 +51,9 @@ class DdpmObjective(ObjectiveBase):
 
     def __init__(self, cfg, options: DdpmOptions | None = None) -> None:
         super().__init__(cfg, options)
+        if cfg.noise_scale != 1.0:  # its ancestral steps add unit noise of their own at every step
+            raise ConfigError(f"config key 'objective.noise_scale': got {cfg.noise_scale!r}, but ddpm "
+                              f"samples from unit noise only (1); the flow-type objectives take other scales")
         self.n_train = self.opts.steps
         self.alpha_bar = torch.cumprod(1 - make_betas(self.opts.beta_schedule, self.n_train), 0)
         self._abar_on: dict[tuple, torch.Tensor] = {}  # alpha_bar per (device, dtype), made once

@@ -28,4 +28,4 @@ class FlowObjective(ObjectiveBase):
     def sample(self, model, cond: torch.Tensor, n_steps: int | None = None,
                generator: torch.Generator | None = None) -> torch.Tensor:
         return euler_sampler(model, cond, check_steps(n_steps, self.cfg.sample_steps), generator,
-                             average=False)
+                             average=False, noise_scale=self.cfg.noise_scale)

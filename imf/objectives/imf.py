@@ -115,7 +115,8 @@ class ImfObjective(ObjectiveBase):
 
     def sample(self, model, cond: torch.Tensor, n_steps: int | None = None,
                generator: torch.Generator | None = None) -> torch.Tensor:
-        return euler_sampler(model, cond, check_steps(n_steps, self.cfg.sample_steps), generator)
+        return euler_sampler(model, cond, check_steps(n_steps, self.cfg.sample_steps), generator,
+                             noise_scale=self.cfg.noise_scale)
 
 
 class _Parts:

@@ -8,6 +8,7 @@ appended to holdout.json). The seed ranges: imf/config/eval_seeds.py.
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -117,7 +118,8 @@ def best_checkpoint(folder: Path) -> Path:
 
 
 def check_options(n_test: int | None, start_seed: int | None, n_workers: int | None,
-                  action_steps: int | None = None, sample_steps: int | None = None) -> None:
+                  action_steps: int | None = None, sample_steps: int | None = None,
+                  noise_scale: float | None = None) -> None:
     """``imf eval``'s numbers, checked before a checkpoint loads; ConfigError names the flag."""
     if n_test is not None and n_test < 1:
         raise ConfigError(f"--n-test {n_test}: the number of test episodes must be at least 1")
@@ -130,6 +132,19 @@ def check_options(n_test: int | None, start_seed: int | None, n_workers: int | N
         raise ConfigError(f"--action-steps {action_steps}: execute at least 1 action of each plan")
     if sample_steps is not None and sample_steps < 1:
         raise ConfigError(f"--sample-steps {sample_steps}: sample each plan in at least 1 step")
+    if noise_scale is not None and not (noise_scale > 0 and math.isfinite(noise_scale)):
+        raise ConfigError(f"--noise-scale {noise_scale}: the starting noise's standard deviation must be a "
+                          f"positive number (1: the noise the objective trained from)")
+
+
+def starting_noise(state: dict[str, Any], noise_scale: float | None) -> dict[str, Any]:
+    """``state`` whose config (and each ensemble member's) samples from ``noise_scale`` times unit noise
+    (objective.noise_scale); the same weights. The checkpoint on disk is not touched."""
+    if noise_scale is None:
+        return state
+    config = {**state["config"], "objective": {**state["config"].get("objective", {}), "noise_scale": noise_scale}}
+    members = [starting_noise(m, noise_scale) for m in state.get("members", [])]
+    return {**state, "config": config, **({"members": members} if members else {})}
 
 
 def executing(cfg: Config, action_steps: int | None) -> Config:
@@ -156,11 +171,12 @@ def _returning(policy: ImfPolicy | ActionEnsemble, n_action_steps: int) -> None:
 def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int | None = None,
                         device: str = "auto", n_workers: int | None = None,
                         noise_seed: int | None = None, action_steps: int | None = None,
-                        sample_steps: int | None = None) -> dict[str, Any]:
-    """``sample_steps``: sampling steps a plan instead of the objective's own (same weights)."""
-    check_options(n_test, start_seed, n_workers, action_steps, sample_steps)
+                        sample_steps: int | None = None, noise_scale: float | None = None) -> dict[str, Any]:
+    """``sample_steps``: sampling steps a plan instead of the objective's own; ``noise_scale``: the
+    starting noise's standard deviation instead of objective.noise_scale (the same weights)."""
+    check_options(n_test, start_seed, n_workers, action_steps, sample_steps, noise_scale)
     dev = pick_device(device, source="--device")
-    state = load_checkpoint(path)
+    state = starting_noise(load_checkpoint(path), noise_scale)
     policy, cfg = policy_from_checkpoint(state, dev)
     ev = cfg.eval
     ev = replace(ev, n_test=n_test if n_test is not None else ev.n_test,
@@ -177,6 +193,7 @@ def evaluate_checkpoint(path: Path, n_test: int | None = None, start_seed: int |
             "test_mean_score": result.mean_score, "test_success_rate": result.success_rate,
             "n_test": len(seeds), "start_seed": ev.test_start_seed, "noise_seed": noise,
             "action_steps": cfg.policy.n_action_steps, "sample_steps": sample_steps,
+            "noise_scale": cfg.objective.noise_scale,
             "per_seed": {str(s): v for s, v in sorted(result.per_seed.items())},
             "per_seed_success": {str(s): v for s, v in sorted(result.per_seed_success.items())},
             "logged_test_mean_score": (state.get("scores") or {}).get("test_mean_score")}
