@@ -25,9 +25,11 @@ def _run_dir(tmp_path: Path, name: str = "img30-ref") -> Path:
     return run
 
 
-def _fake_score(checkpoint, k, episodes):
-    # coverage rises by 0.1 a seed for every action fewer than 4; success only at k = 1 on seed 0
-    cover = {str(500000 + i): 0.5 + 0.1 * (4 - k) + 0.01 * i for i in range(episodes)}
+def _fake_score(checkpoint, k, episodes, sample_steps=None):
+    # coverage rises by 0.1 a seed for every action fewer than 4; success only at k = 1 on seed 0;
+    # latest.pt scores 0.05 above best.pt at every k
+    cover = {str(500000 + i): 0.5 + 0.1 * (4 - k) + 0.01 * i + 0.05 * (checkpoint.name == "latest.pt")
+             for i in range(episodes)}
     success = {str(500000 + i): float(k == 1 and i == 0) for i in range(episodes)}
     return {"action_steps": k, "per_seed": cover, "per_seed_success": success, "eval_s": 1.0}
 
@@ -165,3 +167,27 @@ def test_two_runs_of_one_seed_and_one_sample_count_are_two_runs(tmp_path, result
     rows = json.loads((results / "action_horizon_image.json").read_text())
     assert [r["run"] for r in rows] == ["kpS-h16b"] * 2 + ["kpS-h16-full"] * 2
     assert sorted(action_horizon.by_run(rows)) == ["kpS-h16-full", "kpS-h16b"]
+
+
+def test_latest_pt_at_other_sampling_steps_is_a_reading_of_its_own(tmp_path, results):
+    run = _run_dir(tmp_path, "a")
+    (run / "checkpoints" / "latest.pt").write_bytes(b"")
+    assert action_horizon.main([str(run), "--steps", "2", "--episodes", "3"]) == 0
+    assert action_horizon.main([str(run), "--steps", "2", "--episodes", "3", "--checkpoint", "latest",
+                                "--sample-steps", "2"]) == 0
+    rows = json.loads((results / "action_horizon_image.json").read_text())
+    assert [(r["action_steps"], r.get("checkpoint_name"), r.get("sample_steps")) for r in rows] == [
+        (4, None, None), (2, None, None), (4, "latest.pt", 2), (2, "latest.pt", 2)]  # the best.pt rows stay
+    readings = action_horizon.by_reading(rows)
+    assert sorted(readings) == ["a", "a, latest.pt, 2 sampling steps"]
+    for mine in readings.values():  # each reading pairs with its own rows: +0.2 at 2 against 4 in both
+        assert action_horizon.paired_gap(mine, 2, "per_seed")[0] == pytest.approx(0.2)
+    assert any(line.startswith("| a, latest.pt, 2 sampling steps | 2 (ran with 4)") for line in action_horizon.table(rows))
+
+
+def test_a_run_without_latest_pt_or_with_zero_sampling_steps_is_one_line(tmp_path, results):
+    run = _run_dir(tmp_path, "a")
+    with pytest.raises(SystemExit, match="has no checkpoints/latest.pt"):
+        action_horizon.main([str(run), "--checkpoint", "latest"])
+    with pytest.raises(SystemExit, match="--sample-steps 0: sample each plan in at least 1 step"):
+        action_horizon.main([str(run), "--sample-steps", "0"])

@@ -1,6 +1,7 @@
 """The action horizon without retraining: one best.pt replanning every K steps, on the selection seeds.
 
-    python benchmarks/learning/action_horizon.py RUN_DIR [--steps 1,2,4,10] [--episodes 200] [--no-write]
+    python benchmarks/learning/action_horizon.py RUN_DIR [--steps 1,2,4,10] [--episodes 200]
+        [--checkpoint best|latest] [--sample-steps N] [--no-write]
 
 The policy predicts horizon - n_obs_steps + 1 actions from the current step on (10 in
 `pusht_image_cpu`), and the simulator executes the first `policy.n_action_steps` of them (8) before
@@ -8,7 +9,10 @@ it plans again. `imf eval --action-steps K` executes the first K instead (by def
 every predicted one): the same weights, so a difference between two K is the receding horizon's alone, not a
 second training run's noise. Each K scores RUN_DIR's best.pt on --episodes selection seeds
 (500000..; the same seeds and sampling noise for every K), so the rows are paired: a K's gap to the
-trained horizon is the mean of its per-seed differences ± their SE. The holdout is never looked
+trained horizon is the mean of its per-seed differences ± their SE. --checkpoint latest scores the
+weights at the end of training instead of best.pt (what a preset with eval.final_checkpoint latest
+scores); --sample-steps N samples every plan in N steps (a run trained at another number, scored
+as its preset samples); each is a reading of its own. The holdout is never looked
 at: a horizon chosen here is claimed by benchmarks/learning/learning.py afterwards. Writes
 benchmarks/learning_results/action_horizon_<obs>.json (the rows already there for other runs, and for
 other K of this run, stay)
@@ -40,9 +44,10 @@ RESULTS_DIR = ROOT / "benchmarks" / "learning_results"
 HOLDOUT_FIELDS = ("holdout_score", "holdout_score_se", "holdout_success", "holdout_success_se")
 
 
-def score(checkpoint: Path, k: int, episodes: int) -> dict:
+def score(checkpoint: Path, k: int, episodes: int, sample_steps: int | None = None) -> dict:
     """``imf eval`` of ``checkpoint`` executing ``k`` actions a plan, on the selection seeds."""
-    return rescore(checkpoint, "--action-steps", k, episodes)
+    return rescore(checkpoint, "--action-steps", k, episodes,
+                   None if sample_steps is None else ["--sample-steps", str(sample_steps)])
 
 
 def rescore(checkpoint: Path, flag: str, value: int, episodes: int, extra: list[str] | None = None) -> dict:
@@ -149,10 +154,29 @@ def paired_cells(mine: list[dict], r: dict, key: str = "action_steps", trained: 
             f"{100 * gap[1][0]:+.1f} ± {100 * gap[1][1]:.1f} pts")
 
 
+def reading_of(r: dict) -> tuple[str, int | None]:
+    """Which reading of its run a row is: the checkpoint scored and the sampling steps (None: the
+    run's own); rows of one reading pair with each other, not with another reading's."""
+    return r.get("checkpoint_name", "best.pt"), r.get("sample_steps")
+
+
+def by_reading(rows: list[dict]) -> dict[str, list[dict]]:
+    """by_run, each run's rows split by reading_of, a reading other than best.pt at the run's own
+    sampling steps named after the run."""
+    out: dict[str, list[dict]] = {}
+    for run, group in by_run(rows).items():
+        for r in group:
+            checkpoint, steps = reading_of(r)
+            label = run + ("" if checkpoint == "best.pt" else f", {checkpoint}") + \
+                ("" if steps is None else f", {steps} sampling steps")
+            out.setdefault(label, []).append(r)
+    return out
+
+
 def table(rows: list[dict]) -> list[str]:
     lines = ["| run | executed actions a plan | selection coverage | selection success | coverage vs trained "
              "horizon (paired) | success vs trained horizon (paired) | eval s |", "|---|---|---|---|---|---|---|"]
-    for run, group in sorted(by_run(rows).items()):
+    for run, group in sorted(by_reading(rows).items()):
         mine = sorted(group, key=lambda r: -r["action_steps"])
         for r in mine:
             lines.append(f"| {run} | {r['action_steps']} (ran with {r['planned']}) | {paired_cells(mine, r)} | "
@@ -165,11 +189,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--steps", default=None, help="comma-separated K (default: 1, 2, 4, ... up to the trained horizon)")
     ap.add_argument("--episodes", type=int, default=200)
+    ap.add_argument("--checkpoint", choices=("best", "latest"), default="best")
+    ap.add_argument("--sample-steps", type=int, default=None, help="sampling steps a plan (default: the run's own)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
-    best = args.run_dir / "checkpoints" / "best.pt"
+    name = f"{args.checkpoint}.pt"
+    best = args.run_dir / "checkpoints" / name
     if not best.is_file():
-        sys.exit(f"action_horizon.py: {args.run_dir} has no checkpoints/best.pt (a finished imf trial is needed)")
+        sys.exit(f"action_horizon.py: {args.run_dir} has no checkpoints/{name} (a finished imf trial is needed)")
+    if args.sample_steps is not None and args.sample_steps < 1:
+        sys.exit(f"action_horizon.py: --sample-steps {args.sample_steps}: sample each plan in at least 1 step")
     config = yaml.safe_load((args.run_dir / "config.yaml").read_text())
     policy = config["policy"]
     planned = policy["n_action_steps"]
@@ -187,8 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     steps = [planned] + sorted(set(steps) - {planned}, reverse=True)
     named = run_named(args.run_dir, config)
     rows, looks = [], holdout_looks(named)
+    reading = {} if name == "best.pt" and args.sample_steps is None else \
+        {"checkpoint_name": name, "sample_steps": args.sample_steps}
     for k in steps:
-        rows.append(row(args.run_dir, config, score(best, k, args.episodes), named, looks))
+        rows.append({**row(args.run_dir, config, score(best, k, args.episodes, args.sample_steps), named, looks),
+                     **reading})
         print(f"{args.run_dir.name}: {k} actions a plan (ran with {planned}): coverage {rows[-1]['selection_score']:.3f}, "
               f"success {rows[-1]['selection_success']:.3f} ({rows[-1]['eval_s']:.0f} s)", flush=True)
     lines = table(rows)
@@ -196,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_write:
         return 0
     path = RESULTS_DIR / f"action_horizon_{rows[0]['obs']}.json"
-    kept = write_rows(path, rows, lambda r: (run_identity(r), r["action_steps"]))  # other Ks of the run stay
+    kept = write_rows(path, rows, lambda r: (run_identity(r), reading_of(r), r["action_steps"]))  # other Ks stay
     write_section(*section(rows[0]["obs"], args.episodes, path.name, kept))
     return 0
 
@@ -206,7 +238,8 @@ def section(obs: str, episodes: int, json_name: str, rows: list[dict]) -> tuple[
     title = f"## Action horizon, {obs} (benchmarks/learning/action_horizon.py)"
     return title, [
         title, "",
-        f"`python benchmarks/learning/action_horizon.py RUN_DIR`: one best.pt, `imf eval --action-steps K` on "
+        f"`python benchmarks/learning/action_horizon.py RUN_DIR`: one best.pt (or, where the run column says so, "
+        f"latest.pt and the sampling steps a plan), `imf eval --action-steps K` on "
         f"{episodes} selection seeds from {SELECTION.start} (the same seeds and noise for every K, so the gaps "
         f"are paired: mean of the per-seed differences ± their SE), 1 simulator worker, nice'd. These "
         f"numbers choose a horizon; they are not claims. JSON: benchmarks/learning_results/{json_name}.", "",
