@@ -27,10 +27,9 @@ from action_horizon import RESULTS_DIR, run_named
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
 from results_file import write_section  # noqa: E402
 
-from imf.pusht.expert import run_expert_episode  # noqa: E402
+from imf.pusht import run_expert_episode  # noqa: E402
 from imf.seeds import SELECTION  # noqa: E402
-from imf.train.checkpoint import load_checkpoint  # noqa: E402
-from imf.train.evaluate import policy_from_checkpoint, score  # noqa: E402
+from imf.train import load_checkpoint, policy_from_checkpoint, score  # noqa: E402
 
 LOST = 0.8  # a score below this is far from the goal, not a near miss
 
