@@ -88,6 +88,8 @@ def test_each_numeric_field_refuses_values_outside_its_range(key):
     ("data.demo_episodes=-2", "config key 'data.demo_episodes': must be >= 1, got -2"),
     ("data.expert_noise=-0.5", "config key 'data.expert_noise': must be >= 0 world units, got -0.5"),
     ("data.expert_finish=0", "config key 'data.expert_finish': must be in (0, 1] or null, got 0.0"),
+    ("data.expert_pace=0", "config key 'data.expert_pace': must be in (0, 4], got 0.0"),
+    ("data.expert_pace=5", "config key 'data.expert_pace': must be in (0, 4], got 5.0"),
     ("data.val_ratio=1", "config key 'data.val_ratio': must be in [0, 1), got 1.0"),
     ("training.time_budget_s=0", "config key 'training.time_budget_s': must be > 0 or null, got 0.0"),
     ("training.betas=[0.9,1.5]", "config key 'training.betas': each item must be in [0, 1), got [0.9, 1.5]"),
@@ -245,8 +247,9 @@ def test_a_plugins_float_option_is_never_nan_or_inf(override, key):
 
 
 def test_a_demo_recipe_beside_a_data_set_is_refused():
-    """data.expert_noise and data.expert_finish shape the scripted demos: with data.path there are none."""
-    for key, value in (("data.expert_noise", "5"), ("data.expert_finish", "0.98")):
+    """data.expert_noise, data.expert_finish and data.expert_pace shape the scripted demos: with
+    data.path there are none."""
+    for key, value in (("data.expert_noise", "5"), ("data.expert_finish", "0.98"), ("data.expert_pace", "2")):
         with pytest.raises(ConfigError) as info:
             load_config("smoke", ["data.path=/data/pusht.zarr", f"{key}={value}"])
         assert str(info.value).startswith(f"config key '{key}': it shapes the scripted demonstrations, and "

@@ -71,3 +71,11 @@ def test_demo_with_a_recipe_records_the_recipes_episodes(tmp_path):
     assert expected.success and buf.n_episodes == 1 and buf.episode_lengths[0] == expected.steps
     _one_error_line(run_imf("data", "demo", "--episodes", "1", "--out", str(tmp_path / "x.zarr"), "--noise", "-1"),
                     "--noise")
+    fast_out = tmp_path / "fast.zarr"
+    fast = run_imf("data", "demo", "--episodes", "1", "--out", str(fast_out), "--pace", "2",
+                   env={"IMF_CACHE": str(tmp_path / "cache")})
+    assert fast.returncode == 0, fast.stderr
+    expected = run_expert_episode(DEMO_SEED_BASE, record=True, recipe=DemoRecipe(pace=2.0))
+    assert ReplayBuffer.open(fast_out).episode_lengths[0] == expected.steps
+    _one_error_line(run_imf("data", "demo", "--episodes", "1", "--out", str(tmp_path / "y.zarr"), "--pace", "0"),
+                    "demo pace 0.0")

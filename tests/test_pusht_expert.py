@@ -17,6 +17,24 @@ def test_expert_solves_an_episode_with_mouse_like_targets():
     assert np.abs(np.diff(actions, axis=0)).max() <= planner.MAX_TARGET_STEP + 1e-3
 
 
+def test_a_faster_expert_runs_the_same_kind_of_plan_in_fewer_steps():
+    """Pace 2 doubles the push speed and the travelling step: the episode still succeeds, in fewer
+    control steps, with targets at most twice as far apart; pace 1 is the expert's own."""
+    seed = 100000
+    own = run_expert_episode(seed, record=True)
+    assert np.array_equal(run_expert_episode(seed, planner.ScriptedExpert(pace=1.0), record=True).arrays["action"],
+                          own.arrays["action"])
+    fast = run_expert_episode(seed, record=True, recipe=expert_module.DemoRecipe(pace=2.0))
+    assert fast.success and fast.max_coverage > 0.95 and fast.steps < own.steps
+    jumps = np.abs(np.diff(fast.arrays["action"], axis=0)).max()
+    assert planner.MAX_TARGET_STEP + 1e-3 < jumps <= 2 * planner.MAX_TARGET_STEP + 1e-3
+    assert expert_module.DemoRecipe(pace=2.0).tag == "_pace2" and "2x the expert's speeds" in \
+        expert_module.DemoRecipe(pace=2.0).describe()
+    for bad in (0.0, -1.0, 4.5, True):
+        with pytest.raises(DataError, match=r"demo pace .*\(0, 4\].*data.expert_pace"):
+            expert_module.DemoRecipe(pace=bad)
+
+
 def test_route_keeps_clear_of_the_block():
     pose = (256.0, 256.0, 0.3)
     targets = planner.route((256.0, 120.0), (256.0, 420.0), (0.0, -1.0), pose)

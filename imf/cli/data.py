@@ -21,13 +21,15 @@ def data_demo(
                                 "executed expert target; the recorded action stays the expert's (0: none)."),
     finish: float = typer.Option(None, "--finish", min=0.0, max=1.0, help="A coverage the expert pushes on to "
                                  "after success (at most 40 more steps; default: it stops at success)."),
+    pace: float = typer.Option(1.0, "--pace", min=0.0, max=4.0, help="A factor on the expert's push speed and "
+                               "target step: the same plans in fewer control steps (default 1: its own)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing store at --out."),
 ) -> None:
     """Record scripted-expert PushT demonstrations in the reference replay-buffer layout; the
     first episodes of a cached set of the same seed ($IMF_CACHE or ~/.cache/imf) are the same
     data, so they are copied when one is there. With --noise the expert's executed targets are
     perturbed and its own targets recorded: states off its path, labelled with where it steers;
-    with --finish it pushes on after success."""
+    with --finish it pushes on after success; with --pace it moves faster (or slower)."""
     from rich.progress import Progress
     from imf.errors import DataError
     from imf.data import prepare_output
@@ -35,7 +37,7 @@ def data_demo(
     if out.exists() and not force:
         raise DataError(f"--out {out} exists; pass --force to replace it")
     prepare_output(out)  # a bad --out fails before the progress bar
-    recipe = DemoRecipe(noise, finish)
+    recipe = DemoRecipe(noise, finish, pace)
     source = copy_from_cache(out, episodes, seed, recipe=recipe)
     if source is not None:
         typer.echo(f"wrote {episodes} episodes to {out}: the first {episodes} of the cached {source} "

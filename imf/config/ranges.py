@@ -67,6 +67,7 @@ RANGES: dict[str, Range] = {
     # data
     "data.demo_episodes": AT_LEAST_1, "data.demo_seed": SEED, "data.val_ratio": FRACTION,
     "data.expert_noise": Range(0, unit="world units"), "data.expert_finish": Range(0, 1, low_open=True),
+    "data.expert_pace": Range(0, 4, low_open=True),
     "data.split_seed": SEED, "data.max_train_episodes": AT_LEAST_1,
     # training
     "training.seed": SEED, "training.num_epochs": AT_LEAST_1, "training.batch_size": AT_LEAST_1,

@@ -73,6 +73,7 @@ class DataConfig:
     demo_seed: int = 0
     expert_noise: float = 0.0  # world units added to the expert's executed targets (not the recorded ones)
     expert_finish: float | None = None  # a coverage the expert pushes on to after success; None: it stops there
+    expert_pace: float = 1.0  # a factor on the expert's push speed and target step (1: its own)
     cache_dir: str | None = None  # None: ~/.cache/imf (or $IMF_CACHE)
     val_ratio: float = 0.02
     split_seed: int = 42
@@ -302,8 +303,9 @@ def validate(cfg: Config) -> None:
             f"config key 'policy.horizon': {p.horizon} is shorter than n_obs_steps - 1 + "
             f"n_action_steps = {p.n_obs_steps - 1 + p.n_action_steps}")
     d = cfg.data
-    if d.path and (d.expert_noise or d.expert_finish is not None):
-        key = "data.expert_noise" if d.expert_noise else "data.expert_finish"
+    if d.path and (d.expert_noise or d.expert_finish is not None or d.expert_pace != 1.0):
+        key = "data.expert_noise" if d.expert_noise else \
+            "data.expert_finish" if d.expert_finish is not None else "data.expert_pace"
         raise ConfigError(f"config key '{key}': it shapes the scripted demonstrations, and data.path={d.path} "
                           f"gives a data set instead; drop one of them")
     _check_choices(cfg)

@@ -17,6 +17,10 @@ another recipe is cached under its own name, never mixed with a plain one:
 - ``finish`` (a coverage) keeps the expert pushing after the task's success (coverage > 0.95)
   until the coverage reaches it, or FINISH_STEPS more steps: the plain expert stops the moment
   it crosses the threshold, so its data never shows a T pushed past it.
+- ``pace`` (a factor, 1 the plain expert's) scales the expert's push speed and the step between
+  its targets while travelling: the same plans, carried out in fewer control steps, recorded
+  as executed. A policy imitates its demonstrator's speed, and the task's episodes end at 300
+  steps.
 """
 from __future__ import annotations
 
@@ -41,16 +45,18 @@ DEMO_FORMAT_VERSION = 3  # 2: targets clipped to the arena; 3: the reference's b
 DEMO_SEED_BASE = DEMO_START  # episode seeds start here: above every seed range of imf/seeds.py
 MAX_STEPS = 300
 FINISH_STEPS = 40  # the most steps the expert goes on after success when a recipe asks it to finish
+MAX_PACE = 4.0  # past it a travelling target jumps more than 120 units a step: no longer mouse-like
 
 
 @dataclass(frozen=True)
 class DemoRecipe:
     """How the expert's episodes are recorded: the executed targets' noise (world units) and the
-    coverage to finish at after success (None: stop at success). Bad values raise DataError
-    naming the config key."""
+    coverage to finish at after success (None: stop at success), and the factor on its speeds.
+    Bad values raise DataError naming the config key."""
 
     noise: float = 0.0
     finish: float | None = None
+    pace: float = 1.0
 
     def __post_init__(self) -> None:
         if isinstance(self.noise, bool) or not isinstance(self.noise, (int, float)) \
@@ -61,16 +67,21 @@ class DemoRecipe:
                                         or not 0.0 < self.finish <= 1.0):
             raise DataError(f"demo finish {self.finish!r}: give a coverage in (0, 1] to push on to after "
                             f"success (data.expert_finish; null: stop at success)")
+        if isinstance(self.pace, bool) or not isinstance(self.pace, (int, float)) or not 0.0 < self.pace <= MAX_PACE:
+            raise DataError(f"demo pace {self.pace!r}: give a factor on the expert's speeds in (0, {MAX_PACE:g}] "
+                            f"(data.expert_pace; 1: the expert's own)")
 
     @property
     def tag(self) -> str:
         """The cached set's name suffix: "" for the plain expert."""
         return (f"_noise{self.noise:g}" if self.noise > 0 else "") + \
-            (f"_finish{self.finish:g}" if self.finish is not None else "")
+            (f"_finish{self.finish:g}" if self.finish is not None else "") + \
+            (f"_pace{self.pace:g}" if self.pace != 1.0 else "")
 
     def describe(self) -> str:
         parts = ([f"the expert's executed targets perturbed by {self.noise:g} world units"] if self.noise > 0 else []) \
-            + ([f"pushing on after success to coverage {self.finish:g}"] if self.finish is not None else [])
+            + ([f"pushing on after success to coverage {self.finish:g}"] if self.finish is not None else []) \
+            + ([f"at {self.pace:g}x the expert's speeds"] if self.pace != 1.0 else [])
         return ", ".join(parts)
 
 
@@ -91,7 +102,7 @@ def run_expert_episode(seed: int, expert: ScriptedExpert | None = None, max_step
                        record: bool = False, legacy: bool = False, recipe: DemoRecipe = PLAIN) -> ExpertEpisode:
     """One expert episode from reset(seed), recorded as ``recipe`` says; with record=True, the
     replay-buffer rows."""
-    expert = expert or ScriptedExpert()
+    expert = expert or ScriptedExpert(pace=recipe.pace)
     env = PushTEnv("state", legacy=legacy)
     obs, info = env.reset(seed=seed)
     rng = np.random.default_rng(seed) if recipe.noise > 0 else None
@@ -128,7 +139,7 @@ def make_demo_dataset(path: str | os.PathLike, n_episodes: int, seed: int = 0,
     if n_episodes < 1:
         raise DataError(f"a demo data set needs at least 1 episode, got {n_episodes}")
     prepare_output(path)  # a bad path fails now, not after the expert's work
-    expert = ScriptedExpert()
+    expert = ScriptedExpert(pace=recipe.pace)
     episodes: list[dict[str, np.ndarray]] = []
     first_seed, tries = DEMO_SEED_BASE * (seed + 1), 2 * n_episodes + 20
     # The images are 99% of the bytes (2000 episodes: 7.7 GB): each episode's go to a file and

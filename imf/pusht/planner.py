@@ -5,6 +5,8 @@ faces (frictionless, quasi-static: the block's pose depends only on how deep the
 gone, so one simulation per contact point gives every push depth), and picks the push whose
 result is closest to the goal (`pose_error`), with a small charge per control step. The
 agent then travels to the push's start around a safe circle, pushes, settles and replans.
+A pace above 1 scales the push speed and the target step by it: the same plan, carried out in
+fewer control steps.
 """
 from __future__ import annotations
 
@@ -69,9 +71,10 @@ def _rotate(v, angle):
 class PushPlanner:
     """Simulates candidate pushes on a private copy of the world."""
 
-    def __init__(self, goal_pose=geo.GOAL_POSE) -> None:
+    def __init__(self, goal_pose=geo.GOAL_POSE, pace: float = 1.0) -> None:
         self.sim = PushTEnv("state", count_contacts=False)
         self.goal_pose = goal_pose
+        self.push_speed, self.target_step = PUSH_SPEED * pace, MAX_TARGET_STEP * pace
 
     def simulate_push(self, pose, start, normal, best_known: float) -> tuple[float, float]:
         """(best error, the depth that reaches it) along one straight push from `start`."""
@@ -80,8 +83,8 @@ class PushPlanner:
         agent = sim.agent
         best_err, best_depth = math.inf, 0.0
         target_depth = 0.0
-        while target_depth < MAX_DEPTH + PUSH_SPEED:
-            target_depth = min(target_depth + PUSH_SPEED, MAX_DEPTH)
+        while target_depth < MAX_DEPTH + self.push_speed:
+            target_depth = min(target_depth + self.push_speed, MAX_DEPTH)
             tx, ty = start[0] + normal[0] * target_depth, start[1] + normal[1] * target_depth
             for _ in range(SUBSTEPS):
                 sim.substep(tx, ty)
@@ -113,7 +116,7 @@ class PushPlanner:
             err, depth = self.simulate_push(pose, start, nw, best.predicted_error if best else current)
             if depth <= 0.0:
                 continue
-            steps = len(route(agent_pos, start, nw, pose)) + depth / PUSH_SPEED + 2
+            steps = len(route(agent_pos, start, nw, pose, self.target_step)) + depth / self.push_speed + 2
             cost = err + STEP_CHARGE * current * steps
             push = Push(start, nw, depth, err, cost)
             if best is None or cost < best.cost:
@@ -159,11 +162,11 @@ def _densify(points, first, max_step: float) -> list[tuple[float, float]]:
     return out
 
 
-def route(agent_pos, start, normal, pose) -> list[tuple[float, float]]:
-    """Targets (at most MAX_TARGET_STEP apart) that bring the agent to `start` around the T."""
+def route(agent_pos, start, normal, pose, max_step: float = MAX_TARGET_STEP) -> list[tuple[float, float]]:
+    """Targets (at most ``max_step`` apart) that bring the agent to `start` around the T."""
     agent_pos = tuple(agent_pos)
     if _clear(agent_pos, start, pose):
-        return _densify([start], agent_pos, MAX_TARGET_STEP)
+        return _densify([start], agent_pos, max_step)
     gx, gy = _cog(pose)
     ax, ay = agent_pos[0] - gx, agent_pos[1] - gy
     a_angle = math.atan2(ay, ax)
@@ -176,18 +179,18 @@ def route(agent_pos, start, normal, pose) -> list[tuple[float, float]]:
     entry = (start[0] - normal[0] * t, start[1] - normal[1] * t)
     e_angle = math.atan2(entry[1] - gy, entry[0] - gx)
     sweep = (e_angle - a_angle + math.pi) % (2 * math.pi) - math.pi
-    n_arc = max(int(abs(sweep) * SAFE_RADIUS / MAX_TARGET_STEP), 1)
+    n_arc = max(int(abs(sweep) * SAFE_RADIUS / max_step), 1)
     arc = [(gx + SAFE_RADIUS * math.cos(a_angle + sweep * k / n_arc),
             gy + SAFE_RADIUS * math.sin(a_angle + sweep * k / n_arc)) for k in range(1, n_arc + 1)]
-    return _densify([exit_point] + arc + [entry, start], agent_pos, MAX_TARGET_STEP)
+    return _densify([exit_point] + arc + [entry, start], agent_pos, max_step)
 
 
 # ----- the controller ------------------------------------------------------------------------
 class ScriptedExpert:
-    """Yields one target per control step for the env it watches."""
+    """Yields one target per control step for the env it watches; ``pace`` scales its speeds."""
 
-    def __init__(self, goal_pose=geo.GOAL_POSE) -> None:
-        self.planner = PushPlanner(goal_pose)
+    def __init__(self, goal_pose=geo.GOAL_POSE, pace: float = 1.0) -> None:
+        self.planner = PushPlanner(goal_pose, pace)
 
     def actions(self, env: PushTEnv) -> Iterator[tuple[float, float]]:
         """Targets inside the arena [0, 512]^2, like a mouse in the reference's window."""
@@ -200,9 +203,9 @@ class ScriptedExpert:
             push = self.planner.plan(env.agent_pos, pose)
             if push is None:
                 return
-            yield from route(env.agent_pos, push.start, push.normal, pose)
+            yield from route(env.agent_pos, push.start, push.normal, pose, self.planner.target_step)
             yield from self._settle(env, push.start, tol=2.0, max_steps=4)
-            n = max(int(math.ceil(push.depth / PUSH_SPEED)), 1)
+            n = max(int(math.ceil(push.depth / self.planner.push_speed)), 1)
             for k in range(1, n + 1):
                 d = push.depth * k / n
                 yield (push.start[0] + push.normal[0] * d, push.start[1] + push.normal[1] * d)

@@ -33,7 +33,7 @@ GRID_COST = Path(__file__).resolve().parents[2] / "benchmarks" / "grid_cost.json
 # What decides the steps of an epoch of the scripted demos: the episodes made (their recipe sets
 # their lengths), their split, the windows' length and pads, and the batch (the loader keeps the
 # last short batch).
-EPOCH_KEYS = ("data.demo_episodes", "data.demo_seed", "data.expert_noise", "data.expert_finish",
+EPOCH_KEYS = ("data.demo_episodes", "data.demo_seed", "data.expert_noise", "data.expert_finish", "data.expert_pace",
               "data.val_ratio", "data.split_seed", "data.max_train_episodes", "policy.horizon", "policy.n_obs_steps",
               "policy.n_action_steps", "training.batch_size")
 

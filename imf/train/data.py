@@ -20,7 +20,7 @@ def resolve_data_path(cfg: Config, say: Callable[[str], None]) -> Path:
     from imf.pusht import DemoRecipe, ensure_demo_dataset  # only needed without a data set
 
     d = cfg.data
-    recipe = DemoRecipe(d.expert_noise, d.expert_finish)
+    recipe = DemoRecipe(d.expert_noise, d.expert_finish, d.expert_pace)
     how = f", {recipe.describe()}" if recipe.describe() else ""
     say(f"data: no data.path given; using {d.demo_episodes} scripted demo episodes "
         f"(seed {d.demo_seed}{how}, made once and cached)")
