@@ -55,6 +55,20 @@ def test_ddpm_refuses_a_scale_other_than_one():
         DdpmObjective(ObjectiveConfig(name="ddpm", noise_scale=0.5))
 
 
+@pytest.mark.slow
+def test_a_trial_with_a_scale_ddpm_refuses_fails_before_its_run_folder_is_made(tmp_path):
+    """The objective's own refusal of a core key is checked with the plugins' options, before any
+    folder is made: one line on stderr, nothing on disk."""
+    out = tmp_path / "run"
+    result = run_imf("trial", "smoke", "objective.name=ddpm", "objective.noise_scale=0.5", "--out", str(out),
+                     "--store", "none")
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines() == [
+        "imf: error: config key 'objective.noise_scale': got 0.5, but ddpm samples from unit noise only (1); "
+        "the flow-type objectives take other scales"]
+    assert not out.exists()
+
+
 def test_starting_noise_changes_the_config_of_a_copy_and_of_each_ensemble_member():
     state = {"config": {"objective": {"name": "imf"}}, "members": [{"config": {"objective": {"name": "imf"}}}]}
     scaled = starting_noise(state, 0.75)

@@ -27,7 +27,9 @@ def _run_dir(tmp_path: Path, name: str = "a") -> Path:
 
 def _fake_scored(checkpoint, seeds, max_steps):
     # seed 0 lost at 300 and finished at 600; seed 1 lost either way; seed 2 a near miss; seed 3 finished
-    return {300: [0.4, 0.5, 0.9, 1.0], 600: [1.0, 0.6, 0.95, 1.0]}[max_steps][: len(seeds)]
+    scores = {300: [0.4, 0.5, 0.9, 1.0], 600: [1.0, 0.6, 0.95, 1.0]}[max_steps][: len(seeds)]
+    steps = {300: [300, 300, 300, 150], 600: [500, 600, 600, 150]}[max_steps][: len(seeds)]
+    return scores, steps
 
 
 class _Episode:
@@ -50,6 +52,9 @@ def test_the_shortfall_is_split_into_lost_seeds_and_what_more_time_recovers(tmp_
     assert (m["lost"], m["lost_recovered"], m["lost_finished"]) == (2, 1, 1)
     text = "\n".join(time_outs.lines_for(data["runs"], data["seeds"], data["expert_steps"]))
     assert "138 steps on average; on the 2 seeds under 0.8 in any run: 175 on average" in text
+    # finished given 600 steps: seed 0 (500 steps against the expert's 200) and seed 3 (150 against 100)
+    assert time_outs.pace(row, data["seeds"], data["expert_steps"]) == (pytest.approx((2.5 + 1.5) / 2), 2)
+    assert "| 2.00 (2) |" in text
 
 
 @pytest.mark.parametrize("args, words", [

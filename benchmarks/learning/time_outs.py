@@ -9,13 +9,16 @@ sampling noise seed and one simulator worker: once with the task's episode lengt
 300) and once with --long steps. A seed that fails at 300 and finishes with more time was a
 time-out, the policy too slow for it; one that fails either way was lost. The scripted expert
 (imf/pusht/expert.py, the demonstrator) runs each seed once, and its steps tell which seeds are
-long. Nothing here chooses a setting and the holdout is never looked at. Writes
+long; beside it, how many times the expert's steps the policy takes on the seeds both finish in the
+long episodes (its pace, 1: the expert's). Nothing here chooses a setting and the holdout is never
+looked at. Writes
 benchmarks/learning_results/time_outs_<obs>.json and its section of benchmarks/RESULTS.md.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -34,20 +37,32 @@ from imf.train import load_checkpoint, policy_from_checkpoint, score  # noqa: E4
 LOST = 0.8  # a score below this is far from the goal, not a near miss
 
 
-def scored(checkpoint: Path, seeds: list[int], max_steps: int) -> list[float]:
-    """Per-seed scores of ``checkpoint`` in episodes of ``max_steps``, its training seed's noise."""
+def scored(checkpoint: Path, seeds: list[int], max_steps: int) -> tuple[list[float], list[int]]:
+    """Per-seed scores and steps run of ``checkpoint`` in episodes of ``max_steps``, its training
+    seed's noise (an episode stops at success)."""
     policy, cfg = policy_from_checkpoint(load_checkpoint(checkpoint), torch.device("cpu"))
     cfg = replace(cfg, eval=replace(cfg.eval, max_steps=max_steps, n_workers=1))
     result = score(policy, cfg, torch.device("cpu"), seeds, seed=cfg.training.seed)
-    return [float(result.per_seed[s]) for s in seeds]
+    return [float(result.per_seed[s]) for s in seeds], [int(result.per_seed_steps[s]) for s in seeds]
 
 
 def run_row(run_dir: Path, name: str, seeds: list[int], task: int, long: int) -> dict:
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    at_task, at_long = (scored(run_dir / "checkpoints" / name, seeds, n) for n in (task, long))
+    (at_task, _), (at_long, steps_long) = (scored(run_dir / "checkpoints" / name, seeds, n) for n in (task, long))
     return {"run": run_dir.name, "obs": config["policy"]["obs_type"], "seed": config["training"]["seed"],
+            "expert_pace": config.get("data", {}).get("expert_pace", 1.0),
             "samples": run_named(run_dir, config).get("samples"), "checkpoint": name, "task_steps": task,
-            "long_steps": long, "per_seed_task": at_task, "per_seed_long": at_long}
+            "long_steps": long, "per_seed_task": at_task, "per_seed_long": at_long, "steps_long": steps_long}
+
+
+def pace(row: dict, seeds: list[int], expert: dict[str, int]) -> tuple[float, int]:
+    """The median over the seeds the policy finishes in the long episodes of its steps over the
+    expert's on the same seed, and how many seeds that is."""
+    ratios = sorted(row["steps_long"][i] / expert[str(s)] for i, s in enumerate(seeds) if row["per_seed_long"][i] >= 1.0)
+    if not ratios:
+        return math.nan, 0
+    mid = len(ratios) // 2
+    return (ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2), len(ratios)
 
 
 def reading(row: dict, seeds: list[int]) -> dict:
@@ -63,14 +78,18 @@ def reading(row: dict, seeds: list[int]) -> dict:
 
 def lines_for(rows: list[dict], seeds: list[int], expert: dict[str, int]) -> list[str]:
     out = ["| run | samples | checkpoint | score at task steps | score at long steps | shortfall | of it, seeds "
-           f"under {LOST} | seeds under {LOST} | of them at or above {LOST} given long | of them finished |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           f"under {LOST} | seeds under {LOST} | of them at or above {LOST} given long | of them finished | "
+           "steps over the expert's (median, seeds finished given long) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         m = reading(r, seeds)
+        ratio, n = pace(r, seeds, expert)
         samples = f"{r['samples'] / 1e6:.2f}M" if r.get("samples") else "-"
-        out.append(f"| {r['run']} (seed {r['seed']}) | {samples} | {r['checkpoint']} | {m['mean_task']:.3f} "
+        demos = f", demos at pace {r['expert_pace']:g}" if r.get("expert_pace", 1.0) != 1.0 else ""
+        out.append(f"| {r['run']} (seed {r['seed']}{demos}) | {samples} | {r['checkpoint']} | {m['mean_task']:.3f} "
                    f"({r['task_steps']}) | {m['mean_long']:.3f} ({r['long_steps']}) | {m['shortfall']:.3f} | "
-                   f"{m['shortfall_lost']:.3f} | {m['lost']} | {m['lost_recovered']} | {m['lost_finished']} |")
+                   f"{m['shortfall_lost']:.3f} | {m['lost']} | {m['lost_recovered']} | {m['lost_finished']} | "
+                   f"{ratio:.2f} ({n}) |")
     lost_any = sorted({seeds[i] for r in rows for i, v in enumerate(r["per_seed_task"]) if v < LOST})
     steps = list(expert.values())
     out += ["", f"The scripted expert on the {len(seeds)} seeds: {sum(steps) / len(steps):.0f} steps on average; "
@@ -110,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     write_section(title, [title, "", f"`python benchmarks/learning/time_outs.py RUN_DIR ...`: each run's {name} on "
                           f"{len(seeds)} selection seeds from {SELECTION.start} at the task's {task} steps and at "
                           f"{args.long}, its own sampling noise, 1 simulator worker; shortfall: 1 minus the mean "
-                          f"score. Chooses nothing. JSON: benchmarks/learning_results/{path.name}.", "", *lines])
+                          f"score; steps over the expert's: over the seeds a run finishes given {args.long} steps, the median "
+                          f"of its steps over the plain scripted expert's. Chooses nothing. JSON: "
+                          f"benchmarks/learning_results/{path.name}.", "", *lines])
     return 0
 
 

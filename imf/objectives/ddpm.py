@@ -51,12 +51,17 @@ class DdpmObjective(ObjectiveBase):
 
     def __init__(self, cfg, options: DdpmOptions | None = None) -> None:
         super().__init__(cfg, options)
-        if cfg.noise_scale != 1.0:  # its ancestral steps add unit noise of their own at every step
-            raise ConfigError(f"config key 'objective.noise_scale': got {cfg.noise_scale!r}, but ddpm "
-                              f"samples from unit noise only (1); the flow-type objectives take other scales")
+        self.check_config(cfg)
         self.n_train = self.opts.steps
         self.alpha_bar = torch.cumprod(1 - make_betas(self.opts.beta_schedule, self.n_train), 0)
         self._abar_on: dict[tuple, torch.Tensor] = {}  # alpha_bar per (device, dtype), made once
+
+    @classmethod
+    def check_config(cls, cfg) -> None:
+        """The objective section's core keys ddpm cannot honour, refused before a run starts."""
+        if cfg.noise_scale != 1.0:  # its ancestral steps add unit noise of their own at every step
+            raise ConfigError(f"config key 'objective.noise_scale': got {cfg.noise_scale!r}, but ddpm "
+                              f"samples from unit noise only (1); the flow-type objectives take other scales")
 
     def _abar(self, k: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
         key = (like.device, like.dtype)

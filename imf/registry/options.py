@@ -77,8 +77,12 @@ def plugin_and_options(cfg: Any, where: str) -> tuple[Any, Any]:
 
 def fill_options(cfg: Any) -> None:
     """Check every plugin's options in ``cfg`` and write the full values (defaults included)
-    back, so config.yaml and the checkpoint record what the run used."""
+    back, so config.yaml and the checkpoint record what the run used. A plugin with
+    ``check_config`` is asked, too, whether it honours the rest of its config section."""
     for where in PLACES:
-        _, options = plugin_and_options(cfg, where)
+        plugin, options = plugin_and_options(cfg, where)
         section, key = where.split(".", 1)
         setattr(getattr(cfg, section), key, as_dict(options))
+        check_config = getattr(plugin, "check_config", None)
+        if callable(check_config):
+            check_config(getattr(cfg, section))
