@@ -41,7 +41,7 @@ def test_the_shortfall_is_split_into_lost_seeds_and_what_more_time_recovers(tmp_
     monkeypatch.setattr(time_outs, "RESULTS_DIR", tmp_path)
     monkeypatch.setattr(time_outs, "write_section", lambda title, text: None)
     monkeypatch.setattr(time_outs, "scored", _fake_scored)
-    monkeypatch.setattr(time_outs, "run_expert_episode", lambda seed, legacy: _Episode(seed))
+    monkeypatch.setattr(time_outs, "run_expert_episode", lambda seed, legacy, recipe: _Episode(seed))
     assert time_outs.main([str(_run_dir(tmp_path)), "--episodes", "4"]) == 0
     data = json.loads((tmp_path / "time_outs_keypoints.json").read_text())
     row = data["runs"][0]
@@ -55,6 +55,30 @@ def test_the_shortfall_is_split_into_lost_seeds_and_what_more_time_recovers(tmp_
     # finished given 600 steps: seed 0 (500 steps against the expert's 200) and seed 3 (150 against 100)
     assert time_outs.pace(row, data["seeds"], data["expert_steps"]) == (pytest.approx((2.5 + 1.5) / 2), 2)
     assert "| 2.00 (2) |" in text
+    assert data["expert_steps_at_pace"] == {}  # every run here learned from the expert's own pace
+
+
+def test_runs_of_a_faster_demonstrator_get_the_expert_at_their_pace_beside_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(time_outs, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(time_outs, "write_section", lambda title, text: None)
+    monkeypatch.setattr(time_outs, "scored", _fake_scored)
+    paces = []
+
+    def episode(seed, legacy, recipe):
+        paces.append(recipe.pace)
+        return _Episode(seed) if recipe.pace == 1.0 else type("E", (), {"steps": 80})()
+    monkeypatch.setattr(time_outs, "run_expert_episode", episode)
+    run = _run_dir(tmp_path)
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    (run / "config.yaml").write_text(yaml.safe_dump({**config, "data": {"expert_pace": 2.0}}))
+    assert time_outs.main([str(run), "--episodes", "4"]) == 0
+    data = json.loads((tmp_path / "time_outs_keypoints.json").read_text())
+    assert data["runs"][0]["expert_pace"] == 2.0 and sorted(set(paces)) == [1.0, 2.0]
+    assert data["expert_steps_at_pace"] == {"2.0": {str(s): 80 for s in data["seeds"]}}
+    text = "\n".join(time_outs.lines_for(data["runs"], data["seeds"], data["expert_steps"],
+                                         data["expert_steps_at_pace"]))
+    assert "(seed 42, demos at pace 2)" in text and "At pace 2 (the demonstrator of the runs marked so) the expert " \
+        "takes 80 steps on average on the same seeds." in text
 
 
 @pytest.mark.parametrize("args, words", [

@@ -30,7 +30,7 @@ from action_horizon import RESULTS_DIR, run_named
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
 from results_file import write_section  # noqa: E402
 
-from imf.pusht import run_expert_episode  # noqa: E402
+from imf.pusht import DemoRecipe, run_expert_episode  # noqa: E402
 from imf.seeds import SELECTION  # noqa: E402
 from imf.train import load_checkpoint, policy_from_checkpoint, score  # noqa: E402
 
@@ -58,7 +58,8 @@ def run_row(run_dir: Path, name: str, seeds: list[int], task: int, long: int) ->
 def pace(row: dict, seeds: list[int], expert: dict[str, int]) -> tuple[float, int]:
     """The median over the seeds the policy finishes in the long episodes of its steps over the
     expert's on the same seed, and how many seeds that is."""
-    ratios = sorted(row["steps_long"][i] / expert[str(s)] for i, s in enumerate(seeds) if row["per_seed_long"][i] >= 1.0)
+    ratios = sorted(row["steps_long"][i] / expert[str(s)] for i, s in enumerate(seeds)
+                    if row["per_seed_long"][i] >= 1.0)
     if not ratios:
         return math.nan, 0
     mid = len(ratios) // 2
@@ -76,7 +77,13 @@ def reading(row: dict, seeds: list[int]) -> dict:
             "lost_recovered": sum(long[i] >= LOST for i in lost), "lost_finished": sum(long[i] >= 1.0 for i in lost)}
 
 
-def lines_for(rows: list[dict], seeds: list[int], expert: dict[str, int]) -> list[str]:
+def expert_steps(seeds: list[int], pace: float = 1.0) -> dict[str, int]:
+    """The scripted expert's steps on each seed, at ``pace`` (a run's demonstrator, data.expert_pace)."""
+    return {str(s): run_expert_episode(s, legacy=True, recipe=DemoRecipe(pace=pace)).steps for s in seeds}
+
+
+def lines_for(rows: list[dict], seeds: list[int], expert: dict[str, int],
+              paced: dict[str, dict[str, int]] | None = None) -> list[str]:
     out = ["| run | samples | checkpoint | score at task steps | score at long steps | shortfall | of it, seeds "
            f"under {LOST} | seeds under {LOST} | of them at or above {LOST} given long | of them finished | "
            "steps over the expert's (median, seeds finished given long) |",
@@ -95,6 +102,9 @@ def lines_for(rows: list[dict], seeds: list[int], expert: dict[str, int]) -> lis
     out += ["", f"The scripted expert on the {len(seeds)} seeds: {sum(steps) / len(steps):.0f} steps on average; "
             f"on the {len(lost_any)} seeds under {LOST} in any run: "
             f"{sum(expert[str(s)] for s in lost_any) / max(1, len(lost_any)):.0f} on average."]
+    for factor, steps in (paced or {}).items():
+        out.append(f"At pace {float(factor):g} (the demonstrator of the runs marked so) the expert takes "
+                   f"{sum(steps.values()) / len(steps):.0f} steps on average on the same seeds.")
     return out
 
 
@@ -118,19 +128,21 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"time_outs.py: --long {args.long}: give more steps than the task's {task}")
     torch.set_num_threads(1)
     rows = [run_row(run_dir, name, seeds, task, args.long) for run_dir in args.run_dirs]
-    expert = {str(s): run_expert_episode(s, legacy=True).steps for s in seeds}
-    lines = lines_for(rows, seeds, expert)
+    expert = expert_steps(seeds)
+    paced = {str(factor): expert_steps(seeds, factor) for factor in sorted({r["expert_pace"] for r in rows} - {1.0})}
+    lines = lines_for(rows, seeds, expert, paced)
     print("\n".join(lines))
     if args.no_write:
         return 0
     path = RESULTS_DIR / f"time_outs_{rows[0]['obs']}.json"
-    path.write_text(json.dumps({"seeds": seeds, "lost_below": LOST, "runs": rows, "expert_steps": expert}, indent=1) + "\n")
+    path.write_text(json.dumps({"seeds": seeds, "lost_below": LOST, "runs": rows, "expert_steps": expert,
+                                "expert_steps_at_pace": paced}, indent=1) + "\n")
     title = f"## Time-outs, {rows[0]['obs']} (benchmarks/learning/time_outs.py)"
     write_section(title, [title, "", f"`python benchmarks/learning/time_outs.py RUN_DIR ...`: each run's {name} on "
                           f"{len(seeds)} selection seeds from {SELECTION.start} at the task's {task} steps and at "
                           f"{args.long}, its own sampling noise, 1 simulator worker; shortfall: 1 minus the mean "
-                          f"score; steps over the expert's: over the seeds a run finishes given {args.long} steps, the median "
-                          f"of its steps over the plain scripted expert's. Chooses nothing. JSON: "
+                          f"score; steps over the expert's: over the seeds a run finishes given {args.long} "
+                          f"steps, the median of its steps over the plain scripted expert's. Chooses nothing. JSON: "
                           f"benchmarks/learning_results/{path.name}.", "", *lines])
     return 0
 
