@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks" / "learning"))
 
 import noise_scale  # noqa: E402
+import sampling_steps  # noqa: E402
 
 
 class _Still(torch.nn.Module):
@@ -120,8 +121,8 @@ def _fake_rescore(checkpoint, flag, scale, episodes, extra):
 
 
 def test_the_benchmark_pairs_each_scale_with_the_runs_own(tmp_path, monkeypatch):
-    monkeypatch.setattr(noise_scale, "RESULTS_DIR", tmp_path)
-    monkeypatch.setattr(noise_scale, "write_section", lambda title, text: None)
+    monkeypatch.setattr(sampling_steps, "RESULTS_DIR", tmp_path)  # its publish() writes for both scripts
+    monkeypatch.setattr(sampling_steps, "write_section", lambda title, text: None)
     monkeypatch.setattr(noise_scale, "rescore", _fake_rescore)
     runs = [str(_run_dir(tmp_path, "a")), str(_run_dir(tmp_path, "b", seed=43))]
     assert noise_scale.main([*runs, "--scales", "0.5", "--episodes", "4", "--sample-steps", "2"]) == 0

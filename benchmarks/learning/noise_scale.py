@@ -22,18 +22,12 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import yaml
-from action_horizon import RESULTS_DIR, by_run, holdout_looks, paired_cells, rescore, run_identity, run_named, \
-    selection_row, write_rows
-from sampling_steps import summary
+from action_horizon import by_run, paired_cells, rescore, run_identity, selection_row
+from sampling_steps import paired_jobs, publish, rescore_jobs, summary
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # benchmarks/common/
-from results_file import write_section  # noqa: E402
-
-from imf.seeds import SELECTION  # noqa: E402
+from imf.seeds import SELECTION
 
 KEY, TRAINED, UNIT = "noise_scale", "trained_scale", "noise x {}"
 
@@ -83,12 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.exit(f"noise_scale.py: {run_dir} has no checkpoints/{name} (a finished imf trial is needed)")
     extra = ([] if args.noise_seed is None else ["--noise-seed", str(args.noise_seed)]) \
         + ([] if args.sample_steps is None else ["--sample-steps", str(args.sample_steps)])
-    jobs = []  # (run_dir, config, named, looks, s, trained), each run's own scale first: its pairs' baseline
-    for run_dir in args.run_dirs:
-        config = yaml.safe_load((run_dir / "config.yaml").read_text())
-        named = run_named(run_dir, config)
-        trained, looks = trained_scale(config), holdout_looks(named)
-        jobs += [(run_dir, config, named, looks, s, trained) for s in [trained] + sorted(set(scales) - {trained})]
+    jobs = paired_jobs(args.run_dirs, trained_scale, scales)
 
     def one(job: tuple) -> dict:
         run_dir, config, named, looks, s, trained = job
@@ -100,23 +89,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['selection_score']:.3f}, success {row['selection_success']:.3f} ({row['eval_s']:.0f} s)", flush=True)
         return row
 
-    with ThreadPoolExecutor(args.parallel) as pool:  # each job its own imf eval process
-        rows = list(pool.map(one, jobs))
-    print("\n".join(table(rows) + [""] + summary(rows, KEY, TRAINED, UNIT)))
-    if args.no_write:
-        return 0
-    obs = rows[0]["obs"]
-    path = RESULTS_DIR / f"noise_scale_{obs}.json"
-    kept = write_rows(path, rows, lambda r: (run_identity(r), r["checkpoint_name"], r.get("sample_steps"), r.get("noise_seed"), r[KEY]))
-    title = f"## Starting noise, {obs} (benchmarks/learning/noise_scale.py)"
-    write_section(title, [
-        title, "",
-        f"`python benchmarks/learning/noise_scale.py RUN_DIR ...`: each run's checkpoint, `imf eval --noise-scale s` "
-        f"on {args.episodes} selection seeds from {SELECTION.start} (the same seeds and noise draws, scaled, for every "
-        f"s, so a run's gaps are paired: mean of the per-seed differences ± their SE), 1 simulator worker, nice'd. "
-        f"These numbers choose the scale; they are not claims. JSON: benchmarks/learning_results/{path.name}.", "",
-        *table(kept), "", "Over the runs (each run's paired gap, then their mean ± SE over runs):",
-        *summary(kept, KEY, TRAINED, UNIT)])
+    rows = rescore_jobs(jobs, one, args.parallel)
+    intro = (f"`python benchmarks/learning/noise_scale.py RUN_DIR ...`: each run's checkpoint, `imf eval --noise-scale "
+             f"s` on {args.episodes} selection seeds from {SELECTION.start} (the same seeds and noise draws, scaled, for "
+             f"every s, so a run's gaps are paired: mean of the per-seed differences ± their SE), 1 simulator worker, "
+             f"nice'd. These numbers choose the scale; they are not claims.")
+    publish(rows, args.no_write, "noise_scale", "Starting noise",
+            lambda r: (run_identity(r), r["checkpoint_name"], r.get("sample_steps"), r.get("noise_seed"), r[KEY]),
+            intro, table, lambda rows: summary(rows, KEY, TRAINED, UNIT))
     return 0
 
 

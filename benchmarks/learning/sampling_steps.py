@@ -22,6 +22,7 @@ import argparse
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, Callable
 
 import yaml
 from action_horizon import (RESULTS_DIR, by_run, holdout_looks, mean_se, paired_cells, paired_gap, rescore,
@@ -106,6 +107,41 @@ def _steps(text: str | None) -> list[int]:
     return steps
 
 
+def paired_jobs(run_dirs: list[Path], own: Callable[[dict], Any], values: list) -> list[tuple]:
+    """(run_dir, config, named, looks, value, the run's own value) for each run and value, the run's
+    own value first: the baseline its other rows are paired with."""
+    jobs = []
+    for run_dir in run_dirs:
+        config = yaml.safe_load((run_dir / "config.yaml").read_text())
+        named = run_named(run_dir, config)
+        trained, looks = own(config), holdout_looks(named)
+        jobs += [(run_dir, config, named, looks, v, trained) for v in [trained] + sorted(set(values) - {trained})]
+    return jobs
+
+
+def rescore_jobs(jobs: list[tuple], one: Callable[[tuple], dict], parallel: int) -> list[dict]:
+    """Each job's row from ``one``, ``parallel`` at a time, in the jobs' order."""
+    with ThreadPoolExecutor(parallel) as pool:  # each job its own imf eval process
+        return list(pool.map(one, jobs))
+
+
+def publish(rows: list[dict], no_write: bool, stem: str, heading: str, same: Callable[[dict], object], intro: str,
+            table_of: Callable[[list[dict]], list[str]], summary_of: Callable[[list[dict]], list[str]]) -> None:
+    """Print the rows' table and their reading over runs; unless ``no_write``, keep them in
+    benchmarks/learning_results/<stem>_<obs>.json (the rows of other runs, by ``same``, stay) and
+    write the section "<heading>, <obs>" from every row kept. Shared by the scripts that score a
+    run's checkpoint again under another setting, paired by seed."""
+    print("\n".join(table_of(rows) + [""] + summary_of(rows)))
+    if no_write:
+        return
+    obs = rows[0]["obs"]
+    path = RESULTS_DIR / f"{stem}_{obs}.json"
+    kept = write_rows(path, rows, same)
+    title = f"## {heading}, {obs} (benchmarks/learning/{stem}.py)"
+    write_section(title, [title, "", f"{intro} JSON: benchmarks/learning_results/{path.name}.", "", *table_of(kept), "",
+                          "Over the runs (each run's paired gap, then their mean ± SE over runs):", *summary_of(kept)])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dirs", type=Path, nargs="+")
@@ -122,12 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         if not (run_dir / "checkpoints" / "best.pt").is_file():
             sys.exit(f"sampling_steps.py: {run_dir} has no checkpoints/best.pt (a finished imf trial is needed)")
     extra = [] if args.noise_seed is None else ["--noise-seed", str(args.noise_seed)]
-    jobs = []  # (run_dir, config, named, looks, N, trained), each run's trained steps first: its pairs' baseline
-    for run_dir in args.run_dirs:
-        config = yaml.safe_load((run_dir / "config.yaml").read_text())
-        named = run_named(run_dir, config)
-        trained, looks = trained_steps(config), holdout_looks(named)
-        jobs += [(run_dir, config, named, looks, n, trained) for n in [trained] + sorted(set(steps) - {trained})]
+    jobs = paired_jobs(args.run_dirs, trained_steps, steps)
 
     def one(job: tuple) -> dict:
         run_dir, config, named, looks, n, trained = job
@@ -138,22 +169,13 @@ def main(argv: list[str] | None = None) -> int:
               f"success {row['selection_success']:.3f} ({row['eval_s']:.0f} s)", flush=True)
         return row
 
-    with ThreadPoolExecutor(args.parallel) as pool:  # each job its own imf eval process
-        rows = list(pool.map(one, jobs))
-    print("\n".join(table(rows) + [""] + summary(rows)))
-    if args.no_write:
-        return 0
-    obs = rows[0]["obs"]
-    path = RESULTS_DIR / f"sampling_steps_{obs}.json"
-    kept = write_rows(path, rows, lambda r: (run_identity(r), r.get("noise_seed"), r[KEY]))
-    title = f"## Sampling steps, {obs} (benchmarks/learning/sampling_steps.py)"
-    write_section(title, [
-        title, "",
-        f"`python benchmarks/learning/sampling_steps.py RUN_DIR ...`: each best.pt, `imf eval --sample-steps N` on "
-        f"{args.episodes} selection seeds from {SELECTION.start} (the same seeds and noise for every N, so a run's "
-        f"gaps are paired: mean of the per-seed differences ± their SE), 1 simulator worker, nice'd. These "
-        f"numbers choose the sampling steps; they are not claims. JSON: benchmarks/learning_results/{path.name}.", "",
-        *table(kept), "", "Over the runs (each run's paired gap, then their mean ± SE over runs):", *summary(kept)])
+    rows = rescore_jobs(jobs, one, args.parallel)
+    publish(rows, args.no_write, "sampling_steps", "Sampling steps",
+            lambda r: (run_identity(r), r.get("noise_seed"), r[KEY]),
+            f"`python benchmarks/learning/sampling_steps.py RUN_DIR ...`: each best.pt, `imf eval --sample-steps N` on "
+            f"{args.episodes} selection seeds from {SELECTION.start} (the same seeds and noise for every N, so a run's "
+            f"gaps are paired: mean of the per-seed differences ± their SE), 1 simulator worker, nice'd. These "
+            f"numbers choose the sampling steps; they are not claims.", table, summary)
     return 0
 
 
