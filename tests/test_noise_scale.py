@@ -56,6 +56,16 @@ def test_ddpm_refuses_a_scale_other_than_one():
         DdpmObjective(ObjectiveConfig(name="ddpm", noise_scale=0.5))
 
 
+def test_the_plugins_options_check_asks_the_objective_about_its_section():
+    """fill_options (what a trial, a sweep's plan and a dry run call before anything is made) asks
+    ddpm's check_config, so a sweep refuses the scale before any trial starts."""
+    from imf.registry import fill_options
+    fill_options(load_config("smoke", ["objective.name=ddpm"]))
+    with pytest.raises(ConfigError, match=r"config key 'objective.noise_scale': got 0.5, but ddpm"):
+        fill_options(load_config("smoke", ["objective.name=ddpm", "objective.noise_scale=0.5"]))
+    fill_options(load_config("smoke", ["objective.noise_scale=0.5"]))  # imf takes it
+
+
 @pytest.mark.slow
 def test_a_trial_with_a_scale_ddpm_refuses_fails_before_its_run_folder_is_made(tmp_path):
     """The objective's own refusal of a core key is checked with the plugins' options, before any
