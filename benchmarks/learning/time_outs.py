@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -58,12 +59,8 @@ def run_row(run_dir: Path, name: str, seeds: list[int], task: int, long: int) ->
 def pace(row: dict, seeds: list[int], expert: dict[str, int]) -> tuple[float, int]:
     """The median over the seeds the policy finishes in the long episodes of its steps over the
     expert's on the same seed, and how many seeds that is."""
-    ratios = sorted(row["steps_long"][i] / expert[str(s)] for i, s in enumerate(seeds)
-                    if row["per_seed_long"][i] >= 1.0)
-    if not ratios:
-        return math.nan, 0
-    mid = len(ratios) // 2
-    return (ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2), len(ratios)
+    ratios = [row["steps_long"][i] / expert[str(s)] for i, s in enumerate(seeds) if row["per_seed_long"][i] >= 1.0]
+    return (statistics.median(ratios) if ratios else math.nan), len(ratios)
 
 
 def reading(row: dict, seeds: list[int]) -> dict:

@@ -303,9 +303,10 @@ def validate(cfg: Config) -> None:
             f"config key 'policy.horizon': {p.horizon} is shorter than n_obs_steps - 1 + "
             f"n_action_steps = {p.n_obs_steps - 1 + p.n_action_steps}")
     d = cfg.data
-    if d.path and (d.expert_noise or d.expert_finish is not None or d.expert_pace != 1.0):
-        key = "data.expert_noise" if d.expert_noise else \
-            "data.expert_finish" if d.expert_finish is not None else "data.expert_pace"
-        raise ConfigError(f"config key '{key}': it shapes the scripted demonstrations, and data.path={d.path} "
+    recipe_keys = [key for key, given in (("data.expert_noise", bool(d.expert_noise)),
+                                          ("data.expert_finish", d.expert_finish is not None),
+                                          ("data.expert_pace", d.expert_pace != 1.0)) if given]
+    if d.path and recipe_keys:
+        raise ConfigError(f"config key '{recipe_keys[0]}': it shapes the scripted demonstrations, and data.path={d.path} "
                           f"gives a data set instead; drop one of them")
     _check_choices(cfg)
