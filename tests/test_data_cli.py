@@ -78,4 +78,17 @@ def test_demo_with_a_recipe_records_the_recipes_episodes(tmp_path):
     expected = run_expert_episode(DEMO_SEED_BASE, record=True, recipe=DemoRecipe(pace=2.0))
     assert ReplayBuffer.open(fast_out).episode_lengths[0] == expected.steps
     _one_error_line(run_imf("data", "demo", "--episodes", "1", "--out", str(tmp_path / "y.zarr"), "--pace", "0"),
-                    "demo pace 0.0")
+                    "--pace 0.0", "(0, 4]")
+
+
+@pytest.mark.parametrize("flag, value", [("--pace", "nan"), ("--pace", "9"), ("--pace", "-1"),
+                                         ("--noise", "nan"), ("--noise", "-1"), ("--finish", "nan"),
+                                         ("--finish", "1.5")])
+def test_demo_recipe_flags_out_of_range_are_refused_before_any_folder(tmp_path, flag, value):
+    """A recipe flag out of its range (NaN included) is one line naming the flag and the range it
+    allows, and `--out`'s folder is not made: the recipe is checked before anything is written."""
+    out = tmp_path / "new" / "demo.zarr"
+    result = run_imf("data", "demo", "--episodes", "1", "--out", str(out), flag, value)
+    allowed = {"--pace": "(0, 4]", "--noise": "0 or more", "--finish": "(0, 1]"}[flag]
+    _one_error_line(result, flag, allowed)
+    assert not (tmp_path / "new").exists()

@@ -17,11 +17,11 @@ def data_demo(
     episodes: int = typer.Option(..., "--episodes", min=1, help="Successful expert episodes to record."),
     out: Path = typer.Option(..., "--out", help="Output replay-buffer store (a .zarr directory)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the episode seeds (same seed, same data)."),
-    noise: float = typer.Option(0.0, "--noise", min=0.0, help="World units (standard deviation) added to each "
+    noise: float = typer.Option(0.0, "--noise", help="World units (standard deviation) added to each "
                                 "executed expert target; the recorded action stays the expert's (0: none)."),
-    finish: float = typer.Option(None, "--finish", min=0.0, max=1.0, help="A coverage the expert pushes on to "
+    finish: float = typer.Option(None, "--finish", help="A coverage the expert pushes on to "
                                  "after success (at most 40 more steps; default: it stops at success)."),
-    pace: float = typer.Option(1.0, "--pace", min=0.0, max=4.0, help="A factor on the expert's push speed and "
+    pace: float = typer.Option(1.0, "--pace", help="A factor on the expert's push speed and "
                                "target step: the same plans in fewer control steps (default 1: its own)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing store at --out."),
 ) -> None:
@@ -34,10 +34,14 @@ def data_demo(
     from imf.errors import DataError
     from imf.data import prepare_output
     from imf.pusht import DemoRecipe, copy_from_cache, make_demo_dataset
+    from imf.pusht.expert import check_recipe_value
+    for name, value in (("noise", noise), ("finish", finish), ("pace", pace)):
+        if value is not None:  # the recipe's own ranges, named by the flag, before anything is written
+            check_recipe_value(name, value, f"--{name}")
+    recipe = DemoRecipe(noise, finish, pace)
     if out.exists() and not force:
         raise DataError(f"--out {out} exists; pass --force to replace it")
     prepare_output(out)  # a bad --out fails before the progress bar
-    recipe = DemoRecipe(noise, finish, pace)
     source = copy_from_cache(out, episodes, seed, recipe=recipe)
     if source is not None:
         typer.echo(f"wrote {episodes} episodes to {out}: the first {episodes} of the cached {source} "

@@ -48,6 +48,25 @@ FINISH_STEPS = 40  # the most steps the expert goes on after success when a reci
 MAX_PACE = 4.0  # past it a travelling target jumps more than 120 units a step: no longer mouse-like
 
 
+# A recipe field's allowed values, in words and as a check; `(what it means when left at its default)`.
+RECIPE_RANGES: dict[str, tuple[str, Callable[[float], bool], str]] = {
+    "noise": ("a standard deviation in world units, 0 or more", lambda v: 0.0 <= v < math.inf,
+              "0: the expert's own path"),
+    "finish": ("a coverage in (0, 1] to push on to after success", lambda v: 0.0 < v <= 1.0,
+               "left out: stop at success"),
+    "pace": (f"a factor on the expert's speeds in (0, {MAX_PACE:g}]", lambda v: 0.0 < v <= MAX_PACE,
+             "1: the expert's own"),
+}
+
+
+def check_recipe_value(name: str, value: object, where: str) -> None:
+    """Raise DataError naming `where` (a config key or a flag) when `value` is not allowed for
+    the recipe's field `name`; NaN and booleans are never allowed."""
+    allowed, ok, default = RECIPE_RANGES[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not ok(value):
+        raise DataError(f"{where} {value!r}: give {allowed} ({default})")
+
+
 @dataclass(frozen=True)
 class DemoRecipe:
     """How the expert's episodes are recorded: the executed targets' noise (world units) and the
@@ -59,17 +78,10 @@ class DemoRecipe:
     pace: float = 1.0
 
     def __post_init__(self) -> None:
-        if isinstance(self.noise, bool) or not isinstance(self.noise, (int, float)) \
-                or not 0.0 <= self.noise < math.inf:
-            raise DataError(f"demo noise {self.noise!r}: give a standard deviation in world units, 0 or more "
-                            f"(data.expert_noise; 0: the expert's own path)")
-        if self.finish is not None and (isinstance(self.finish, bool) or not isinstance(self.finish, (int, float))
-                                        or not 0.0 < self.finish <= 1.0):
-            raise DataError(f"demo finish {self.finish!r}: give a coverage in (0, 1] to push on to after "
-                            f"success (data.expert_finish; null: stop at success)")
-        if isinstance(self.pace, bool) or not isinstance(self.pace, (int, float)) or not 0.0 < self.pace <= MAX_PACE:
-            raise DataError(f"demo pace {self.pace!r}: give a factor on the expert's speeds in (0, {MAX_PACE:g}] "
-                            f"(data.expert_pace; 1: the expert's own)")
+        for name in RECIPE_RANGES:
+            value = getattr(self, name)
+            if name != "finish" or value is not None:
+                check_recipe_value(name, value, f"data.expert_{name}")
 
     @property
     def tag(self) -> str:
