@@ -33,8 +33,7 @@ def data_demo(
     from rich.progress import Progress
     from imf.errors import DataError
     from imf.data import prepare_output
-    from imf.pusht import DemoRecipe, copy_from_cache, make_demo_dataset
-    from imf.pusht.expert import check_recipe_value
+    from imf.pusht import DemoRecipe, check_recipe_value, copy_from_cache, make_demo_dataset
     for name, value in (("noise", noise), ("finish", finish), ("pace", pace)):
         if value is not None:  # the recipe's own ranges, named by the flag, before anything is written
             check_recipe_value(name, value, f"--{name}")
