@@ -48,7 +48,7 @@ FINISH_STEPS = 40  # the most steps the expert goes on after success when a reci
 MAX_PACE = 4.0  # past it a travelling target jumps more than 120 units a step: no longer mouse-like
 
 
-# A recipe field's allowed values, in words and as a check; `(what it means when left at its default)`.
+# Each recipe field: the values it allows in words, their check, and what its default means.
 RECIPE_RANGES: dict[str, tuple[str, Callable[[float], bool], str]] = {
     "noise": ("a standard deviation in world units, 0 or more", lambda v: 0.0 <= v < math.inf,
               "0: the expert's own path"),
