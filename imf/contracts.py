@@ -15,9 +15,9 @@ Protocol here: the members it must have, each callable with the positional param
 Protocol names, and the attributes annotated without a value. A plugin that declares
 ``Options`` (imf/registry/options.py) also takes them as the last argument of its constructor
 (of the call, for a mask) where the contract does not pass them always. A plugin may also
-have ``check_config(section)`` (a classmethod, on a class), called with its config section (``cfg.objective`` for an
-objective) when its options are checked, before any run folder is made: it raises
-``imf.errors.ConfigError`` for a core key of that section it cannot honour.
+have ``check_config(section)`` (a classmethod, on a class), called with its config section
+(``cfg.objective`` for an objective) when its options are checked, before any run folder is
+made: it raises ``imf.errors.ConfigError`` for a core key of that section it cannot honour.
 
 A plugin need not extend anything: it keeps its contract by its shape. Three groups offer a
 helper base with shared code that keeps the Protocol: ``imf.scheduler.Scheduler`` (the job

@@ -138,8 +138,9 @@ def publish(rows: list[dict], no_write: bool, stem: str, heading: str, same: Cal
     path = RESULTS_DIR / f"{stem}_{obs}.json"
     kept = write_rows(path, rows, same)
     title = f"## {heading}, {obs} (benchmarks/learning/{stem}.py)"
-    write_section(title, [title, "", f"{intro} JSON: benchmarks/learning_results/{path.name}.", "", *table_of(kept), "",
-                          "Over the runs (each run's paired gap, then their mean ± SE over runs):", *summary_of(kept)])
+    write_section(title, [title, "", f"{intro} JSON: benchmarks/learning_results/{path.name}.", "",
+                          *table_of(kept), "", "Over the runs (each run's paired gap, then their mean ± SE over runs):",
+                          *summary_of(kept)])
 
 
 def main(argv: list[str] | None = None) -> int:

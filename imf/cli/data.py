@@ -33,10 +33,9 @@ def data_demo(
     from rich.progress import Progress
     from imf.errors import DataError
     from imf.data import prepare_output
-    from imf.pusht import DemoRecipe, check_recipe_value, copy_from_cache, make_demo_dataset
-    for name, value in (("noise", noise), ("finish", finish), ("pace", pace)):
-        if value is not None:  # the recipe's own ranges, named by the flag, before anything is written
-            check_recipe_value(name, value, f"--{name}")
+    from imf.pusht import DemoRecipe, check_recipe, copy_from_cache, make_demo_dataset
+    # the recipe's own ranges, named by the flag, before anything is written
+    check_recipe({"noise": noise, "finish": finish, "pace": pace}, lambda name: f"--{name}")
     recipe = DemoRecipe(noise, finish, pace)
     if out.exists() and not force:
         raise DataError(f"--out {out} exists; pass --force to replace it")

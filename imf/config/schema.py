@@ -307,6 +307,6 @@ def validate(cfg: Config) -> None:
                                           ("data.expert_finish", d.expert_finish is not None),
                                           ("data.expert_pace", d.expert_pace != 1.0)) if given]
     if d.path and recipe_keys:
-        raise ConfigError(f"config key '{recipe_keys[0]}': it shapes the scripted demonstrations, and data.path={d.path} "
-                          f"gives a data set instead; drop one of them")
+        raise ConfigError(f"config key '{recipe_keys[0]}': it shapes the scripted demonstrations, and "
+                          f"data.path={d.path} gives a data set instead; drop one of them")
     _check_choices(cfg)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from imf.faces import lazy_names
 
 _FACE = {"PushTEnv": "env", "copy_from_cache": "expert", "ensure_demo_dataset": "expert",
-         "make_demo_dataset": "expert", "DemoRecipe": "expert", "check_recipe_value": "expert",
+         "make_demo_dataset": "expert", "DemoRecipe": "expert", "check_recipe": "expert",
          "GOAL_POSE": "geometry", "ScoreResult": "scorer", "score_policy": "scorer",
          # the expert and the demo cache, for the benchmarks that time or draw them (env_speed, demo_speed,
          # grid_cost, anchors, filmstrip)

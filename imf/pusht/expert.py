@@ -59,12 +59,15 @@ RECIPE_RANGES: dict[str, tuple[str, Callable[[float], bool], str]] = {
 }
 
 
-def check_recipe_value(name: str, value: object, where: str) -> None:
-    """Raise DataError naming `where` (a config key or a flag) when `value` is not allowed for
-    the recipe's field `name`; NaN and booleans are never allowed."""
-    allowed, ok, default = RECIPE_RANGES[name]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not ok(value):
-        raise DataError(f"{where} {value!r}: give {allowed} ({default})")
+def check_recipe(values: dict[str, object], where: Callable[[str], str]) -> None:
+    """Raise DataError naming ``where(field)`` (a config key or a flag) for the first recipe value
+    its range does not allow; NaN and booleans never are, and a finish left out (None) always is."""
+    for name, value in values.items():
+        allowed, ok, default = RECIPE_RANGES[name]
+        if name == "finish" and value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not ok(value):
+            raise DataError(f"{where(name)} {value!r}: give {allowed} ({default})")
 
 
 @dataclass(frozen=True)
@@ -78,10 +81,7 @@ class DemoRecipe:
     pace: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in RECIPE_RANGES:
-            value = getattr(self, name)
-            if name != "finish" or value is not None:
-                check_recipe_value(name, value, f"data.expert_{name}")
+        check_recipe({name: getattr(self, name) for name in RECIPE_RANGES}, lambda name: f"data.expert_{name}")
 
     @property
     def tag(self) -> str:
