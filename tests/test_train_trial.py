@@ -179,11 +179,14 @@ def test_cli_bad_inputs_are_one_line(tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.slow
-def test_resume_after_kill_reproduces_the_uninterrupted_logs(demo_cache, tmp_path):
+@pytest.mark.parametrize("early", [[], ["training.early_batch_size=8", "training.early_batch_samples=64"]],
+                         ids=["one-batch", "early-batch"])
+def test_resume_after_kill_reproduces_the_uninterrupted_logs(demo_cache, tmp_path, early):
     # latest.pt is written at the rollout epochs 1 and 3 (checkpoint_every 5): a kill after the
-    # third log line makes the resume drop and redo the epochs after the checkpoint.
+    # third log line makes the resume drop and redo the epochs after the checkpoint (with an
+    # early batch of 8 for 64 samples, the first epoch it redoes is the first at the batch of 16).
     args = ["trial", "smoke", *TINY, f"data.cache_dir={demo_cache}", "training.num_epochs=5",
-            "training.rollout_every=2", "training.checkpoint_every=5", "--store", "none"]
+            "training.rollout_every=2", "training.checkpoint_every=5", *early, "--store", "none"]
     straight = run_imf(*args, "--out", str(tmp_path / "straight"), cwd=tmp_path)
     assert straight.returncode == 0, straight.stderr
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

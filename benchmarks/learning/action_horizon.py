@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # bench
 from results_file import write_section  # noqa: E402
 from run_record import log_rows  # noqa: E402
 
+from imf.report.basis import samples_trained  # noqa: E402
 from imf.seeds import SELECTION  # noqa: E402
 from imf.stats import standard_error  # noqa: E402
 
@@ -75,7 +76,7 @@ def run_named(run_dir: Path, config: dict) -> dict:
     run = {"obs": config["policy"]["obs_type"], "objective": (config.get("objective") or {}).get("name", "imf"),
            "seed": config["training"]["seed"]}
     if rows and "batch_size" in config["training"]:
-        run["samples"] = rows[-1].get("global_step", 0) * config["training"]["batch_size"]
+        run["samples"] = samples_trained(rows[-1], config["training"]["batch_size"]) or 0
     return run
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from imf.atomic import atomic_write_text
+from imf.report.basis import samples_trained
 from imf.store import RunLayout, is_epoch_row, read_json_object, read_log, read_looks, read_yaml_mapping
 from imf.upgrade import FileKind, Step, write_back
 
@@ -99,13 +100,13 @@ def read_record(run_dir: Path) -> dict[str, Any]:
         "objective": objective["name"], "sample_steps": steps, "seed": config["training"]["seed"],
         "budget_s": config["training"].get("time_budget_s"), "budget_clock": config["training"].get("budget_clock"),
         "status": summary["status"], "steps": last.get("global_step", 0),
-        "samples": last.get("global_step", 0) * batch, "train_min": last.get("train_s", 0.0) / 60,
+        "samples": samples_trained(last, batch) or 0, "train_min": last.get("train_s", 0.0) / 60,
         "overrides": summary.get("overrides", []),
         "best_test_score": best["test_mean_score"] if best else None,
         "best_test_score_se": _episodes_se(list(best.get("test_per_seed", {}).values())) if best else None,
         "best_test_success": best.get("test_success_rate") if best else None,  # of the chosen checkpoint
         "best_epoch": best["epoch"] + 1 if best else None,
-        "curve": [[r.get("train_s", 0.0) / 60, r["global_step"] * batch, r["test_mean_score"],
+        "curve": [[r.get("train_s", 0.0) / 60, samples_trained(r, batch), r["test_mean_score"],
                    r.get("test_success_rate")] for r in scored],
     }
     if files.final_eval.is_file():

@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # bench
 from results_file import write_section  # noqa: E402
 from run_record import log_rows, read_record  # noqa: E402
 
+from imf.report.basis import samples_trained  # noqa: E402
 from imf.store import CHECKPOINTS, SNAPSHOTS, read_looks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,19 +45,20 @@ RESULTS_DIR = ROOT / "benchmarks" / "learning_results"
 
 def snapshots(run_dir: Path) -> list[tuple[int, Path]]:
     """(samples, path) of each kept snapshot, by samples: its 0-based epoch (the file's name) read
-    in logs.json.txt, whose global_step times the batch is the samples, without loading the file."""
+    in logs.json.txt, whose samples (or global_step times the batch) it had trained, without
+    loading the file."""
     folder = run_dir / CHECKPOINTS / SNAPSHOTS
     if not folder.is_dir():
         sys.exit(f"samples_to_threshold.py: {run_dir} kept no snapshots ({folder} is missing); "
                  f"train it with training.snapshot_every=N")
     batch = yaml.safe_load((run_dir / "config.yaml").read_text())["training"]["batch_size"]
-    steps = {r["epoch"]: r["global_step"] for r in log_rows(run_dir)}
+    trained = {r["epoch"]: samples_trained(r, batch) for r in log_rows(run_dir)}
     found = []
     for path in sorted(folder.glob("epoch=*.pt")):
         epoch = int(path.stem.split("=", 1)[1])
-        if epoch not in steps:
+        if epoch not in trained:
             sys.exit(f"samples_to_threshold.py: {path}: epoch {epoch} is not in {run_dir / 'logs.json.txt'}")
-        found.append((steps[epoch] * batch, path))
+        found.append((trained[epoch], path))
     return sorted(found)
 
 

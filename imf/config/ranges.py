@@ -71,6 +71,7 @@ RANGES: dict[str, Range] = {
     "data.split_seed": SEED, "data.max_train_episodes": AT_LEAST_1,
     # training
     "training.seed": SEED, "training.num_epochs": AT_LEAST_1, "training.batch_size": AT_LEAST_1,
+    "training.early_batch_size": AT_LEAST_0, "training.early_batch_samples": AT_LEAST_0,
     "training.grad_accum": AT_LEAST_1,
     "training.lr": AT_LEAST_0,  # 0: the weights stay as they are (a baseline, a test of patience)
     "training.betas": FRACTION, "training.weight_decay": AT_LEAST_0,

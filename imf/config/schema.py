@@ -88,6 +88,10 @@ class TrainingConfig:
     device: str = "auto"  # auto, cpu, cuda, cuda:N
     num_epochs: int = 350
     batch_size: int = 64
+    # a smaller batch first: early_batch_size windows a step until the trial has trained
+    # early_batch_samples samples (from the next epoch on), then batch_size; 0: one batch throughout
+    early_batch_size: int = 0
+    early_batch_samples: int = 0
     grad_accum: int = 1  # micro-batches of batch_size / grad_accum per optimizer step (GPU memory)
     lr: float = 1.0e-4
     betas: list[float] = field(default_factory=lambda: [0.9, 0.95])
@@ -287,6 +291,18 @@ def check_ranges(cfg: Config) -> None:
         check_value(key, getattr(getattr(cfg, section), leaf))
 
 
+def check_early_batch(t: TrainingConfig) -> None:
+    """The early batch is set whole (a size and its samples) or not at all, and cut like the batch."""
+    if bool(t.early_batch_size) != bool(t.early_batch_samples):
+        given, missing = (("early_batch_size", "early_batch_samples") if t.early_batch_size
+                          else ("early_batch_samples", "early_batch_size"))
+        raise ConfigError(f"config key 'training.{missing}': training.{given}="
+                          f"{getattr(t, given)} needs it too (both 0: one batch throughout)")
+    if t.early_batch_size % t.grad_accum:
+        raise ConfigError(f"config key 'training.grad_accum': {t.grad_accum} must divide "
+                          f"training.early_batch_size={t.early_batch_size} (micro-batches of it)")
+
+
 def validate(cfg: Config) -> None:
     """The ranges of the numbers, then the rules between keys and the words a key takes."""
     check_ranges(cfg)
@@ -294,6 +310,7 @@ def validate(cfg: Config) -> None:
     if t.batch_size % t.grad_accum:
         raise ConfigError(f"config key 'training.grad_accum': {t.grad_accum} must divide "
                           f"training.batch_size={t.batch_size} (micro-batches of batch_size / grad_accum)")
+    check_early_batch(t)
     if len(t.betas) != 2:
         raise ConfigError(f"config key 'training.betas': two numbers in [0, 1), got {t.betas}")
     if p.n_emb % p.n_head:

@@ -11,7 +11,7 @@ from typing import Any
 
 from imf.errors import ReportError
 from imf.report.attempts import attempts_text
-from imf.report.basis import batch_size, budget_fields
+from imf.report.basis import batch_size, budget_fields, samples_trained
 from imf.report.model import LAST_K, Curve, TrialRow
 from imf.stats import standard_error
 from imf.store import (CONFIG, ENSEMBLE, FINAL_EVAL, HYDRA_CONFIG, LOGS, SUMMARY, RunSummary, ScoreboardStore,
@@ -268,7 +268,7 @@ def _progress(rows: list[dict[str, Any]], batch: int | None) -> list[list[Any]]:
         if not isinstance(r.get("epoch"), int) or not isinstance(step, int) or isinstance(step, bool):
             continue
         seconds = first_number(r, ("train_s",))
-        out.append([_counted(r["epoch"]), step, step * batch if batch else None,
+        out.append([_counted(r["epoch"]), step, samples_trained(r, batch),
                     None if seconds is None else seconds / 60])
     return out
 

@@ -78,3 +78,12 @@ def make_loader(dataset: Any, cfg: Config, shuffle: bool, generator: torch.Gener
                       generator=torch.Generator().manual_seed(cfg.training.seed), num_workers=workers,
                       pin_memory=device.type == "cuda", drop_last=False,
                       persistent_workers=workers > 0, prefetch_factor=4 if workers > 0 else None)
+
+
+def rebatched(loader: DataLoader, batch_size: int) -> DataLoader:
+    """``loader`` at another batch: the same dataset, sampler (so the same order and curriculum
+    pools), generator and workers."""
+    return DataLoader(loader.dataset, batch_size=batch_size, sampler=loader.sampler,
+                      generator=loader.generator, num_workers=loader.num_workers,
+                      pin_memory=loader.pin_memory, drop_last=loader.drop_last,
+                      persistent_workers=loader.persistent_workers, prefetch_factor=loader.prefetch_factor)

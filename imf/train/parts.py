@@ -9,6 +9,7 @@ training.bf16 is on (on a CPU bf16 is slower than float32, so it stays off there
 """
 from __future__ import annotations
 
+import math
 import os
 import random
 from dataclasses import dataclass
@@ -27,9 +28,18 @@ from imf.store import RunLayout
 from imf.train import checkpoint as ckpt_io
 from imf.train.budget import TrainClock, lr_factor
 from imf.train.curriculum import CurriculumDriver
-from imf.train.data import build_datasets, make_loader
+from imf.train.data import build_datasets, make_loader, rebatched
 from imf.train.stopping import DivergenceDetector, EarlyStopper
 from imf.train.validation import ActionProbe
+
+
+@dataclass
+class EarlyBatches:
+    """training.early_batch_size: its loader, steps an epoch, and the samples it trains before
+    the trial's own batch takes over."""
+    loader: Any
+    steps_per_epoch: int
+    until_samples: int
 
 
 @dataclass
@@ -50,6 +60,13 @@ class TrainParts:
     stopper: EarlyStopper
     divergence: DivergenceDetector
     autocast: bool
+    early: EarlyBatches | None = None
+
+    def epoch_batches(self, samples_done: int) -> tuple[Any, int]:
+        """The next epoch's loader and steps: the early batch's until it has trained its samples."""
+        if self.early is not None and samples_done < self.early.until_samples:
+            return self.early.loader, self.early.steps_per_epoch
+        return self.train_loader, self.steps_per_epoch
 
     @property
     def scored_policy(self) -> ImfPolicy:
@@ -125,17 +142,37 @@ def build_parts(cfg: Config, run: RunLayout, device: torch.device, warm: tuple[P
     if len(probe):
         say(f"validation: action RMSE on {len(probe)} fixed windows; holding still "
             f"scores {probe.hold_still:.1f} (world units)")
-    steps_per_epoch = min(len(train_loader), t.max_train_steps or len(train_loader))
+    steps_per_epoch = _steps(train_loader, t.max_train_steps)
+    early = None
+    if t.early_batch_size:
+        early_loader = rebatched(train_loader, t.early_batch_size)
+        early = EarlyBatches(early_loader, _steps(early_loader, t.max_train_steps), t.early_batch_samples)
     clock = TrainClock(t.budget_clock, t.time_budget_s)
     lr_schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lr_factor(t.lr_schedule, t.lr_warmup_steps, steps_per_epoch * t.num_epochs, clock))
+        optimizer, lr_factor(t.lr_schedule, t.lr_warmup_steps, _planned_steps(t, steps_per_epoch, early,
+                                                                              len(train_ds)), clock))
     topk = ckpt_io.TopK(run.checkpoints, t.checkpoint_topk)
     topk.folder.mkdir(parents=True, exist_ok=True)
     curriculum = CurriculumDriver(cfg, train_ds, train_loader.sampler, say)
     return TrainParts(device, policy, ema, optimizer, lr_schedule, shuffle, train_loader, val_loader,
                       probe, steps_per_epoch, curriculum, clock, topk, EarlyStopper(t.patience),
                       DivergenceDetector(t.divergence_factor, t.divergence_warmup_steps),
-                      use_bf16(device, t.bf16))
+                      use_bf16(device, t.bf16), early)
+
+
+def _planned_steps(t: Any, steps_per_epoch: int, early: EarlyBatches | None, windows: int) -> int:
+    """Optimizer steps over training.num_epochs, the early batch's epochs counted at their own
+    steps (the cosine of the learning rate ends at the last)."""
+    if early is None:
+        return steps_per_epoch * t.num_epochs
+    per_epoch = min(early.steps_per_epoch * t.early_batch_size, windows)
+    early_epochs = min(t.num_epochs, math.ceil(early.until_samples / max(1, per_epoch)))
+    return early_epochs * early.steps_per_epoch + (t.num_epochs - early_epochs) * steps_per_epoch
+
+
+def _steps(loader: Any, max_train_steps: int | None) -> int:
+    """Steps an epoch: the loader's batches, at most max_train_steps."""
+    return min(len(loader), max_train_steps or len(loader))
 
 
 # Devices whose AdamW has a fused kernel in every torch this package supports.

@@ -19,6 +19,7 @@ class TrainState:
 
     epoch: int = 0  # the next epoch to run, 0-based
     global_step: int = 0
+    samples: int = 0  # training windows seen (steps x batch, the early batch's steps at its own)
     best: tuple[float, int] | None = None  # (test_mean_score, epoch)
     best_success: float | None = None  # test success rate of the best rollout
     last_score: float | None = None
@@ -33,15 +34,17 @@ class TrainState:
 
     def state_dict(self) -> dict[str, Any]:
         """The checkpoint's epoch (the last one done), step, scores and RNG state."""
-        return {"epoch": self.epoch - 1, "global_step": self.global_step,
+        return {"epoch": self.epoch - 1, "global_step": self.global_step, "samples": self.samples,
                 "scores": {"best": list(self.best) if self.best else None,
                            "best_success_rate": self.best_success, "last": self.last_score},
                 "rng": ckpt_io.rng_state()}
 
-    def load_state_dict(self, state: dict[str, Any], elapsed_s: float) -> None:
-        """Continue after the checkpoint's epoch; restores the global RNG state."""
+    def load_state_dict(self, state: dict[str, Any], elapsed_s: float, batch_size: int) -> None:
+        """Continue after the checkpoint's epoch; restores the global RNG state. A latest.pt
+        without a sample count trained one ``batch_size`` throughout."""
         scores = state["scores"]
         self.epoch, self.global_step = state["epoch"] + 1, state["global_step"]
+        self.samples = state.get("samples", self.global_step * batch_size)
         self.best = tuple(scores["best"]) if scores["best"] else None
         self.best_success, self.last_score = scores["best_success_rate"], scores["last"]
         self.elapsed_before, self.hold_still_logged = elapsed_s, self.epoch > 0
@@ -97,4 +100,4 @@ def restore(parts: TrainParts, state: TrainState, ckpt: dict[str, Any]) -> None:
     parts.divergence.load_state_dict(trainer["divergence"])
     parts.topk.load_state_dict(trainer["topk"], upto_epoch=ckpt["epoch"])
     parts.clock.spent_s = trainer.get("train_s", 0.0)
-    state.load_state_dict(ckpt, trainer["elapsed_s"])
+    state.load_state_dict(ckpt, trainer["elapsed_s"], parts.train_loader.batch_size)

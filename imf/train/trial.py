@@ -36,7 +36,7 @@ from imf.train.recording import (Identity, archive_earlier, check_before_run, id
                                  store_names, store_root)
 from imf.train.runfiles import JsonLinesLog, ProgressFile, Tee
 from imf.train.state import TrainState, checkpoint_of, restore, save_epoch
-from imf.train.step import accumulate_gradients, to_device
+from imf.train.step import accumulate_gradients, batch_size_of, to_device
 from imf.train.stopping import StepMetrics, StopSignals
 from imf.trackers import RunLogger, check_trackers, run_group
 from imf.version import code_version
@@ -190,18 +190,18 @@ def train_loop(trial: Trial, parts: TrainParts, state: TrainState) -> None:
     """Epochs until the last, a divergence, early stopping or the time budget."""
     t = trial.cfg.training
     while state.epoch < t.num_epochs:
-        epoch, step_before = state.epoch, state.global_step
+        epoch, before = state.epoch, (state.global_step, state.samples)
         train = train_epoch(trial.cfg, parts, state, trial.stop, trial.progress)
         if trial.stop():  # the part-epoch is dropped: a resume redoes it from latest.pt
-            state.global_step = step_before
+            state.global_step, state.samples = before
             _interrupted(trial, state)
             return
         if train is None:
-            trial.log.append({"epoch": epoch, "global_step": state.global_step, "diverged": True,
-                              "reason": state.reason})
+            trial.log.append({"epoch": epoch, "global_step": state.global_step, "samples": state.samples,
+                              "diverged": True, "reason": state.reason})
             trial.say(f"epoch {shown(epoch)}: diverged: {state.reason}; " + _last_good(trial.files))
             return
-        record = {"epoch": epoch, "global_step": state.global_step, **train,
+        record = {"epoch": epoch, "global_step": state.global_step, "samples": state.samples, **train,
                   **validate(trial.cfg, parts, state), "lr": parts.lr_schedule.get_last_lr()[0]}
         stop = False
         out_of_time = parts.clock.exhausted()
@@ -262,14 +262,15 @@ def train_epoch(cfg: Config, parts: TrainParts, state: TrainState, stop: Callabl
     pool = parts.curriculum.start_epoch(state.epoch, parts.clock.seconds())
     t = cfg.training
     label = progress_text(state.epoch, t.num_epochs, t.time_budget_s, t.budget_clock, parts.clock.seconds())
-    bar = EpochBar(label, parts.steps_per_epoch) if sys.stdout.isatty() else None
+    loader, steps = parts.epoch_batches(state.samples)
+    bar = EpochBar(label, steps) if sys.stdout.isatty() else None
     window = StepMetrics(cfg.logging.every_steps)  # no host sync inside a step
     if progress is not None:
-        progress.begin(state.epoch, parts.steps_per_epoch)
+        progress.begin(state.epoch, steps)
     parts.clock.start()
     try:
-        for i, batch in enumerate(parts.train_loader):
-            if i >= parts.steps_per_epoch or parts.clock.exhausted() or stop():
+        for i, batch in enumerate(loader):
+            if i >= steps or parts.clock.exhausted() or stop():
                 break
             parts.optimizer.zero_grad(set_to_none=True)
             loss, metrics = accumulate_gradients(parts.policy, to_device(batch, parts.device),
@@ -280,6 +281,7 @@ def train_epoch(cfg: Config, parts: TrainParts, state: TrainState, stop: Callabl
             if parts.ema is not None:
                 parts.ema.step(parts.policy)
             state.global_step += 1
+            state.samples += batch_size_of(batch)
             if progress is not None:
                 progress.tick(i + 1)
             value = metrics.get("loss", loss)
