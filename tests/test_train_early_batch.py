@@ -11,7 +11,7 @@ import torch
 
 from imf.config import load_config
 from imf.errors import ConfigError
-from imf.report.basis import samples_trained
+from imf.store import samples_trained
 from imf.train.parts import EarlyBatches, _planned_steps
 from imf.train.trial import TrialOptions, run_trial
 from imf_process import run_in_process
@@ -31,6 +31,8 @@ TINY = ["training.max_train_steps=4", "training.batch_size=16", "eval.n_test=2",
     (["training.early_batch_size=6", "training.early_batch_samples=100", "training.grad_accum=4"],
      "config key 'training.grad_accum': 4 must divide training.early_batch_size=6"),
     (["training.early_batch_size=-8", "training.early_batch_samples=100"], "training.early_batch_size"),
+    (["training.early_batch_size=32", "training.early_batch_samples=100"],
+     "config key 'training.early_batch_size': 32 must be below training.batch_size=32"),
     (["training.early_batch_size=8", "training.early_batch_samples=nan"], "training.early_batch_samples"),
 ])
 def test_an_early_batch_set_by_halves_or_badly_is_refused_by_its_key(overrides, needle):

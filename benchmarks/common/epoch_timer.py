@@ -12,6 +12,8 @@ def timed_epoch(cfg: Any, parts: Any, state: Any, steps: int, clock: Callable[[]
     """Train ``steps`` steps through imf.train.train_epoch (loader, loss, backward, clip, AdamW,
     schedule, EMA) and return what ``clock`` (time.perf_counter or time.process_time) measured."""
     parts.steps_per_epoch, parts.clock = steps, TrainClock("wall", None)  # no budget: the epoch ends at steps
+    if parts.early is not None:  # an early batch's epoch too
+        parts.early.steps_per_epoch = steps
     start = clock()
     train_epoch(cfg, parts, state)
     state.epoch += 1

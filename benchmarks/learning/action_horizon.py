@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # bench
 from results_file import write_section  # noqa: E402
 from run_record import log_rows  # noqa: E402
 
-from imf.report.basis import samples_trained  # noqa: E402
+from imf.store import samples_trained  # noqa: E402
 from imf.seeds import SELECTION  # noqa: E402
 from imf.stats import standard_error  # noqa: E402
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from imf.atomic import atomic_write_text
-from imf.report.basis import samples_trained
+from imf.store import samples_trained
 from imf.store import RunLayout, is_epoch_row, read_json_object, read_log, read_looks, read_yaml_mapping
 from imf.upgrade import FileKind, Step, write_back
 

@@ -292,12 +292,16 @@ def check_ranges(cfg: Config) -> None:
 
 
 def check_early_batch(t: TrainingConfig) -> None:
-    """The early batch is set whole (a size and its samples) or not at all, and cut like the batch."""
+    """The early batch is set whole (a size and its samples) or not at all, smaller than the batch
+    (the memory checks size the batch) and cut into micro-batches like it."""
     if bool(t.early_batch_size) != bool(t.early_batch_samples):
         given, missing = (("early_batch_size", "early_batch_samples") if t.early_batch_size
                           else ("early_batch_samples", "early_batch_size"))
         raise ConfigError(f"config key 'training.{missing}': training.{given}="
                           f"{getattr(t, given)} needs it too (both 0: one batch throughout)")
+    if t.early_batch_size >= t.batch_size:
+        raise ConfigError(f"config key 'training.early_batch_size': {t.early_batch_size} must be below "
+                          f"training.batch_size={t.batch_size} (the batch grows once, to batch_size)")
     if t.early_batch_size % t.grad_accum:
         raise ConfigError(f"config key 'training.grad_accum': {t.grad_accum} must divide "
                           f"training.early_batch_size={t.early_batch_size} (micro-batches of it)")

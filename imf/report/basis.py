@@ -188,13 +188,3 @@ def batch_size(config: dict[str, Any] | None) -> int | None:
             return value
     return None
 
-
-def samples_trained(row: dict[str, Any], batch: int | None) -> int | None:
-    """The training samples a log row had reached: its own count (trials log it, an early batch
-    makes it more than steps x batch_size), else its optimizer steps x ``batch``."""
-    samples, step = row.get("samples"), row.get("global_step")
-    if isinstance(samples, int) and not isinstance(samples, bool):
-        return samples
-    if isinstance(step, int) and not isinstance(step, bool) and batch:
-        return step * batch
-    return None

@@ -11,13 +11,13 @@ from typing import Any
 
 from imf.errors import ReportError
 from imf.report.attempts import attempts_text
-from imf.report.basis import batch_size, budget_fields, samples_trained
+from imf.report.basis import batch_size, budget_fields
 from imf.report.model import LAST_K, Curve, TrialRow
 from imf.stats import standard_error
 from imf.store import (CONFIG, ENSEMBLE, FINAL_EVAL, HYDRA_CONFIG, LOGS, SUMMARY, RunSummary, ScoreboardStore,
                        find_run_dirs, first_number, flatten, is_ensemble, is_epoch_row, is_run_dir, log_segments,
                        model_size, observed_status, read_json_object, read_log, read_looks, read_sweep_trials,
-                       read_yaml_mapping, row_episode_scores, row_score, row_success, run_only)
+                       read_yaml_mapping, row_episode_scores, row_score, row_success, run_only, samples_trained)
 
 WARM_START = "init_from"  # in a run's cell identity: the checkpoint it warm-started from (never filled in)
 SEED_IN_ID = re.compile(r"-s(\d+)(?=-|$)")

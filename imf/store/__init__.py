@@ -19,7 +19,8 @@ from imf.store.records import check_identity, numbered, project_root
 from imf.store.runlock import RunLock, live_holder, process_start_time
 from imf.store.runs import (HYDRA_CONFIG, PROGRAM_SCORE, SCORE_KEYS, find_run_dirs, first_number, is_epoch_row,
                             is_run_dir, log_segments, model_size, parse_log, read_json_object, read_log,
-                            read_sweep_trials, read_yaml_mapping, row_episode_scores, row_score, row_success)
+                            read_sweep_trials, read_yaml_mapping, row_episode_scores, row_score, row_success,
+                            samples_trained)
 from imf.store.scoreboard import ScoreboardStore
 from imf.store.summary import PARAM_KEYS, PARAMS, Checkpoints, RunSummary, observed_status, params_of, read_summary
 
@@ -39,6 +40,6 @@ __all__ = [
     # reading run folders
     "HYDRA_CONFIG", "PROGRAM_SCORE", "SCORE_KEYS", "find_run_dirs", "first_number", "is_epoch_row", "is_run_dir",
     "log_segments", "model_size", "parse_log", "read_json_object", "read_log", "read_sweep_trials",
-    "read_yaml_mapping", "row_episode_scores", "row_score", "row_success",
+    "read_yaml_mapping", "row_episode_scores", "row_score", "row_success", "samples_trained",
     "PARAM_KEYS", "PARAMS", "Checkpoints", "RunSummary", "observed_status", "params_of", "read_summary",
 ]

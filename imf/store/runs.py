@@ -132,6 +132,17 @@ def is_epoch_row(row: dict[str, Any]) -> bool:
     return isinstance(row.get("epoch"), int) and not row.get("diverged")
 
 
+def samples_trained(row: dict[str, Any], batch: int | None) -> int | None:
+    """The training samples a log row had reached: its own count (trials log it, an early batch
+    makes it more than steps x batch_size), else its optimizer steps x ``batch``."""
+    samples, step = row.get("samples"), row.get("global_step")
+    if isinstance(samples, int) and not isinstance(samples, bool):
+        return samples
+    if isinstance(step, int) and not isinstance(step, bool) and batch:
+        return step * batch
+    return None
+
+
 def first_number(row: dict[str, Any], keys: tuple[str, ...]) -> float | None:
     """The first finite number under ``keys`` (bools are not numbers), else None."""
     for key in keys:
