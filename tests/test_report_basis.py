@@ -60,6 +60,18 @@ def test_curves_take_the_axis_asked_for_and_a_single_rollout_is_a_point(tmp_path
     assert curve_points(curve, "samples") == [(500 * 128.0, 0.4, pytest.approx(0.03))]
     assert curve_points(curve, "minutes") == [(3.5, 0.4, pytest.approx(0.03))]
     assert curve_points(curve, "epoch") == [(2.0, 0.4, pytest.approx(0.03))]
+
+
+def test_the_samples_axis_reads_a_runs_logged_samples_where_an_early_batch_made_them_fewer(tmp_path):
+    run = _budgeted(tmp_path, 64, 250, [None, 0.4], {"num_epochs": 2, "early_batch_size": 32,
+                                                      "early_batch_samples": 8000})
+    rows = [json.loads(line) for line in (run / "logs.json.txt").read_text().splitlines()]
+    rows[0]["samples"], rows[1]["samples"] = 250 * 32, 250 * 32 + 250 * 128  # epoch 1 at the early batch
+    (run / "logs.json.txt").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = build_report([run], x_axis="samples")
+    (curve,) = report.curves
+    assert curve_points(curve, "samples") == [(250 * 160.0, 0.4, pytest.approx(0.03))]
+    assert report.trials[0].samples == 250 * 160
     with pytest.raises(ReportError, match=r"--x 'hours': the curves' x-axis is one of epoch, steps, samples, minutes"):
         build_report([run], x_axis="hours")
 
