@@ -79,3 +79,15 @@ def test_a_trial_trains_the_early_batch_until_its_samples_then_its_own(demo_cach
     assert rows[-1]["lr"] == pytest.approx(0.0, abs=1e-12)  # the cosine ends at the planned last step
     record = read_record(run_dir)
     assert record["samples"] == 192 and [point[1] for point in record["curve"]] == [32, 64, 128, 192]
+
+
+def test_a_checkpoint_from_before_the_sample_count_resumes_at_steps_times_its_batch():
+    from imf.train.checkpoint import rng_state
+    from imf.train.state import TrainState
+    old = {"epoch": 3, "global_step": 40, "rng": rng_state(),
+           "scores": {"best": [0.5, 2], "best_success_rate": 0.1, "last": 0.4}}
+    state = TrainState()
+    state.load_state_dict(old, elapsed_s=12.0, batch_size=16)
+    assert (state.epoch, state.global_step, state.samples) == (4, 40, 640)
+    state.load_state_dict({**old, "samples": 500}, elapsed_s=12.0, batch_size=16)
+    assert state.samples == 500
