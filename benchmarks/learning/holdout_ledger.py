@@ -81,7 +81,7 @@ COUNTED = (*BEST, "ablations_image", "ablations_image60", "ablations_image_sampl
            "image_direct_latest", "keypoints_preset_e96", "keypoints_preset_e128", "keypoints_direct18_shipped",
            "keypoints_preset_h24", "keypoints_preset_obs3",  # learning.py --no-look records
            "noise_scale_keypoints", "image_preset_lr3e3", "keypoints_pace2", "keypoints_depth3", "image_preset_ema995",
-           "image_preset_bs32", "keypoints_compile", "image_preset_early32")
+           "image_preset_bs32", "keypoints_compile", "image_preset_early32", "image_direct_day2")
 PRESETS = ("pusht_lowdim_cpu", "pusht_image_cpu")
 # Commits that changed the shipped presets' settings outside their YAML, through a default every
 # preset takes: (commit, presets, what changed). A YAML diff cannot see these, so they are named.
