@@ -187,4 +187,3 @@ def batch_size(config: dict[str, Any] | None) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
     return None
-
